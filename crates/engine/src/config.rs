@@ -1,0 +1,94 @@
+//! Settings the engine needs, with their defaults.
+//!
+//! The daemon reads these from the `[engine]`-level keys of its TOML file and
+//! its command line; an embedding program builds an [`EngineConfig`] directly.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// When a committed batch reaches the disk, named as Redis's `appendfsync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AppendFsync {
+    /// Every batch is fsynced before any of its writes is acknowledged
+    /// (`PRAGMA synchronous=FULL` in WAL mode). Survives power loss.
+    #[default]
+    Always,
+    /// Commits do not wait for the disk; the writer fsyncs the WAL at least
+    /// once a second. Survives a process crash; a power loss can lose up to
+    /// about one second of acknowledged writes.
+    Everysec,
+    /// Commits never wait for the disk; the OS writes the WAL back when it
+    /// likes. Survives a process crash; a power loss can lose whatever the OS
+    /// had not written yet.
+    No,
+}
+
+impl AppendFsync {
+    /// The name used in the config file, `CONFIG GET` and `INFO`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppendFsync::Always => "always",
+            AppendFsync::Everysec => "everysec",
+            AppendFsync::No => "no",
+        }
+    }
+}
+
+impl FromStr for AppendFsync {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Ok(AppendFsync::Always),
+            "everysec" => Ok(AppendFsync::Everysec),
+            "no" => Ok(AppendFsync::No),
+            other => Err(format!(
+                "invalid appendfsync '{other}' (always, everysec or no)"
+            )),
+        }
+    }
+}
+
+/// Everything the engine needs to open a database and start its threads.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// The SQLite database file (its `-wal` and `-shm` files live beside it).
+    pub path: PathBuf,
+    /// Durability of acknowledged writes.
+    pub appendfsync: AppendFsync,
+    /// The most operations one group commit may hold; 1 turns batching off.
+    pub max_batch: usize,
+    /// Number of read-only connections (and threads) in the read pool.
+    pub readers: usize,
+    /// Number of logical databases (`SELECT 0..databases-1`).
+    pub databases: u32,
+    /// Once the WAL file grows past this many bytes the writer checkpoints it
+    /// and truncates it, so it stays bounded under constant load.
+    pub wal_checkpoint_bytes: u64,
+    /// `PRAGMA journal_size_limit`: what SQLite leaves of the WAL after a
+    /// checkpoint.
+    pub journal_size_limit: i64,
+    /// The most expired keys the writer deletes in one sweep between batches.
+    pub expire_chunk: usize,
+    /// Largest string value (`proto-max-bulk-len`), enforced by APPEND and
+    /// SETRANGE.
+    pub max_string_len: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            path: PathBuf::from("respite.db"),
+            appendfsync: AppendFsync::Always,
+            max_batch: 1024,
+            readers: 4,
+            databases: 16,
+            wal_checkpoint_bytes: 64 * 1024 * 1024,
+            journal_size_limit: 64 * 1024 * 1024,
+            expire_chunk: 256,
+            max_string_len: 512 * 1024 * 1024,
+        }
+    }
+}

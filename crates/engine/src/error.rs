@@ -1,0 +1,50 @@
+//! The engine's error type.
+//!
+//! Every way a command can fail inside the engine is a variant here. The
+//! `Display` text of each variant is exactly the error line redis-server sends
+//! for the same failure, so the server can put it on the wire unchanged and a
+//! client library that matches on Redis error prefixes (`WRONGTYPE`, `ERR`)
+//! behaves the same against respite as against Redis.
+
+/// A failure of one engine operation.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The key exists but holds another data type.
+    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    WrongType,
+    /// A stored value (or an argument) is not a 64-bit signed integer.
+    #[error("ERR value is not an integer or out of range")]
+    NotInteger,
+    /// INCRBY and friends would leave the `i64` range.
+    #[error("ERR increment or decrement would overflow")]
+    Overflow,
+    /// A stored value is not a float (INCRBYFLOAT).
+    #[error("ERR value is not a valid float")]
+    NotFloat,
+    /// INCRBYFLOAT would produce NaN or an infinity.
+    #[error("ERR increment would produce NaN or Infinity")]
+    NanOrInfinity,
+    /// RENAME and friends on a key that does not exist.
+    #[error("ERR no such key")]
+    NoSuchKey,
+    /// A string would grow past `proto-max-bulk-len` (APPEND, SETRANGE).
+    #[error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")]
+    StringTooLong,
+    /// A SCAN cursor this server never handed out (or forgot).
+    #[error("ERR invalid cursor")]
+    InvalidCursor,
+    /// SQLite failed while running this one operation; the operation was
+    /// rolled back to its savepoint and nothing of it is visible.
+    #[error("ERR storage error: {0}")]
+    Storage(#[from] rusqlite::Error),
+    /// The batch this operation belonged to could not be committed (disk full,
+    /// I/O error). Nothing of the batch was applied.
+    #[error("ERR commit failed, nothing of this command was applied: {0}")]
+    CommitFailed(String),
+    /// The engine is shutting down and takes no more work.
+    #[error("ERR server is shutting down")]
+    ShuttingDown,
+}
+
+/// Result alias used throughout the engine.
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;

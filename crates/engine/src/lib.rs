@@ -1,0 +1,184 @@
+//! respite-engine: a Redis keyspace kept in SQLite, durable by default, and
+//! fast under concurrent writes because it commits them in groups.
+//!
+//! The engine owns everything that touches SQL; the server above it speaks
+//! RESP and never writes a query. It is plain threads and channels, no async
+//! runtime, so it can be embedded in any program.
+//!
+//! There are two ways in:
+//!
+//! - **Writes** go through [`Engine::submit_write`] onto one bounded queue
+//!   consumed by one writer thread ([`writer`]). The writer drains whatever
+//!   has queued up, applies it in one transaction, commits once (one fsync for
+//!   the whole group) and only then calls each item's completion callback.
+//!   A write operation is a closure over a [`Txn`], so commands that read
+//!   before they write (INCR, APPEND, SET ... GET) see every earlier write.
+//! - **Reads** go through [`Engine::submit_read`] to a pool of read-only WAL
+//!   connections ([`read_pool`]), each job in a fresh snapshot, never waiting
+//!   for the writer.
+//!
+//! The keyspace layout is in [`schema`]; the typed operations are in
+//! [`view`] (reads, expiry-aware) and [`txn`] (writes). [`glob`] is Redis's
+//! pattern matching, and [`stats`] the group-commit figures INFO reports.
+//! What each `appendfsync` setting survives is written down in
+//! `docs/durability.md`.
+
+pub mod config;
+pub mod error;
+pub mod glob;
+pub mod read_pool;
+pub mod schema;
+pub mod stats;
+pub mod txn;
+pub mod view;
+pub mod writer;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::Sender;
+
+pub use config::{AppendFsync, EngineConfig};
+pub use error::{EngineError, Result};
+pub use read_pool::ReadJob;
+pub use schema::Kind;
+pub use stats::StatsSnapshot;
+pub use txn::Txn;
+pub use view::{now_ms, DbCounts, Entry, ScanPage, View};
+pub use writer::{WriteDone, WriteItem, WriteOp};
+
+use stats::Stats;
+use writer::Msg;
+
+/// A running engine: the writer thread, the read pool, and their queues.
+/// `R` is the type write operations produce (the server's reply type).
+pub struct Engine<R: Send + 'static> {
+    write_tx: Sender<Msg<R>>,
+    read_tx: Sender<ReadJob>,
+    stats: Arc<Stats>,
+    max_batch: Arc<AtomicUsize>,
+    wal_path: PathBuf,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    config: EngineConfig,
+}
+
+impl<R: Send + 'static> Engine<R> {
+    /// Opens (creating if needed) the database at `config.path` and starts
+    /// the writer thread and the read pool.
+    pub fn open(config: EngineConfig) -> Result<Self> {
+        let conn =
+            schema::open_writer(&config.path, config.appendfsync, config.journal_size_limit)?;
+        let mut wal = config.path.clone().into_os_string();
+        wal.push("-wal");
+        let wal_path = PathBuf::from(wal);
+        let stats = Arc::new(Stats::new());
+        let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
+        let pool = read_pool::ReadPool::start(&config.path, config.readers)?;
+        // Unbounded here: the server bounds operations in flight with an
+        // async semaphore, so connection tasks wait without blocking a thread.
+        let (write_tx, write_rx) = crossbeam_channel::unbounded();
+        let settings = writer::WriterSettings {
+            wal_path: wal_path.clone(),
+            fsync: config.appendfsync,
+            max_batch: max_batch.clone(),
+            wal_checkpoint_bytes: config.wal_checkpoint_bytes,
+            expire_chunk: config.expire_chunk,
+        };
+        let writer_stats = stats.clone();
+        let writer = std::thread::Builder::new()
+            .name("respite-writer".into())
+            .spawn(move || writer::run(conn, write_rx, settings, writer_stats))
+            .map_err(|e| EngineError::CommitFailed(format!("spawn writer: {e}")))?;
+        let mut threads = pool.threads;
+        threads.push(writer);
+        Ok(Engine {
+            write_tx,
+            read_tx: pool.tx,
+            stats,
+            max_batch,
+            wal_path,
+            threads: Mutex::new(threads),
+            config,
+        })
+    }
+
+    /// Queues writes for the writer. Gives the item back if the engine has
+    /// shut down.
+    pub fn submit_write(&self, item: WriteItem<R>) -> std::result::Result<(), WriteItem<R>> {
+        self.write_tx.send(Msg::Write(item)).map_err(|e| match e.0 {
+            Msg::Write(item) => item,
+            _ => unreachable!("only a write was sent"),
+        })
+    }
+
+    /// Queues a read job for the read pool. Gives it back if the pool is
+    /// gone.
+    pub fn submit_read(&self, job: ReadJob) -> std::result::Result<(), ReadJob> {
+        self.read_tx.send(job).map_err(|e| e.0)
+    }
+
+    /// Messages waiting for the writer.
+    pub fn write_queue_len(&self) -> usize {
+        self.write_tx.len()
+    }
+
+    /// Group-commit statistics.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// The WAL file's current size in bytes.
+    pub fn wal_size(&self) -> u64 {
+        std::fs::metadata(&self.wal_path)
+            .map(|m| m.len())
+            .unwrap_or(0)
+    }
+
+    /// The configuration the engine was opened with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The current cap on operations per commit.
+    pub fn max_batch(&self) -> usize {
+        self.max_batch.load(Ordering::Relaxed)
+    }
+
+    /// Changes the cap on operations per commit (1 turns batching off).
+    pub fn set_max_batch(&self, n: usize) {
+        self.max_batch.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Changes durability from the next batch on.
+    pub fn set_appendfsync(&self, mode: AppendFsync) {
+        let _ = self.write_tx.send(Msg::SetFsync(mode));
+    }
+
+    /// Applies everything already queued, checkpoints, and stops the writer;
+    /// blocks until it has. Later writes are refused.
+    pub fn shutdown(&self) {
+        let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+        let sent = self.write_tx.send(Msg::Shutdown(Box::new(move || {
+            let _ = tx.send(());
+        })));
+        if sent.is_ok() {
+            let _ = rx.recv();
+        }
+    }
+}
+
+impl<R: Send + 'static> Drop for Engine<R> {
+    fn drop(&mut self) {
+        self.shutdown();
+        // Closing the read queue ends the reader threads; the writer has
+        // already returned.
+        let (dead_tx, _) = crossbeam_channel::unbounded();
+        self.read_tx = dead_tx;
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}

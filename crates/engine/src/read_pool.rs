@@ -1,0 +1,72 @@
+//! The read pool: read-only WAL connections, each owned by a thread, that
+//! serve every read command without ever waiting for the writer.
+//!
+//! In WAL mode a reader sees the database as of the moment its transaction
+//! starts, and the writer never blocks it. Each job runs in a fresh, short
+//! read transaction, started after the job was queued; since the writer
+//! acknowledges a write only after its commit, every write acknowledged before
+//! a read was submitted is visible to that read. No connection keeps a
+//! snapshot open between jobs, which also lets the writer's TRUNCATE
+//! checkpoints finish.
+//!
+//! A job is a closure over a [`View`], so the caller decides what a job
+//! reads (one GET, or a whole run of pipelined reads in one snapshot) and how
+//! the result travels back (the server uses a tokio oneshot channel). The
+//! threads are plain OS threads: SQLite calls block, and they must never block
+//! an async runtime's workers.
+
+use std::path::Path;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+use rusqlite::Connection;
+
+use crate::error::Result;
+use crate::schema::open_reader;
+use crate::view::View;
+
+/// Work for the read pool: runs once against a fresh read snapshot.
+pub type ReadJob = Box<dyn FnOnce(&View<'_>) + Send>;
+
+/// Handle to the pool's threads; dropping every sender ends them.
+pub(crate) struct ReadPool {
+    pub(crate) tx: Sender<ReadJob>,
+    pub(crate) threads: Vec<JoinHandle<()>>,
+}
+
+impl ReadPool {
+    /// Opens `size` read-only connections and starts a thread for each.
+    pub(crate) fn start(path: &Path, size: usize) -> Result<ReadPool> {
+        let (tx, rx) = crossbeam_channel::unbounded::<ReadJob>();
+        let mut threads = Vec::new();
+        for i in 0..size.max(1) {
+            let conn = open_reader(path)?;
+            let rx = rx.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("respite-reader-{i}"))
+                .spawn(move || reader_loop(conn, rx))
+                .map_err(|e| crate::EngineError::CommitFailed(format!("spawn reader: {e}")))?;
+            threads.push(handle);
+        }
+        Ok(ReadPool { tx, threads })
+    }
+}
+
+fn reader_loop(conn: Connection, rx: Receiver<ReadJob>) {
+    while let Ok(job) = rx.recv() {
+        // One snapshot per job, so a job's reads agree with each other.
+        let began = conn
+            .prepare_cached("BEGIN")
+            .and_then(|mut s| s.execute([]))
+            .is_ok();
+        job(&View::new(&conn));
+        if began {
+            if let Err(e) = conn
+                .prepare_cached("COMMIT")
+                .and_then(|mut s| s.execute([]))
+            {
+                tracing::warn!(error = %e, "ending a read transaction failed");
+            }
+        }
+    }
+}

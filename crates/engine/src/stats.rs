@@ -1,0 +1,122 @@
+//! Group-commit statistics, for INFO and for the tests that prove batching.
+//!
+//! The writer records one sample per commit: how many operations the batch
+//! held and how long the COMMIT (and so, with `appendfsync always`, the
+//! fsync) took. Both go into HdrHistograms so INFO can report p50/p99/max
+//! without keeping samples.
+
+use std::sync::Mutex;
+
+use hdrhistogram::Histogram;
+
+/// Counters and histograms owned by the writer, read by INFO.
+pub struct Stats {
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    batches: u64,
+    ops: u64,
+    failed_ops: u64,
+    failed_commits: u64,
+    expired_keys: u64,
+    checkpoints: u64,
+    ops_per_batch: Histogram<u64>,
+    commit_us: Histogram<u64>,
+}
+
+/// A copy of the statistics at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct StatsSnapshot {
+    /// Committed transactions that held at least one operation.
+    pub batches: u64,
+    /// Operations run by the writer (committed or not).
+    pub ops: u64,
+    /// Operations that failed alone and were rolled back to their savepoint.
+    pub failed_ops: u64,
+    /// Batches whose COMMIT failed (every operation in them got an error).
+    pub failed_commits: u64,
+    /// Keys deleted by the active-expiry sweep.
+    pub expired_keys: u64,
+    /// WAL checkpoints the writer ran.
+    pub checkpoints: u64,
+    /// Operations per batch: median.
+    pub ops_per_batch_p50: u64,
+    /// Operations per batch: 99th percentile.
+    pub ops_per_batch_p99: u64,
+    /// Operations per batch: largest.
+    pub ops_per_batch_max: u64,
+    /// Operations per batch: mean.
+    pub ops_per_batch_mean: f64,
+    /// COMMIT latency in microseconds: median.
+    pub commit_us_p50: u64,
+    /// COMMIT latency in microseconds: 99th percentile.
+    pub commit_us_p99: u64,
+}
+
+impl Stats {
+    pub(crate) fn new() -> Self {
+        // Bounds: a batch of up to 1M ops, a commit of up to 100 s; values
+        // past them are clamped rather than refused.
+        let hist = |max| Histogram::new_with_bounds(1, max, 3).expect("static histogram bounds");
+        Stats {
+            inner: Mutex::new(Inner {
+                batches: 0,
+                ops: 0,
+                failed_ops: 0,
+                failed_commits: 0,
+                expired_keys: 0,
+                checkpoints: 0,
+                ops_per_batch: hist(1 << 20),
+                commit_us: hist(100_000_000),
+            }),
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        // A poisoned lock only means a panic elsewhere mid-update; the
+        // counters are still usable.
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut guard)
+    }
+
+    pub(crate) fn record_commit(&self, ops: u64, failed_ops: u64, commit_us: u64, ok: bool) {
+        self.with(|s| {
+            s.ops += ops;
+            s.failed_ops += failed_ops;
+            if ok {
+                s.batches += 1;
+                s.ops_per_batch.saturating_record(ops.max(1));
+                s.commit_us.saturating_record(commit_us.max(1));
+            } else {
+                s.failed_commits += 1;
+            }
+        });
+    }
+
+    pub(crate) fn record_expired(&self, n: u64) {
+        self.with(|s| s.expired_keys += n);
+    }
+
+    pub(crate) fn record_checkpoint(&self) {
+        self.with(|s| s.checkpoints += 1);
+    }
+
+    /// A consistent copy of every figure.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        self.with(|s| StatsSnapshot {
+            batches: s.batches,
+            ops: s.ops,
+            failed_ops: s.failed_ops,
+            failed_commits: s.failed_commits,
+            expired_keys: s.expired_keys,
+            checkpoints: s.checkpoints,
+            ops_per_batch_p50: s.ops_per_batch.value_at_quantile(0.5),
+            ops_per_batch_p99: s.ops_per_batch.value_at_quantile(0.99),
+            ops_per_batch_max: s.ops_per_batch.max(),
+            ops_per_batch_mean: s.ops_per_batch.mean(),
+            commit_us_p50: s.commit_us.value_at_quantile(0.5),
+            commit_us_p99: s.commit_us.value_at_quantile(0.99),
+        })
+    }
+}

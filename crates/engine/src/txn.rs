@@ -1,0 +1,263 @@
+//! Typed write operations, run by the writer thread inside a batch's
+//! transaction.
+//!
+//! A [`Txn`] is only ever seen inside a write operation's closure: the writer
+//! has already opened the batch's transaction and a savepoint for this one
+//! operation. If the closure returns an error, the writer rolls back to the
+//! savepoint, so a command that fails half-way leaves nothing behind while
+//! the rest of its batch still commits.
+//!
+//! Writes treat an expired row exactly like a missing key: they overwrite it
+//! (clearing its old expiry and its elements), never revive it.
+
+use std::ops::Deref;
+
+use rusqlite::{params, Connection};
+
+use crate::error::{EngineError, Result};
+use crate::schema::Kind;
+use crate::view::View;
+
+/// Write access to the keyspace inside the current batch.
+pub struct Txn<'c> {
+    view: View<'c>,
+}
+
+impl<'c> Deref for Txn<'c> {
+    type Target = View<'c>;
+    fn deref(&self) -> &View<'c> {
+        &self.view
+    }
+}
+
+impl<'c> Txn<'c> {
+    pub(crate) fn new(conn: &'c Connection) -> Self {
+        Txn {
+            view: View::new(conn),
+        }
+    }
+
+    fn conn(&self) -> &'c Connection {
+        self.view.conn
+    }
+
+    /// The type of the row stored under the key, expired or not.
+    fn stored_kind(&self, db: u32, key: &[u8]) -> Result<Option<Kind>> {
+        use rusqlite::OptionalExtension;
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT type FROM keys WHERE db = ?1 AND key = ?2")?;
+        Ok(stmt
+            .query_row(params![db, key], |r| r.get::<_, i64>(0))
+            .optional()?
+            .map(Kind::from_code))
+    }
+
+    /// Deletes the element rows of a non-string key.
+    fn delete_elements(&self, db: u32, key: &[u8], kind: Kind) -> Result<()> {
+        if let Some(table) = kind.element_table() {
+            let sql = format!("DELETE FROM {table} WHERE db = ?1 AND key = ?2");
+            self.conn()
+                .prepare_cached(&sql)?
+                .execute(params![db, key])?;
+        }
+        Ok(())
+    }
+
+    /// Removes the row and elements stored under the key, live or expired.
+    /// Returns the type that was stored.
+    fn purge(&self, db: u32, key: &[u8]) -> Result<Option<Kind>> {
+        let kind = self.stored_kind(db, key)?;
+        if let Some(kind) = kind {
+            self.delete_elements(db, key, kind)?;
+            self.conn()
+                .prepare_cached("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
+                .execute(params![db, key])?;
+        }
+        Ok(kind)
+    }
+
+    /// Stores a string value under the key, replacing whatever was there
+    /// (of any type), with the given absolute expiry (SET and friends). The
+    /// common case, a string over a string or a new key, is one lookup and
+    /// one row written.
+    pub fn put_string(
+        &mut self,
+        db: u32,
+        key: &[u8],
+        value: &[u8],
+        expire_at: Option<i64>,
+    ) -> Result<()> {
+        if let Some(kind) = self.stored_kind(db, key)? {
+            if kind != Kind::String {
+                self.delete_elements(db, key, kind)?;
+            }
+        }
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO keys (db, key, type, value, expire_at) VALUES (?1, ?2, 0, ?3, ?4)
+                 ON CONFLICT (db, key) DO UPDATE
+                 SET type = 0, value = excluded.value, expire_at = excluded.expire_at",
+            )?
+            .execute(params![db, key, value, expire_at])?;
+        Ok(())
+    }
+
+    /// Deletes a live key (DEL). Returns whether it existed.
+    pub fn delete(&mut self, db: u32, key: &[u8]) -> Result<bool> {
+        let live = self.exists(db, key)?;
+        // An expired row is removed too, but does not count as deleted.
+        self.purge(db, key)?;
+        Ok(live)
+    }
+
+    /// Sets (`Some`) or removes (`None`) a live key's expiry. Returns whether
+    /// the key exists. An expiry at or before now deletes the key, as Redis
+    /// does.
+    pub fn set_expire(&mut self, db: u32, key: &[u8], expire_at: Option<i64>) -> Result<bool> {
+        if !self.exists(db, key)? {
+            return Ok(false);
+        }
+        if let Some(at) = expire_at {
+            if at <= self.now() {
+                self.purge(db, key)?;
+                return Ok(true);
+            }
+        }
+        self.conn()
+            .prepare_cached("UPDATE keys SET expire_at = ?3 WHERE db = ?1 AND key = ?2")?
+            .execute(params![db, key, expire_at])?;
+        Ok(true)
+    }
+
+    /// Moves a live key to a new name in the same database, replacing the
+    /// destination (RENAME) or only if it does not exist (RENAMENX, `nx`).
+    /// Returns whether the key was moved; errors with `NoSuchKey` when the
+    /// source does not exist.
+    pub fn rename(&mut self, db: u32, from: &[u8], to: &[u8], nx: bool) -> Result<bool> {
+        let Some(entry) = self.entry(db, from)? else {
+            return Err(EngineError::NoSuchKey);
+        };
+        if from == to {
+            return Ok(!nx);
+        }
+        if nx && self.exists(db, to)? {
+            return Ok(false);
+        }
+        self.purge(db, to)?;
+        self.conn()
+            .prepare_cached("UPDATE keys SET key = ?3 WHERE db = ?1 AND key = ?2")?
+            .execute(params![db, from, to])?;
+        if let Some(table) = entry.kind.element_table() {
+            let sql = format!("UPDATE {table} SET key = ?3 WHERE db = ?1 AND key = ?2");
+            self.conn()
+                .prepare_cached(&sql)?
+                .execute(params![db, from, to])?;
+        }
+        Ok(true)
+    }
+
+    /// Copies a live key, with its expiry, to `to` in `dst_db` (COPY).
+    /// Returns false when the source is missing, or the destination exists
+    /// and `replace` is not set.
+    pub fn copy(
+        &mut self,
+        db: u32,
+        from: &[u8],
+        dst_db: u32,
+        to: &[u8],
+        replace: bool,
+    ) -> Result<bool> {
+        let Some(entry) = self.entry(db, from)? else {
+            return Ok(false);
+        };
+        if db == dst_db && from == to {
+            return Ok(false);
+        }
+        if self.exists(dst_db, to)? && !replace {
+            return Ok(false);
+        }
+        self.purge(dst_db, to)?;
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO keys (db, key, type, value, expire_at)
+                 SELECT ?3, ?4, type, value, expire_at FROM keys WHERE db = ?1 AND key = ?2",
+            )?
+            .execute(params![db, from, dst_db, to])?;
+        if let Some(table) = entry.kind.element_table() {
+            let cols = match entry.kind {
+                Kind::Hash => "field, value",
+                Kind::List => "pos, value",
+                Kind::Set => "member",
+                Kind::ZSet => "member, score",
+                Kind::String => "",
+            };
+            let sql = format!(
+                "INSERT INTO {table} (db, key, {cols})
+                 SELECT ?3, ?4, {cols} FROM {table} WHERE db = ?1 AND key = ?2"
+            );
+            self.conn()
+                .prepare_cached(&sql)?
+                .execute(params![db, from, dst_db, to])?;
+        }
+        Ok(true)
+    }
+
+    /// Moves a live key to another database if it is not there (MOVE).
+    pub fn move_key(&mut self, db: u32, key: &[u8], dst_db: u32) -> Result<bool> {
+        if db == dst_db || !self.exists(db, key)? || self.exists(dst_db, key)? {
+            return Ok(false);
+        }
+        self.purge(dst_db, key)?;
+        self.conn()
+            .prepare_cached("UPDATE keys SET db = ?3 WHERE db = ?1 AND key = ?2")?
+            .execute(params![db, key, dst_db])?;
+        for table in ["hashes", "lists", "sets", "zsets"] {
+            let sql = format!("UPDATE {table} SET db = ?3 WHERE db = ?1 AND key = ?2");
+            self.conn()
+                .prepare_cached(&sql)?
+                .execute(params![db, key, dst_db])?;
+        }
+        Ok(true)
+    }
+
+    /// Empties one database (FLUSHDB).
+    pub fn flush_db(&mut self, db: u32) -> Result<()> {
+        for table in ["keys", "hashes", "lists", "sets", "zsets"] {
+            let sql = format!("DELETE FROM {table} WHERE db = ?1");
+            self.conn().prepare_cached(&sql)?.execute(params![db])?;
+        }
+        Ok(())
+    }
+
+    /// Empties every database (FLUSHALL).
+    pub fn flush_all(&mut self) -> Result<()> {
+        self.conn()
+            .execute_batch("DELETE FROM keys; DELETE FROM hashes; DELETE FROM lists; DELETE FROM sets; DELETE FROM zsets;")?;
+        Ok(())
+    }
+
+    /// Deletes up to `limit` keys whose expiry has passed, oldest expiry
+    /// first. Returns how many were deleted. The writer calls this between
+    /// batches so TTL churn cannot grow the file without bound.
+    pub(crate) fn expire_due(&mut self, limit: usize) -> Result<usize> {
+        let due: Vec<(u32, Vec<u8>, i64)> = {
+            let mut stmt = self.conn().prepare_cached(
+                "SELECT db, key, type FROM keys
+                 WHERE expire_at IS NOT NULL AND expire_at <= ?1
+                 ORDER BY expire_at LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![self.now(), limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        for (db, key, code) in &due {
+            self.delete_elements(*db, key, Kind::from_code(*code))?;
+            self.conn()
+                .prepare_cached("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
+                .execute(params![db, key])?;
+        }
+        Ok(due.len())
+    }
+}

@@ -1,0 +1,140 @@
+//! A cursor over one request's arguments, with the conversions commands need.
+//!
+//! Arguments are `Bytes` slices of the connection's read buffer; taking one
+//! is a reference-count bump, not a copy.
+
+use bytes::Bytes;
+
+use crate::error::CommandError;
+
+/// The arguments of one command, after its name.
+pub struct Args {
+    items: std::vec::IntoIter<Bytes>,
+}
+
+impl Args {
+    /// Wraps the arguments that follow the command name.
+    pub fn new(items: Vec<Bytes>) -> Self {
+        Args {
+            items: items.into_iter(),
+        }
+    }
+
+    /// How many arguments are left.
+    pub fn remaining(&self) -> usize {
+        self.items.len()
+    }
+
+    /// The next argument, if any.
+    pub fn next_opt(&mut self) -> Option<Bytes> {
+        self.items.next()
+    }
+
+    /// The next argument; a syntax error if there is none (arity is checked
+    /// before parsing, so this is for optional clauses such as `EX` with no
+    /// number after it).
+    pub fn next(&mut self) -> Result<Bytes, CommandError> {
+        self.items.next().ok_or(CommandError::Syntax)
+    }
+
+    /// The next argument, upper-cased, for matching options and
+    /// subcommands.
+    pub fn next_upper(&mut self) -> Result<String, CommandError> {
+        Ok(upper(&self.next()?))
+    }
+
+    /// The next argument as a signed 64-bit integer, strictly (no spaces, no
+    /// `+`, no leading zeros games): Redis's `string2ll`.
+    pub fn next_i64(&mut self) -> Result<i64, CommandError> {
+        parse_i64(&self.next()?).ok_or(CommandError::NotInteger)
+    }
+
+    /// The next argument as a float, as Redis's `string2ld` accepts it.
+    pub fn next_f64(&mut self) -> Result<f64, CommandError> {
+        parse_f64(&self.next()?).ok_or(CommandError::NotFloat)
+    }
+
+    /// Every remaining argument.
+    pub fn rest(&mut self) -> Vec<Bytes> {
+        self.items.by_ref().collect()
+    }
+}
+
+/// Upper-cases an argument for comparison (lossy for non-UTF-8, which no
+/// option name is).
+pub fn upper(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_uppercase()
+}
+
+/// Redis's strict integer parsing: optional `-`, digits, no leading `+`,
+/// spaces or leading zeros (except "0" itself), within `i64`.
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let digits = b.strip_prefix(b"-").unwrap_or(b);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if digits.len() > 1 && digits[0] == b'0' {
+        return None;
+    }
+    if digits == b"0" && b.len() > 1 {
+        // "-0" is not an integer to Redis.
+        return None;
+    }
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// A float as Redis accepts it: no surrounding spaces, not NaN. `inf`,
+/// `+inf` and `-inf` are accepted here; commands that cannot take an
+/// infinity reject it themselves.
+pub fn parse_f64(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.trim() != s {
+        return None;
+    }
+    let v: f64 = match s.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        other => {
+            // Rust accepts "nan", "inf" spelled other ways; Redis does not.
+            if other.contains("nan") || other.contains("inf") {
+                return None;
+            }
+            other.parse().ok()?
+        }
+    };
+    if v.is_nan() {
+        return None;
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_integers() {
+        assert_eq!(parse_i64(b"42"), Some(42));
+        assert_eq!(parse_i64(b"-42"), Some(-42));
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-0"), None);
+        assert_eq!(parse_i64(b"042"), None);
+        assert_eq!(parse_i64(b"+1"), None);
+        assert_eq!(parse_i64(b" 1"), None);
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+    }
+
+    #[test]
+    fn floats() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"5e3"), Some(5000.0));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b"abc"), None);
+    }
+}

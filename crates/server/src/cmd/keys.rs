@@ -1,0 +1,526 @@
+//! Generic key commands: existence, deletion, expiry, renaming, iteration.
+
+use bytes::Bytes;
+use respite_engine::{now_ms, EngineError, Kind, Txn, View};
+
+use super::{ReadCommand, Session, WriteCommand};
+use crate::args::{upper, Args};
+use crate::error::CommandError;
+use crate::reply::Reply;
+use crate::state::{lock, Shared};
+use std::sync::Arc;
+
+/// How an expiry argument is meant.
+#[derive(Clone, Copy)]
+pub enum ExpireUnit {
+    /// Relative seconds (EX, EXPIRE).
+    Seconds,
+    /// Relative milliseconds (PX, PEXPIRE).
+    Millis,
+    /// Absolute Unix seconds (EXAT, EXPIREAT).
+    UnixSeconds,
+    /// Absolute Unix milliseconds (PXAT, PEXPIREAT).
+    UnixMillis,
+}
+
+/// Turns an expiry argument into absolute Unix milliseconds; `None` on
+/// overflow (Redis's "invalid expire time").
+pub fn absolute_expire(n: i64, unit: ExpireUnit) -> Option<i64> {
+    match unit {
+        ExpireUnit::Seconds => n.checked_mul(1000)?.checked_add(now_ms()),
+        ExpireUnit::Millis => n.checked_add(now_ms()),
+        ExpireUnit::UnixSeconds => n.checked_mul(1000),
+        ExpireUnit::UnixMillis => Some(n),
+    }
+}
+
+/// `DEL key [key ...]` and `UNLINK key [key ...]`: the number deleted.
+pub struct Del {
+    /// Selected database.
+    db: u32,
+    /// Keys to delete.
+    keys: Vec<Bytes>,
+}
+
+impl WriteCommand for Del {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Del {
+            db: s.db,
+            keys: args.rest(),
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let mut n = 0;
+        for key in &self.keys {
+            if txn.delete(self.db, key)? {
+                n += 1;
+            }
+        }
+        Ok(Reply::Int(n))
+    }
+}
+
+/// `EXISTS key [key ...]`: counts a key once per mention.
+pub struct Exists {
+    /// Selected database.
+    db: u32,
+    /// Keys to test.
+    keys: Vec<Bytes>,
+}
+
+impl ReadCommand for Exists {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Exists {
+            db: s.db,
+            keys: args.rest(),
+        })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        let mut n = 0;
+        for key in &self.keys {
+            if view.exists(self.db, key)? {
+                n += 1;
+            }
+        }
+        Ok(Reply::Int(n))
+    }
+}
+
+/// `TOUCH key [key ...]`: the number of existing keys. respite keeps no
+/// access times, so this only counts.
+pub type Touch = Exists;
+
+/// `TYPE key`
+pub struct Type {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+}
+
+impl ReadCommand for Type {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Type {
+            db: s.db,
+            key: args.next()?,
+        })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        Ok(Reply::Simple(
+            view.kind(self.db, &self.key)?.map_or("none", Kind::name),
+        ))
+    }
+}
+
+/// The NX/XX/GT/LT condition of the EXPIRE family.
+#[derive(Clone, Copy, PartialEq)]
+enum Condition {
+    Always,
+    Nx,
+    Xx,
+    Gt,
+    Lt,
+}
+
+/// `EXPIRE key seconds [NX | XX | GT | LT]` and its three siblings, which
+/// differ only in the unit.
+pub struct ExpireGeneric<const UNIT: u8> {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// The new expiry, absolute Unix milliseconds.
+    at: i64,
+    /// When to apply it.
+    condition: Condition,
+}
+
+/// `EXPIRE key seconds [NX | XX | GT | LT]`
+pub type Expire = ExpireGeneric<0>;
+/// `PEXPIRE key milliseconds [NX | XX | GT | LT]`
+pub type PExpire = ExpireGeneric<1>;
+/// `EXPIREAT key unix-time-seconds [NX | XX | GT | LT]`
+pub type ExpireAt = ExpireGeneric<2>;
+/// `PEXPIREAT key unix-time-milliseconds [NX | XX | GT | LT]`
+pub type PExpireAt = ExpireGeneric<3>;
+
+impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let (unit, name) = match UNIT {
+            0 => (ExpireUnit::Seconds, "expire"),
+            1 => (ExpireUnit::Millis, "pexpire"),
+            2 => (ExpireUnit::UnixSeconds, "expireat"),
+            _ => (ExpireUnit::UnixMillis, "pexpireat"),
+        };
+        let key = args.next()?;
+        let n = args.next_i64()?;
+        let mut condition = Condition::Always;
+        while args.remaining() > 0 {
+            let word = args.next_upper()?;
+            let c = match word.as_str() {
+                "NX" => Condition::Nx,
+                "XX" => Condition::Xx,
+                "GT" => Condition::Gt,
+                "LT" => Condition::Lt,
+                _ => {
+                    return Err(CommandError::Other(format!("Unsupported option {word}")));
+                }
+            };
+            if condition != Condition::Always && condition != c {
+                return Err(CommandError::Other(
+                    "NX and XX, GT or LT options at the same time are not compatible".into(),
+                ));
+            }
+            condition = c;
+        }
+        let at = absolute_expire(n, unit).ok_or(CommandError::InvalidExpire(name))?;
+        Ok(ExpireGeneric {
+            db: s.db,
+            key,
+            at,
+            condition,
+        })
+    }
+
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let Some(entry) = txn.entry(self.db, &self.key)? else {
+            return Ok(Reply::Int(0));
+        };
+        let allowed = match (self.condition, entry.expire_at) {
+            (Condition::Always, _) => true,
+            (Condition::Nx, current) => current.is_none(),
+            (Condition::Xx, current) => current.is_some(),
+            // No TTL counts as an infinite one.
+            (Condition::Gt, Some(current)) => self.at > current,
+            (Condition::Gt, None) => false,
+            (Condition::Lt, Some(current)) => self.at < current,
+            (Condition::Lt, None) => true,
+        };
+        if !allowed {
+            return Ok(Reply::Int(0));
+        }
+        txn.set_expire(self.db, &self.key, Some(self.at))?;
+        Ok(Reply::Int(1))
+    }
+}
+
+/// `PERSIST key`: 1 if a TTL was removed.
+pub struct Persist {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+}
+
+impl WriteCommand for Persist {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Persist {
+            db: s.db,
+            key: args.next()?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        match txn.entry(self.db, &self.key)? {
+            Some(e) if e.expire_at.is_some() => {
+                txn.set_expire(self.db, &self.key, None)?;
+                Ok(Reply::Int(1))
+            }
+            _ => Ok(Reply::Int(0)),
+        }
+    }
+}
+
+/// The four TTL readers: `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME`. -2 for
+/// a missing key, -1 for a key without expiry.
+pub struct TtlGeneric<const KIND: u8> {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+}
+
+/// `TTL key`: remaining seconds, rounded.
+pub type Ttl = TtlGeneric<0>;
+/// `PTTL key`: remaining milliseconds.
+pub type PTtl = TtlGeneric<1>;
+/// `EXPIRETIME key`: absolute Unix seconds.
+pub type ExpireTime = TtlGeneric<2>;
+/// `PEXPIRETIME key`: absolute Unix milliseconds.
+pub type PExpireTime = TtlGeneric<3>;
+
+impl<const KIND: u8> ReadCommand for TtlGeneric<KIND> {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(TtlGeneric {
+            db: s.db,
+            key: args.next()?,
+        })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        let Some(entry) = view.entry(self.db, &self.key)? else {
+            return Ok(Reply::Int(-2));
+        };
+        let Some(at) = entry.expire_at else {
+            return Ok(Reply::Int(-1));
+        };
+        let left = (at - view.now()).max(0);
+        Ok(Reply::Int(match KIND {
+            0 => (left + 500) / 1000,
+            1 => left,
+            2 => at / 1000,
+            _ => at,
+        }))
+    }
+}
+
+/// `RENAME key newkey` (NX = false) and `RENAMENX key newkey` (NX = true).
+pub struct RenameGeneric<const NX: bool> {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    from: Bytes,
+    /// Its new name.
+    to: Bytes,
+}
+
+/// `RENAME key newkey`
+pub type Rename = RenameGeneric<false>;
+/// `RENAMENX key newkey`
+pub type RenameNx = RenameGeneric<true>;
+
+impl<const NX: bool> WriteCommand for RenameGeneric<NX> {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(RenameGeneric {
+            db: s.db,
+            from: args.next()?,
+            to: args.next()?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let moved = txn.rename(self.db, &self.from, &self.to, NX)?;
+        Ok(if NX {
+            Reply::Int(moved as i64)
+        } else {
+            Reply::Ok
+        })
+    }
+}
+
+/// `COPY source destination [DB destination-db] [REPLACE]`
+pub struct Copy {
+    /// Selected database.
+    db: u32,
+    /// Source key.
+    from: Bytes,
+    /// Destination key.
+    to: Bytes,
+    /// Destination database.
+    dst_db: u32,
+    /// Overwrite an existing destination.
+    replace: bool,
+}
+
+impl WriteCommand for Copy {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let from = args.next()?;
+        let to = args.next()?;
+        let mut cmd = Copy {
+            db: s.db,
+            from,
+            to,
+            dst_db: s.db,
+            replace: false,
+        };
+        while args.remaining() > 0 {
+            match args.next_upper()?.as_str() {
+                "REPLACE" => cmd.replace = true,
+                "DB" => {
+                    let n = args.next_i64()?;
+                    if n < 0 || n >= s.shared.config.databases as i64 {
+                        return Err(CommandError::DbIndexOutOfRange);
+                    }
+                    cmd.dst_db = n as u32;
+                }
+                _ => return Err(CommandError::Syntax),
+            }
+        }
+        Ok(cmd)
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let copied = txn.copy(self.db, &self.from, self.dst_db, &self.to, self.replace)?;
+        Ok(Reply::Int(copied as i64))
+    }
+}
+
+/// `MOVE key db`
+pub struct Move {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// Destination database.
+    dst_db: u32,
+}
+
+impl WriteCommand for Move {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let key = args.next()?;
+        let n = args.next_i64()?;
+        if n < 0 || n >= s.shared.config.databases as i64 {
+            return Err(CommandError::DbIndexOutOfRange);
+        }
+        if n as u32 == s.db {
+            return Err(CommandError::Other(
+                "source and destination objects are the same".into(),
+            ));
+        }
+        Ok(Move {
+            db: s.db,
+            key,
+            dst_db: n as u32,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        Ok(Reply::Int(
+            txn.move_key(self.db, &self.key, self.dst_db)? as i64
+        ))
+    }
+}
+
+/// `KEYS pattern`
+pub struct Keys {
+    /// Selected database.
+    db: u32,
+    /// Glob pattern.
+    pattern: Bytes,
+}
+
+impl ReadCommand for Keys {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Keys {
+            db: s.db,
+            pattern: args.next()?,
+        })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        let keys = view.keys(self.db, &self.pattern)?;
+        Ok(Reply::Array(keys.into_iter().map(Reply::bulk).collect()))
+    }
+}
+
+/// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`
+///
+/// Cursor 0 starts a scan; every other cursor is a number this server handed
+/// out, standing for "continue after key K" (kept in [`crate::state::Cursors`]).
+/// Walking keys in order guarantees that a key present for the whole scan is
+/// returned exactly once.
+pub struct Scan {
+    /// Selected database.
+    db: u32,
+    /// Where to continue: `None` from the start.
+    after: Option<Vec<u8>>,
+    /// MATCH pattern.
+    pattern: Option<Bytes>,
+    /// COUNT: keys examined per call.
+    count: usize,
+    /// TYPE filter; `Some(None)` is a type name that matches nothing.
+    kind: Option<Option<Kind>>,
+    /// For saving the next cursor.
+    shared: Arc<Shared>,
+}
+
+impl ReadCommand for Scan {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let cursor_arg = args.next()?;
+        let cursor = std::str::from_utf8(&cursor_arg)
+            .ok()
+            .and_then(|t| t.parse::<u64>().ok())
+            .ok_or(CommandError::Engine(EngineError::InvalidCursor))?;
+        let after = if cursor == 0 {
+            None
+        } else {
+            Some(
+                lock(&s.shared.cursors)
+                    .get(s.db, cursor)
+                    .ok_or(CommandError::Engine(EngineError::InvalidCursor))?,
+            )
+        };
+        let mut cmd = Scan {
+            db: s.db,
+            after,
+            pattern: None,
+            count: 10,
+            kind: None,
+            shared: s.shared.clone(),
+        };
+        while args.remaining() > 0 {
+            match args.next_upper()?.as_str() {
+                "MATCH" => cmd.pattern = Some(args.next()?),
+                "COUNT" => {
+                    let n = args.next_i64()?;
+                    if n < 1 {
+                        return Err(CommandError::Syntax);
+                    }
+                    cmd.count = n.min(1_000_000) as usize;
+                }
+                "TYPE" => {
+                    let name = upper(&args.next()?).to_ascii_lowercase();
+                    let kind = [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet]
+                        .into_iter()
+                        .find(|k| k.name() == name);
+                    cmd.kind = Some(kind);
+                }
+                _ => return Err(CommandError::Syntax),
+            }
+        }
+        Ok(cmd)
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        let page = view.scan(
+            self.db,
+            self.after.as_deref(),
+            self.count,
+            self.pattern.as_deref(),
+            self.kind.flatten(),
+        )?;
+        let keys = match self.kind {
+            Some(None) => Vec::new(),
+            _ => page.keys,
+        };
+        let next = match page.resume_after {
+            Some(after) => lock(&self.shared.cursors).save(self.db, after),
+            None => 0,
+        };
+        Ok(Reply::Array(vec![
+            Reply::bulk(next.to_string()),
+            Reply::Array(keys.into_iter().map(Reply::bulk).collect()),
+        ]))
+    }
+}
+
+/// `RANDOMKEY`
+pub struct RandomKey {
+    /// Selected database.
+    db: u32,
+}
+
+impl ReadCommand for RandomKey {
+    fn parse(_args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(RandomKey { db: s.db })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        Ok(Reply::bulk_or_nil(
+            view.random_key(self.db, rand::random())?,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expire_arithmetic_overflows_to_none() {
+        assert_eq!(absolute_expire(i64::MAX, ExpireUnit::Seconds), None);
+        assert_eq!(absolute_expire(5, ExpireUnit::UnixSeconds), Some(5000));
+    }
+}

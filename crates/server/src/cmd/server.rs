@@ -1,0 +1,550 @@
+//! Server commands: COMMAND, CONFIG, INFO, DBSIZE, FLUSHDB, FLUSHALL, TIME,
+//! SHUTDOWN.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use respite_engine::{glob::glob_match, AppendFsync, EngineError, Txn, View};
+
+use super::{
+    lookup, subcommand, LocalCommand, Plan, ReadCommand, Session, Spec, WriteCommand, TABLE,
+};
+use crate::args::{upper, Args};
+use crate::error::CommandError;
+use crate::reply::Reply;
+use crate::state::{lock, Shared};
+
+/// `DBSIZE`
+pub struct DbSize {
+    /// Selected database.
+    db: u32,
+}
+
+impl ReadCommand for DbSize {
+    fn parse(_args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(DbSize { db: s.db })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        Ok(Reply::Int(view.dbsize(self.db)? as i64))
+    }
+}
+
+/// Parses the optional ASYNC/SYNC of FLUSHDB and FLUSHALL (both mean the
+/// same here: the flush is one transaction either way).
+fn flush_mode(args: &mut Args) -> Result<(), CommandError> {
+    if args.remaining() > 1 {
+        return Err(CommandError::Syntax);
+    }
+    if let Some(mode) = args.next_opt() {
+        let m = upper(&mode);
+        if m != "ASYNC" && m != "SYNC" {
+            return Err(CommandError::Syntax);
+        }
+    }
+    Ok(())
+}
+
+/// `FLUSHDB [ASYNC | SYNC]`
+pub struct FlushDb {
+    /// Selected database.
+    db: u32,
+}
+
+impl WriteCommand for FlushDb {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        flush_mode(args)?;
+        Ok(FlushDb { db: s.db })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        txn.flush_db(self.db)?;
+        Ok(Reply::Ok)
+    }
+}
+
+/// `FLUSHALL [ASYNC | SYNC]`
+pub struct FlushAll;
+
+impl WriteCommand for FlushAll {
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        flush_mode(args)?;
+        Ok(FlushAll)
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        txn.flush_all()?;
+        Ok(Reply::Ok)
+    }
+}
+
+/// `TIME`: seconds and microseconds, as two bulk strings.
+pub struct Time;
+
+impl LocalCommand for Time {
+    fn parse(_args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        Ok(Time)
+    }
+    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Ok(Plan::Reply(Reply::Array(vec![
+            Reply::bulk(now.as_secs().to_string()),
+            Reply::bulk(now.subsec_micros().to_string()),
+        ])))
+    }
+}
+
+/// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`: stops accepting,
+/// commits what was accepted, checkpoints, exits. Every option means the
+/// same here (the data is always on disk), except ABORT, which has nothing
+/// to abort.
+pub struct Shutdown {
+    /// SHUTDOWN ABORT.
+    abort: bool,
+}
+
+impl LocalCommand for Shutdown {
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        let mut abort = false;
+        while args.remaining() > 0 {
+            match args.next_upper()?.as_str() {
+                "NOSAVE" | "SAVE" | "NOW" | "FORCE" => {}
+                "ABORT" => abort = true,
+                _ => return Err(CommandError::Syntax),
+            }
+        }
+        Ok(Shutdown { abort })
+    }
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        if self.abort {
+            return Err(CommandError::Other("No shutdown in progress.".into()));
+        }
+        tracing::info!(client = s.client.id, "SHUTDOWN requested");
+        s.shared.begin_shutdown();
+        Ok(Plan::Close)
+    }
+}
+
+/// `INFO [section ...]`
+pub struct Info {
+    /// Requested sections, lower case; empty means the default set.
+    sections: Vec<String>,
+    /// For the figures.
+    shared: Arc<Shared>,
+}
+
+impl ReadCommand for Info {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let sections = args
+            .rest()
+            .iter()
+            .map(|b| String::from_utf8_lossy(b).to_ascii_lowercase())
+            .collect();
+        Ok(Info {
+            sections,
+            shared: s.shared.clone(),
+        })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        let want = |name: &str| {
+            self.sections.is_empty()
+                || self
+                    .sections
+                    .iter()
+                    .any(|s| s == name || s == "all" || s == "default" || s == "everything")
+        };
+        let sh = &self.shared;
+        let mut out = String::new();
+        if want("server") {
+            let uptime = sh.started.elapsed().as_secs();
+            let _ = write!(
+                out,
+                "# Server\r\nredis_version:7.0.0\r\nrespite_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\n\r\n",
+                env!("CARGO_PKG_VERSION"),
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                std::process::id(),
+                sh.tcp_port.load(Ordering::Relaxed),
+                uptime,
+                uptime / 86400,
+            );
+        }
+        if want("clients") {
+            let _ = write!(
+                out,
+                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+                lock(&sh.clients).len(),
+                sh.settings.maxclients.load(Ordering::Relaxed),
+            );
+        }
+        let stats = sh.engine.stats();
+        if want("stats") {
+            let c = &sh.counters;
+            let _ = write!(
+                out,
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:{}\r\nprotocol_errors:{}\r\n\r\n",
+                c.connections_received.load(Ordering::Relaxed),
+                c.commands_processed.load(Ordering::Relaxed),
+                c.rejected_connections.load(Ordering::Relaxed),
+                stats.expired_keys,
+                stats.failed_ops,
+                c.protocol_errors.load(Ordering::Relaxed),
+            );
+        }
+        if want("persistence") {
+            let _ = write!(
+                out,
+                "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\ngroup_commit_max_batch:{}\r\ngroup_commit_batches:{}\r\ngroup_commit_ops:{}\r\ngroup_commit_failed_ops:{}\r\ngroup_commit_failed_commits:{}\r\ngroup_commit_ops_per_batch_mean:{:.2}\r\ngroup_commit_ops_per_batch_p50:{}\r\ngroup_commit_ops_per_batch_p99:{}\r\ngroup_commit_ops_per_batch_max:{}\r\ngroup_commit_commit_latency_p50_us:{}\r\ngroup_commit_commit_latency_p99_us:{}\r\ngroup_commit_queue_depth:{}\r\nwal_size_bytes:{}\r\nwal_checkpoints:{}\r\n\r\n",
+                lock(&sh.settings.appendfsync).as_str(),
+                sh.engine.max_batch(),
+                stats.batches,
+                stats.ops,
+                stats.failed_ops,
+                stats.failed_commits,
+                stats.ops_per_batch_mean,
+                stats.ops_per_batch_p50,
+                stats.ops_per_batch_p99,
+                stats.ops_per_batch_max,
+                stats.commit_us_p50,
+                stats.commit_us_p99,
+                sh.engine.write_queue_len(),
+                sh.engine.wal_size(),
+                stats.checkpoints,
+            );
+        }
+        if want("keyspace") {
+            out.push_str("# Keyspace\r\n");
+            for db in view.keyspace()? {
+                let _ = write!(
+                    out,
+                    "db{}:keys={},expires={},avg_ttl=0\r\n",
+                    db.db, db.keys, db.expires
+                );
+            }
+            out.push_str("\r\n");
+        }
+        // Redis ends the text without the final blank line.
+        while out.ends_with("\r\n\r\n") {
+            out.truncate(out.len() - 2);
+        }
+        Ok(Reply::Verbatim(out))
+    }
+}
+
+/// The COMMAND INFO entry of one command.
+fn command_info(spec: &Spec) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk(spec.name),
+        Reply::Int(spec.arity as i64),
+        Reply::Set(spec.flags.iter().map(|f| Reply::Simple(f)).collect()),
+        Reply::Int(spec.first_key as i64),
+        Reply::Int(spec.last_key as i64),
+        Reply::Int(spec.step as i64),
+        Reply::Set(vec![Reply::Status(format!("@{}", spec.group))]),
+        Reply::Array(Vec::new()),
+        Reply::Array(Vec::new()),
+        Reply::Array(Vec::new()),
+    ])
+}
+
+fn command_docs(spec: &Spec) -> Reply {
+    Reply::Map(vec![
+        (Reply::bulk("summary"), Reply::bulk(spec.summary)),
+        (Reply::bulk("since"), Reply::bulk("1.0.0")),
+        (Reply::bulk("group"), Reply::bulk(spec.group)),
+    ])
+}
+
+/// `COMMAND [COUNT | LIST | INFO [name ...] | DOCS [name ...] | HELP]`
+pub enum Command {
+    /// Every command's INFO entry.
+    All,
+    /// Number of commands.
+    Count,
+    /// Every command name.
+    List,
+    /// INFO entries of the named commands (nil for unknown ones).
+    Info(Vec<Bytes>),
+    /// DOCS of the named commands, or of all.
+    Docs(Vec<Bytes>),
+}
+
+impl LocalCommand for Command {
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        if args.remaining() == 0 {
+            return Ok(Command::All);
+        }
+        let sub = subcommand(args)?;
+        match sub.as_str() {
+            "COUNT" if args.remaining() == 0 => Ok(Command::Count),
+            "LIST" => {
+                let _ = args.rest();
+                Ok(Command::List)
+            }
+            "INFO" => Ok(Command::Info(args.rest())),
+            "DOCS" => Ok(Command::Docs(args.rest())),
+            "COUNT" => Err(CommandError::WrongArity("command|count".into())),
+            _ => Err(CommandError::UnknownSubcommand {
+                cmd: "COMMAND",
+                sub,
+            }),
+        }
+    }
+    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+        let reply = match self {
+            Command::All => Reply::Array(TABLE.iter().map(command_info).collect()),
+            Command::Count => Reply::Int(TABLE.len() as i64),
+            Command::List => Reply::Array(TABLE.iter().map(|s| Reply::bulk(s.name)).collect()),
+            Command::Info(names) if names.is_empty() => {
+                Reply::Array(TABLE.iter().map(command_info).collect())
+            }
+            Command::Info(names) => Reply::Array(
+                names
+                    .iter()
+                    .map(|n| lookup(n).map_or(Reply::Nil, command_info))
+                    .collect(),
+            ),
+            Command::Docs(names) => {
+                let specs: Vec<&Spec> = if names.is_empty() {
+                    TABLE.iter().collect()
+                } else {
+                    names.iter().filter_map(|n| lookup(n)).collect()
+                };
+                Reply::Map(
+                    specs
+                        .into_iter()
+                        .map(|s| (Reply::bulk(s.name), command_docs(s)))
+                        .collect(),
+                )
+            }
+        };
+        Ok(Plan::Reply(reply))
+    }
+}
+
+/// Parses a size with Redis's memory units (`1gb`, `512mb`, `100k`).
+fn parse_memory(text: &str) -> Option<usize> {
+    let t = text.to_ascii_lowercase();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num.parse().ok()?;
+    let mul = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mul)
+}
+
+/// The parameters CONFIG GET knows, in the order it lists them.
+const PARAMS: &[&str] = &[
+    "bind",
+    "port",
+    "unixsocket",
+    "unixsocketperm",
+    "dbfilename",
+    "databases",
+    "appendonly",
+    "appendfsync",
+    "save",
+    "maxclients",
+    "requirepass",
+    "proto-max-bulk-len",
+    "client-query-buffer-limit",
+    "max-batch",
+    "write-queue-depth",
+    "readers",
+    "wal-checkpoint-bytes",
+    "journal-size-limit",
+    "expire-chunk",
+];
+
+fn param_value(sh: &Shared, name: &str) -> String {
+    let c = &sh.config;
+    match name {
+        "bind" => c.bind.clone(),
+        "port" => sh.tcp_port.load(Ordering::Relaxed).to_string(),
+        "unixsocket" => c
+            .unixsocket
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        "unixsocketperm" => c.unixsocketperm.clone().unwrap_or_else(|| "0".into()),
+        "dbfilename" => c.db.display().to_string(),
+        "databases" => c.databases.to_string(),
+        "appendonly" => "yes".into(),
+        "appendfsync" => lock(&sh.settings.appendfsync).as_str().into(),
+        "save" => String::new(),
+        "maxclients" => sh.settings.maxclients.load(Ordering::Relaxed).to_string(),
+        "requirepass" => sh.requirepass().unwrap_or_default(),
+        "proto-max-bulk-len" => sh
+            .settings
+            .proto_max_bulk_len
+            .load(Ordering::Relaxed)
+            .to_string(),
+        "client-query-buffer-limit" => sh
+            .settings
+            .client_query_buffer_limit
+            .load(Ordering::Relaxed)
+            .to_string(),
+        "max-batch" => sh.engine.max_batch().to_string(),
+        "write-queue-depth" => c.write_queue_depth.to_string(),
+        "readers" => c.readers.to_string(),
+        "wal-checkpoint-bytes" => c.wal_checkpoint_bytes.to_string(),
+        "journal-size-limit" => c.journal_size_limit.to_string(),
+        "expire-chunk" => c.expire_chunk.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn set_failed(name: &str, why: &str) -> CommandError {
+    CommandError::Other(format!(
+        "CONFIG SET failed (possibly related to argument '{name}') - {why}"
+    ))
+}
+
+/// Applies one CONFIG SET pair.
+fn set_param(sh: &Shared, name: &str, value: &str) -> Result<(), CommandError> {
+    let number = || {
+        parse_memory(value)
+            .ok_or_else(|| set_failed(name, "argument couldn't be parsed into an integer"))
+    };
+    match name {
+        "maxclients" => {
+            let n = number()?;
+            if n == 0 {
+                return Err(set_failed(
+                    name,
+                    "argument must be between 1 and 4294967295 inclusive",
+                ));
+            }
+            sh.settings.maxclients.store(n, Ordering::Relaxed);
+        }
+        "proto-max-bulk-len" => {
+            let n = number()?;
+            if n < 1024 * 1024 {
+                return Err(set_failed(
+                    name,
+                    "argument must be a memory value bigger than 1048576",
+                ));
+            }
+            sh.settings.proto_max_bulk_len.store(n, Ordering::Relaxed);
+        }
+        "client-query-buffer-limit" => {
+            let n = number()?;
+            if n < 1024 * 1024 {
+                return Err(set_failed(
+                    name,
+                    "argument must be a memory value bigger than 1048576",
+                ));
+            }
+            sh.settings
+                .client_query_buffer_limit
+                .store(n, Ordering::Relaxed);
+        }
+        "max-batch" => {
+            let n = number()?;
+            if n == 0 {
+                return Err(set_failed(name, "argument must be at least 1"));
+            }
+            sh.engine.set_max_batch(n);
+        }
+        "requirepass" => {
+            *sh.settings
+                .requirepass
+                .write()
+                .unwrap_or_else(|e| e.into_inner()) = if value.is_empty() {
+                None
+            } else {
+                Some(value.to_string())
+            };
+        }
+        "appendfsync" => {
+            let mode: AppendFsync = value.parse().map_err(|_| {
+                set_failed(
+                    name,
+                    "argument(s) must be one of the following: always, everysec, no",
+                )
+            })?;
+            sh.engine.set_appendfsync(mode);
+            *lock(&sh.settings.appendfsync) = mode;
+        }
+        _ => return Err(set_failed(name, "can't set immutable config")),
+    }
+    Ok(())
+}
+
+/// `CONFIG GET parameter [parameter ...] | SET parameter value [parameter
+/// value ...] | RESETSTAT | HELP`
+pub enum Config {
+    /// CONFIG GET with glob patterns.
+    Get(Vec<Bytes>),
+    /// CONFIG SET pairs.
+    Set(Vec<(String, String)>),
+    /// CONFIG RESETSTAT.
+    ResetStat,
+}
+
+impl LocalCommand for Config {
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        let sub = subcommand(args)?;
+        match sub.as_str() {
+            "GET" => {
+                if args.remaining() == 0 {
+                    return Err(CommandError::WrongArity("config|get".into()));
+                }
+                Ok(Config::Get(args.rest()))
+            }
+            "SET" => {
+                if args.remaining() == 0 || args.remaining() % 2 != 0 {
+                    return Err(CommandError::WrongArity("config|set".into()));
+                }
+                let rest = args.rest();
+                let mut pairs = Vec::new();
+                for kv in rest.chunks_exact(2) {
+                    let name = String::from_utf8_lossy(&kv[0]).to_ascii_lowercase();
+                    if !PARAMS.contains(&name.as_str()) {
+                        return Err(CommandError::Other(format!(
+                            "Unknown option or number of arguments for CONFIG SET - '{name}'"
+                        )));
+                    }
+                    pairs.push((name, String::from_utf8_lossy(&kv[1]).into_owned()));
+                }
+                Ok(Config::Set(pairs))
+            }
+            "RESETSTAT" if args.remaining() == 0 => Ok(Config::ResetStat),
+            _ => Err(CommandError::UnknownSubcommand { cmd: "CONFIG", sub }),
+        }
+    }
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        let sh = s.shared.clone();
+        let reply = match self {
+            Config::Get(patterns) => {
+                let mut pairs = Vec::new();
+                for name in PARAMS {
+                    if patterns
+                        .iter()
+                        .any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes()))
+                    {
+                        pairs.push((Reply::bulk(*name), Reply::bulk(param_value(&sh, name))));
+                    }
+                }
+                Reply::Map(pairs)
+            }
+            Config::Set(pairs) => {
+                for (name, value) in &pairs {
+                    set_param(&sh, name, value)?;
+                }
+                Reply::Ok
+            }
+            Config::ResetStat => Reply::Ok,
+        };
+        Ok(Plan::Reply(reply))
+    }
+}

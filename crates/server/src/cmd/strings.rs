@@ -1,0 +1,738 @@
+//! String commands: GET, SET and its family, counters, ranges.
+//!
+//! Reads (GET, MGET, STRLEN, GETRANGE) run on the read pool. Everything that
+//! writes, including the commands that read first (INCR, APPEND, SET ... GET,
+//! GETDEL, GETEX, SETNX), runs on the writer inside the group commit, so the
+//! read and the write are one atomic step and see every earlier write.
+
+use bytes::Bytes;
+use respite_engine::{EngineError, Txn, View};
+
+use super::keys::{absolute_expire, ExpireUnit};
+use super::{ReadCommand, Session, WriteCommand};
+use crate::args::{parse_f64, parse_i64, Args};
+use crate::error::CommandError;
+use crate::reply::{format_double, Reply};
+
+/// `GET key`
+pub struct Get {
+    /// Selected database.
+    db: u32,
+    /// The key to read.
+    key: Bytes,
+}
+
+impl ReadCommand for Get {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Get {
+            db: s.db,
+            key: args.next()?,
+        })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        Ok(Reply::bulk_or_nil(view.get_string(self.db, &self.key)?))
+    }
+}
+
+/// `MGET key [key ...]`: a key that is missing or not a string is nil.
+pub struct MGet {
+    /// Selected database.
+    db: u32,
+    /// The keys, in reply order.
+    keys: Vec<Bytes>,
+}
+
+impl ReadCommand for MGet {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(MGet {
+            db: s.db,
+            keys: args.rest(),
+        })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        let mut out = Vec::with_capacity(self.keys.len());
+        for key in &self.keys {
+            out.push(match view.get_string(self.db, key) {
+                Ok(v) => Reply::bulk_or_nil(v),
+                Err(EngineError::WrongType) => Reply::Nil,
+                Err(e) => return Err(e.into()),
+            });
+        }
+        Ok(Reply::Array(out))
+    }
+}
+
+/// `STRLEN key`
+pub struct StrLen {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+}
+
+impl ReadCommand for StrLen {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(StrLen {
+            db: s.db,
+            key: args.next()?,
+        })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        let len = view.get_string(self.db, &self.key)?.map_or(0, |v| v.len());
+        Ok(Reply::Int(len as i64))
+    }
+}
+
+/// `GETRANGE key start end`: inclusive, negative offsets count from the end.
+pub struct GetRange {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// First byte offset.
+    start: i64,
+    /// Last byte offset (inclusive).
+    end: i64,
+}
+
+impl ReadCommand for GetRange {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(GetRange {
+            db: s.db,
+            key: args.next()?,
+            start: args.next_i64()?,
+            end: args.next_i64()?,
+        })
+    }
+    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+        let value = view.get_string(self.db, &self.key)?.unwrap_or_default();
+        Ok(Reply::bulk(
+            substring(&value, self.start, self.end).to_vec(),
+        ))
+    }
+}
+
+/// Redis's GETRANGE index arithmetic.
+fn substring(value: &[u8], start: i64, end: i64) -> &[u8] {
+    let len = value.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return b"";
+    }
+    let mut start = if start < 0 { len + start } else { start };
+    let mut end = if end < 0 { len + end } else { end };
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if len == 0 || start > end {
+        return b"";
+    }
+    &value[start as usize..=end as usize]
+}
+
+/// The expiry clause of SET and GETEX.
+#[derive(Clone, Copy, PartialEq)]
+enum ExpireOpt {
+    /// No clause: SET clears any TTL, GETEX leaves it.
+    None,
+    /// EX/PX/EXAT/PXAT, already turned into absolute Unix milliseconds.
+    At(i64),
+    /// SET KEEPTTL.
+    Keep,
+    /// GETEX PERSIST.
+    Persist,
+}
+
+/// Parses one of EX/PX/EXAT/PXAT and its value into an absolute time.
+fn expire_clause(
+    word: &str,
+    args: &mut Args,
+    cmd: &'static str,
+) -> Result<Option<ExpireOpt>, CommandError> {
+    let unit = match word {
+        "EX" => ExpireUnit::Seconds,
+        "PX" => ExpireUnit::Millis,
+        "EXAT" => ExpireUnit::UnixSeconds,
+        "PXAT" => ExpireUnit::UnixMillis,
+        _ => return Ok(None),
+    };
+    let value = args.next()?;
+    Ok(Some(ExpireOpt::At(unit_value(&value, unit, cmd)?)))
+}
+
+fn unit_value(value: &[u8], unit: ExpireUnit, cmd: &'static str) -> Result<i64, CommandError> {
+    let n = parse_i64(value).ok_or(CommandError::NotInteger)?;
+    if n <= 0 {
+        return Err(CommandError::InvalidExpire(cmd));
+    }
+    absolute_expire(n, unit).ok_or(CommandError::InvalidExpire(cmd))
+}
+
+/// `SET key value [NX | XX] [GET] [EX seconds | PX milliseconds |
+/// EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]`
+pub struct Set {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// The new value.
+    value: Bytes,
+    /// NX: only if the key does not exist.
+    nx: bool,
+    /// XX: only if the key exists.
+    xx: bool,
+    /// GET: reply with the old value.
+    get: bool,
+    /// The expiry clause.
+    expire: ExpireOpt,
+}
+
+impl WriteCommand for Set {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let key = args.next()?;
+        let value = args.next()?;
+        let mut cmd = Set {
+            db: s.db,
+            key,
+            value,
+            nx: false,
+            xx: false,
+            get: false,
+            expire: ExpireOpt::None,
+        };
+        while args.remaining() > 0 {
+            let word = args.next_upper()?;
+            match word.as_str() {
+                "NX" if !cmd.xx => cmd.nx = true,
+                "XX" if !cmd.nx => cmd.xx = true,
+                "GET" => cmd.get = true,
+                "KEEPTTL" if cmd.expire == ExpireOpt::None => cmd.expire = ExpireOpt::Keep,
+                w if cmd.expire == ExpireOpt::None => match expire_clause(w, args, "set")? {
+                    Some(opt) => cmd.expire = opt,
+                    None => return Err(CommandError::Syntax),
+                },
+                _ => return Err(CommandError::Syntax),
+            }
+        }
+        Ok(cmd)
+    }
+
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let db = self.db;
+        let old = if self.get || self.expire == ExpireOpt::Keep {
+            txn.string_entry(db, &self.key).or_else(|e| match e {
+                // Only GET cares that the old value is a string.
+                EngineError::WrongType if !self.get => Ok(None),
+                e => Err(e),
+            })?
+        } else {
+            None
+        };
+        let exists = if self.nx || self.xx {
+            if old.is_some() {
+                true
+            } else {
+                txn.exists(db, &self.key)?
+            }
+        } else {
+            false
+        };
+        let abort = (self.nx && exists) || (self.xx && !exists);
+        if !abort {
+            let expire_at = match self.expire {
+                ExpireOpt::At(at) => Some(at),
+                ExpireOpt::Keep => match &old {
+                    Some((_, at)) => *at,
+                    None => txn.entry(db, &self.key)?.and_then(|e| e.expire_at),
+                },
+                ExpireOpt::None | ExpireOpt::Persist => None,
+            };
+            txn.put_string(db, &self.key, &self.value, expire_at)?;
+        }
+        Ok(if self.get {
+            Reply::bulk_or_nil(old.map(|(v, _)| v))
+        } else if abort {
+            Reply::Nil
+        } else {
+            Reply::Ok
+        })
+    }
+}
+
+/// `SETNX key value`: 1 if set, 0 if the key existed.
+pub struct SetNx {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// The value.
+    value: Bytes,
+}
+
+impl WriteCommand for SetNx {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(SetNx {
+            db: s.db,
+            key: args.next()?,
+            value: args.next()?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        if txn.exists(self.db, &self.key)? {
+            return Ok(Reply::Int(0));
+        }
+        txn.put_string(self.db, &self.key, &self.value, None)?;
+        Ok(Reply::Int(1))
+    }
+}
+
+/// `SETEX key seconds value` and `PSETEX key milliseconds value`.
+pub struct SetWithExpire<const MILLIS: bool> {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// Absolute expiry, Unix milliseconds.
+    expire_at: i64,
+    /// The value.
+    value: Bytes,
+}
+
+/// `SETEX key seconds value`
+pub type SetEx = SetWithExpire<false>;
+/// `PSETEX key milliseconds value`
+pub type PSetEx = SetWithExpire<true>;
+
+impl<const MILLIS: bool> WriteCommand for SetWithExpire<MILLIS> {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let key = args.next()?;
+        let ttl = args.next()?;
+        let value = args.next()?;
+        let (unit, name) = if MILLIS {
+            (ExpireUnit::Millis, "psetex")
+        } else {
+            (ExpireUnit::Seconds, "setex")
+        };
+        Ok(SetWithExpire {
+            db: s.db,
+            key,
+            expire_at: unit_value(&ttl, unit, name)?,
+            value,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        txn.put_string(self.db, &self.key, &self.value, Some(self.expire_at))?;
+        Ok(Reply::Ok)
+    }
+}
+
+/// `GETSET key value`: SET that replies with the old value (and clears the
+/// TTL).
+pub struct GetSet {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// The new value.
+    value: Bytes,
+}
+
+impl WriteCommand for GetSet {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(GetSet {
+            db: s.db,
+            key: args.next()?,
+            value: args.next()?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let old = txn.get_string(self.db, &self.key)?;
+        txn.put_string(self.db, &self.key, &self.value, None)?;
+        Ok(Reply::bulk_or_nil(old))
+    }
+}
+
+/// `GETDEL key`
+pub struct GetDel {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+}
+
+impl WriteCommand for GetDel {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(GetDel {
+            db: s.db,
+            key: args.next()?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let old = txn.get_string(self.db, &self.key)?;
+        if old.is_some() {
+            txn.delete(self.db, &self.key)?;
+        }
+        Ok(Reply::bulk_or_nil(old))
+    }
+}
+
+/// `GETEX key [EX seconds | PX milliseconds | EXAT unix-time-seconds |
+/// PXAT unix-time-milliseconds | PERSIST]`
+pub struct GetEx {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// What to do to the TTL.
+    expire: ExpireOpt,
+}
+
+impl WriteCommand for GetEx {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let key = args.next()?;
+        let mut expire = ExpireOpt::None;
+        while args.remaining() > 0 {
+            let word = args.next_upper()?;
+            if expire != ExpireOpt::None {
+                return Err(CommandError::Syntax);
+            }
+            expire = match word.as_str() {
+                "PERSIST" => ExpireOpt::Persist,
+                w => expire_clause(w, args, "getex")?.ok_or(CommandError::Syntax)?,
+            };
+        }
+        Ok(GetEx {
+            db: s.db,
+            key,
+            expire,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let Some((value, _)) = txn.string_entry(self.db, &self.key)? else {
+            return Ok(Reply::Nil);
+        };
+        match self.expire {
+            ExpireOpt::At(at) => {
+                txn.set_expire(self.db, &self.key, Some(at))?;
+            }
+            ExpireOpt::Persist => {
+                txn.set_expire(self.db, &self.key, None)?;
+            }
+            ExpireOpt::None | ExpireOpt::Keep => {}
+        }
+        Ok(Reply::bulk(value))
+    }
+}
+
+/// `MSET key value [key value ...]`
+pub struct MSet {
+    /// Selected database.
+    db: u32,
+    /// Key/value pairs in argument order (a later pair wins).
+    pairs: Vec<(Bytes, Bytes)>,
+}
+
+fn parse_pairs(args: &mut Args, name: &str) -> Result<Vec<(Bytes, Bytes)>, CommandError> {
+    if args.remaining() % 2 != 0 {
+        return Err(CommandError::WrongArity(name.into()));
+    }
+    let rest = args.rest();
+    Ok(rest
+        .chunks_exact(2)
+        .map(|kv| (kv[0].clone(), kv[1].clone()))
+        .collect())
+}
+
+impl WriteCommand for MSet {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(MSet {
+            db: s.db,
+            pairs: parse_pairs(args, "mset")?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        for (k, v) in &self.pairs {
+            txn.put_string(self.db, k, v, None)?;
+        }
+        Ok(Reply::Ok)
+    }
+}
+
+/// `MSETNX key value [key value ...]`: all or nothing.
+pub struct MSetNx {
+    /// Selected database.
+    db: u32,
+    /// Key/value pairs.
+    pairs: Vec<(Bytes, Bytes)>,
+}
+
+impl WriteCommand for MSetNx {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(MSetNx {
+            db: s.db,
+            pairs: parse_pairs(args, "msetnx")?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        for (k, _) in &self.pairs {
+            if txn.exists(self.db, k)? {
+                return Ok(Reply::Int(0));
+            }
+        }
+        for (k, v) in &self.pairs {
+            txn.put_string(self.db, k, v, None)?;
+        }
+        Ok(Reply::Int(1))
+    }
+}
+
+/// Adds `delta` to the integer in a string key, keeping its TTL. The shared
+/// step of INCR, DECR, INCRBY, DECRBY.
+fn incr_by(txn: &mut Txn<'_>, db: u32, key: &[u8], delta: i64) -> Result<Reply, EngineError> {
+    let (current, expire_at) = match txn.string_entry(db, key)? {
+        Some((v, at)) => (parse_i64(&v).ok_or(EngineError::NotInteger)?, at),
+        None => (0, None),
+    };
+    let next = current.checked_add(delta).ok_or(EngineError::Overflow)?;
+    txn.put_string(db, key, next.to_string().as_bytes(), expire_at)?;
+    Ok(Reply::Int(next))
+}
+
+/// `INCR key`
+pub struct Incr {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+}
+
+impl WriteCommand for Incr {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Incr {
+            db: s.db,
+            key: args.next()?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        incr_by(txn, self.db, &self.key, 1)
+    }
+}
+
+/// `DECR key`
+pub struct Decr {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+}
+
+impl WriteCommand for Decr {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Decr {
+            db: s.db,
+            key: args.next()?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        incr_by(txn, self.db, &self.key, -1)
+    }
+}
+
+/// `INCRBY key increment`
+pub struct IncrBy {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// The increment.
+    delta: i64,
+}
+
+impl WriteCommand for IncrBy {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(IncrBy {
+            db: s.db,
+            key: args.next()?,
+            delta: args.next_i64()?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        incr_by(txn, self.db, &self.key, self.delta)
+    }
+}
+
+/// `DECRBY key decrement`
+pub struct DecrBy {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// The decrement, already negated.
+    delta: i64,
+}
+
+impl WriteCommand for DecrBy {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let key = args.next()?;
+        let n = args.next_i64()?;
+        // Redis refuses to negate i64::MIN.
+        let delta = n
+            .checked_neg()
+            .ok_or_else(|| CommandError::Other("decrement would overflow".into()))?;
+        Ok(DecrBy {
+            db: s.db,
+            key,
+            delta,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        incr_by(txn, self.db, &self.key, self.delta)
+    }
+}
+
+/// `INCRBYFLOAT key increment`
+pub struct IncrByFloat {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// The increment.
+    delta: f64,
+}
+
+impl WriteCommand for IncrByFloat {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(IncrByFloat {
+            db: s.db,
+            key: args.next()?,
+            delta: args.next_f64()?,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let (current, expire_at) = match txn.string_entry(self.db, &self.key)? {
+            Some((v, at)) => {
+                let f = parse_f64(&v).filter(|f| f.is_finite());
+                (f.ok_or(EngineError::NotFloat)?, at)
+            }
+            None => (0.0, None),
+        };
+        let next = current + self.delta;
+        if !next.is_finite() {
+            return Err(EngineError::NanOrInfinity);
+        }
+        let text = format_double(next);
+        txn.put_string(self.db, &self.key, text.as_bytes(), expire_at)?;
+        Ok(Reply::bulk(text))
+    }
+}
+
+/// `APPEND key value`: replies with the new length.
+pub struct Append {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// Bytes to append.
+    value: Bytes,
+    /// `proto-max-bulk-len`: the longest string allowed.
+    max_len: usize,
+}
+
+impl WriteCommand for Append {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Append {
+            db: s.db,
+            key: args.next()?,
+            value: args.next()?,
+            max_len: s.shared.engine.config().max_string_len,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let (mut current, expire_at) = txn.string_entry(self.db, &self.key)?.unwrap_or_default();
+        if current.len() + self.value.len() > self.max_len {
+            return Err(EngineError::StringTooLong);
+        }
+        current.extend_from_slice(&self.value);
+        txn.put_string(self.db, &self.key, &current, expire_at)?;
+        Ok(Reply::Int(current.len() as i64))
+    }
+}
+
+/// `SETRANGE key offset value`: overwrites from `offset`, zero-padding.
+pub struct SetRange {
+    /// Selected database.
+    db: u32,
+    /// The key.
+    key: Bytes,
+    /// Byte offset.
+    offset: usize,
+    /// Bytes to write.
+    value: Bytes,
+    /// `proto-max-bulk-len`.
+    max_len: usize,
+}
+
+impl WriteCommand for SetRange {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let key = args.next()?;
+        let offset = args.next_i64()?;
+        if offset < 0 {
+            return Err(CommandError::Other("offset is out of range".into()));
+        }
+        let value = args.next()?;
+        let max_len = s.shared.engine.config().max_string_len;
+        if !value.is_empty() && offset as u64 + value.len() as u64 > max_len as u64 {
+            return Err(CommandError::Engine(EngineError::StringTooLong));
+        }
+        Ok(SetRange {
+            db: s.db,
+            key,
+            offset: offset as usize,
+            value,
+            max_len,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+        let entry = txn.string_entry(self.db, &self.key)?;
+        let Some((mut current, expire_at)) = entry else {
+            if self.value.is_empty() {
+                return Ok(Reply::Int(0));
+            }
+            let mut fresh = vec![0u8; self.offset];
+            fresh.extend_from_slice(&self.value);
+            txn.put_string(self.db, &self.key, &fresh, None)?;
+            return Ok(Reply::Int(fresh.len() as i64));
+        };
+        if self.value.is_empty() {
+            return Ok(Reply::Int(current.len() as i64));
+        }
+        let end = self.offset + self.value.len();
+        if end > self.max_len {
+            return Err(EngineError::StringTooLong);
+        }
+        if current.len() < end {
+            current.resize(end, 0);
+        }
+        current[self.offset..end].copy_from_slice(&self.value);
+        txn.put_string(self.db, &self.key, &current, expire_at)?;
+        Ok(Reply::Int(current.len() as i64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::substring;
+
+    #[test]
+    fn getrange_arithmetic() {
+        let v = b"This is a string";
+        assert_eq!(substring(v, 0, 3), b"This");
+        assert_eq!(substring(v, -3, -1), b"ing");
+        assert_eq!(substring(v, 0, -1), v);
+        assert_eq!(substring(v, 10, 100), b"string");
+        assert_eq!(substring(v, -1, -5), b"");
+        assert_eq!(substring(b"", 0, -1), b"");
+        assert_eq!(substring(v, 5, 3), b"");
+    }
+}

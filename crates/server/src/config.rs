@@ -1,0 +1,170 @@
+//! The daemon's configuration: one TOML file, every key optional.
+//!
+//! Names follow redis.conf where Redis has the same setting (`port`, `bind`,
+//! `unixsocket`, `maxclients`, `appendfsync`, ...), spelled with underscores
+//! as TOML likes. `configs/respite.toml` lists every key with its default.
+//! Zero configuration works: the defaults serve 127.0.0.1:6379 from
+//! `respite.db` in the working directory.
+
+use std::path::{Path, PathBuf};
+
+use respite_engine::{AppendFsync, EngineConfig};
+use serde::Deserialize;
+
+/// Everything `respited` can be told.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// TCP address to listen on; an empty string turns TCP off.
+    pub bind: String,
+    /// TCP port; 0 asks the OS for a free one (the chosen port is logged).
+    pub port: u16,
+    /// Unix socket path; unset means no Unix socket.
+    pub unixsocket: Option<PathBuf>,
+    /// Permissions of the Unix socket, octal as in redis.conf (`"700"`).
+    pub unixsocketperm: Option<String>,
+    /// The SQLite database file.
+    pub db: PathBuf,
+    /// Durability: `always`, `everysec` or `no`.
+    pub appendfsync: AppendFsync,
+    /// Most operations per group commit; 1 turns batching off.
+    pub max_batch: usize,
+    /// Write operations queued or in flight before connections wait.
+    pub write_queue_depth: usize,
+    /// Read-only connections (and threads) in the read pool.
+    pub readers: usize,
+    /// Number of logical databases.
+    pub databases: u32,
+    /// Most simultaneous clients.
+    pub maxclients: usize,
+    /// Password for AUTH; unset means no authentication.
+    pub requirepass: Option<String>,
+    /// Largest bulk string a client may send, in bytes.
+    pub proto_max_bulk_len: usize,
+    /// Largest unprocessed input one client may have buffered, in bytes.
+    pub client_query_buffer_limit: usize,
+    /// Checkpoint and truncate the WAL once it grows past this many bytes.
+    pub wal_checkpoint_bytes: u64,
+    /// What SQLite keeps of the WAL file after a checkpoint, in bytes.
+    pub journal_size_limit: i64,
+    /// Most expired keys deleted in one sweep between batches.
+    pub expire_chunk: usize,
+    /// Tokio worker threads; 0 means one per core.
+    pub io_threads: usize,
+    /// Log filter (tracing's `EnvFilter` syntax), e.g. `info` or `respite=debug`.
+    pub log_level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let engine = EngineConfig::default();
+        Config {
+            bind: "127.0.0.1".into(),
+            port: 6379,
+            unixsocket: None,
+            unixsocketperm: None,
+            db: engine.path,
+            appendfsync: engine.appendfsync,
+            max_batch: engine.max_batch,
+            write_queue_depth: 65536,
+            readers: engine.readers,
+            databases: engine.databases,
+            maxclients: 10000,
+            requirepass: None,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            wal_checkpoint_bytes: engine.wal_checkpoint_bytes,
+            journal_size_limit: engine.journal_size_limit,
+            expire_chunk: engine.expire_chunk,
+            io_threads: 0,
+            log_level: "info".into(),
+        }
+    }
+}
+
+/// Why a configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for this schema.
+    #[error("invalid config file {path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What toml said.
+        source: Box<toml::de::Error>,
+    },
+    /// A value out of its range.
+    #[error("invalid setting {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Reads a TOML file; keys it does not set keep their defaults.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let config: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.into(),
+            source: Box::new(source),
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks ranges the types do not.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.databases == 0 {
+            return Err(ConfigError::Invalid("databases must be at least 1".into()));
+        }
+        if self.max_batch == 0 {
+            return Err(ConfigError::Invalid("max_batch must be at least 1".into()));
+        }
+        if self.write_queue_depth == 0 {
+            return Err(ConfigError::Invalid(
+                "write_queue_depth must be at least 1".into(),
+            ));
+        }
+        if self.maxclients == 0 {
+            return Err(ConfigError::Invalid("maxclients must be at least 1".into()));
+        }
+        if let Some(perm) = &self.unixsocketperm {
+            parse_perm(perm)?;
+        }
+        Ok(())
+    }
+
+    /// The engine's part of the configuration.
+    pub fn engine(&self) -> EngineConfig {
+        EngineConfig {
+            path: self.db.clone(),
+            appendfsync: self.appendfsync,
+            max_batch: self.max_batch,
+            readers: self.readers,
+            databases: self.databases,
+            wal_checkpoint_bytes: self.wal_checkpoint_bytes,
+            journal_size_limit: self.journal_size_limit,
+            expire_chunk: self.expire_chunk,
+            max_string_len: self.proto_max_bulk_len,
+        }
+    }
+}
+
+/// Parses an octal permission string such as `"770"`.
+pub fn parse_perm(text: &str) -> Result<u32, ConfigError> {
+    u32::from_str_radix(text, 8)
+        .ok()
+        .filter(|p| *p <= 0o777)
+        .ok_or_else(|| {
+            ConfigError::Invalid(format!("unixsocketperm '{text}' is not an octal mode"))
+        })
+}

@@ -1,0 +1,298 @@
+//! The RESP connection loop: one task per client.
+//!
+//! Each turn of the loop reads what the socket has, then cuts every complete
+//! request out of the buffer and plans it (parse, arity, auth) in order.
+//! Consecutive writes are gathered into one item for the writer's queue, so
+//! a pipeline of writes joins one group commit; consecutive reads are
+//! gathered into one job for the read pool, run in one snapshot. Before a
+//! run of reads is sent, the task waits for the replies to every earlier
+//! write of this connection: that is what makes a pipelined `SET k v` then
+//! `GET k` return `v`. Replies are encoded in request order into one buffer
+//! and written with one flush per read (a pipeline of 16 costs one write
+//! syscall, not 16).
+//!
+//! A command error is just a reply; the connection goes on. A protocol
+//! error (a malformed frame) is answered and the connection closed, as
+//! redis-server does. Waiting for the engine happens on channels, so a
+//! connection task never blocks a runtime thread.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use respite_engine::{EngineError, WriteItem, WriteOp};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::oneshot;
+
+use crate::cmd::{dispatch, Plan, ReadFn, Session};
+use crate::reply::Reply;
+use crate::request::{next_request, Limits};
+use crate::state::{lock, ClientHandle, Shared};
+
+/// A reply position in the current turn, in request order.
+enum Slot {
+    /// Known now.
+    Ready(Reply),
+    /// The replies of a group of writes, once the writer has committed them.
+    Writes(oneshot::Receiver<Vec<Result<Reply, EngineError>>>, usize),
+    /// The replies of a group of reads, once the read pool has run them.
+    Reads(oneshot::Receiver<Vec<Reply>>, usize),
+    /// A group already awaited.
+    Resolved(Vec<Reply>),
+}
+
+/// The per-turn work list.
+struct Turn {
+    slots: Vec<Slot>,
+    writes: Vec<WriteOp<Reply>>,
+    reads: Vec<ReadFn>,
+}
+
+fn write_results(
+    results: Result<Vec<Result<Reply, EngineError>>, oneshot::error::RecvError>,
+    n: usize,
+) -> Vec<Reply> {
+    match results {
+        Ok(rs) => rs
+            .into_iter()
+            .map(|r| r.unwrap_or_else(Reply::from))
+            .collect(),
+        Err(_) => (0..n)
+            .map(|_| Reply::from(EngineError::ShuttingDown))
+            .collect(),
+    }
+}
+
+impl Turn {
+    /// Sends the gathered writes to the writer as one item, waiting for room
+    /// in the bounded write queue first.
+    async fn flush_writes(&mut self, shared: &Shared) {
+        if self.writes.is_empty() {
+            return;
+        }
+        let ops = std::mem::take(&mut self.writes);
+        let n = ops.len();
+        let total = shared.config.write_queue_depth.max(1);
+        let permits = n.min(total) as u32;
+        let permit = match shared
+            .write_permits
+            .clone()
+            .acquire_many_owned(permits)
+            .await
+        {
+            Ok(p) => p,
+            Err(_) => {
+                self.slots
+                    .push(Slot::Resolved(write_results(Ok(Vec::new()), 0)));
+                return;
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        let item = WriteItem {
+            ops,
+            done: Box::new(move |results| {
+                drop(permit);
+                let _ = tx.send(results);
+            }),
+        };
+        match shared.engine.submit_write(item) {
+            Ok(()) => self.slots.push(Slot::Writes(rx, n)),
+            Err(_) => self.slots.push(Slot::Resolved(
+                (0..n)
+                    .map(|_| Reply::from(EngineError::ShuttingDown))
+                    .collect(),
+            )),
+        }
+    }
+
+    /// Waits for every write sent so far on this connection.
+    async fn settle_writes(&mut self) {
+        for slot in self.slots.iter_mut() {
+            if let Slot::Writes(rx, n) = slot {
+                let n = *n;
+                let replies = write_results(rx.await, n);
+                *slot = Slot::Resolved(replies);
+            }
+        }
+    }
+
+    /// Sends the gathered reads to the read pool as one job, after this
+    /// connection's earlier writes are committed.
+    async fn flush_reads(&mut self, shared: &Shared) {
+        if self.reads.is_empty() {
+            return;
+        }
+        self.settle_writes().await;
+        let fns = std::mem::take(&mut self.reads);
+        let n = fns.len();
+        let (tx, rx) = oneshot::channel();
+        let job = Box::new(move |view: &respite_engine::View<'_>| {
+            let replies: Vec<Reply> = fns.into_iter().map(|f| f(view)).collect();
+            let _ = tx.send(replies);
+        });
+        match shared.engine.submit_read(job) {
+            Ok(()) => self.slots.push(Slot::Reads(rx, n)),
+            Err(_) => self.slots.push(Slot::Resolved(
+                (0..n)
+                    .map(|_| Reply::from(EngineError::ShuttingDown))
+                    .collect(),
+            )),
+        }
+    }
+
+    async fn flush(&mut self, shared: &Shared) {
+        self.flush_writes(shared).await;
+        self.flush_reads(shared).await;
+    }
+
+    /// Adds one planned command. Returns false when the connection must
+    /// close after this turn.
+    async fn add(&mut self, plan: Plan, shared: &Shared) -> bool {
+        match plan {
+            Plan::Write(op) => {
+                self.flush_reads(shared).await;
+                self.writes.push(op);
+            }
+            Plan::Read(f) => {
+                self.flush_writes(shared).await;
+                self.reads.push(f);
+            }
+            Plan::Reply(r) => {
+                self.flush(shared).await;
+                self.slots.push(Slot::Ready(r));
+            }
+            Plan::ReplyAndClose(r) => {
+                self.flush(shared).await;
+                self.slots.push(Slot::Ready(r));
+                return false;
+            }
+            Plan::Close => {
+                self.flush(shared).await;
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Waits for every reply and encodes them, in order, into `out`.
+    async fn finish(&mut self, shared: &Shared, out: &mut BytesMut, resp3: bool) {
+        self.flush(shared).await;
+        for slot in self.slots.drain(..) {
+            let replies = match slot {
+                Slot::Ready(r) => vec![r],
+                Slot::Resolved(rs) => rs,
+                Slot::Writes(rx, n) => write_results(rx.await, n),
+                Slot::Reads(rx, n) => rx.await.unwrap_or_else(|_| {
+                    (0..n)
+                        .map(|_| Reply::from(EngineError::ShuttingDown))
+                        .collect()
+                }),
+            };
+            for r in &replies {
+                r.encode(out, resp3);
+            }
+        }
+    }
+}
+
+/// Serves one client until it disconnects, is killed, or the server shuts
+/// down.
+pub async fn serve<S>(mut stream: S, shared: Arc<Shared>, client: Arc<ClientHandle>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let authenticated = shared.requirepass().is_none();
+    let mut session = Session {
+        shared: shared.clone(),
+        client: client.clone(),
+        db: 0,
+        resp3: false,
+        authenticated,
+    };
+    let mut input = BytesMut::with_capacity(16 * 1024);
+    let mut out = BytesMut::with_capacity(16 * 1024);
+    let mut shutdown = shared.shutdown.subscribe();
+    let mut turn = Turn {
+        slots: Vec::new(),
+        writes: Vec::new(),
+        reads: Vec::new(),
+    };
+    'conn: loop {
+        let read = tokio::select! {
+            r = stream.read_buf(&mut input) => r,
+            _ = client.kill_notify.notified() => break,
+            _ = shutdown.wait_for(|down| *down) => break,
+        };
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if input.len()
+            > shared
+                .settings
+                .client_query_buffer_limit
+                .load(Ordering::Relaxed)
+        {
+            tracing::warn!(
+                client = client.id,
+                "closing client that reached max query buffer length"
+            );
+            break;
+        }
+        client.last_active_ms.store(
+            client.created.elapsed().as_millis() as u64,
+            Ordering::Relaxed,
+        );
+        let mut keep_open = true;
+        let mut processed = 0u64;
+        loop {
+            let limits = Limits {
+                max_bulk_len: shared.settings.proto_max_bulk_len.load(Ordering::Relaxed),
+                authenticated: session.authenticated,
+            };
+            match next_request(&mut input, limits) {
+                Ok(Some(request)) if request.is_empty() => continue,
+                Ok(Some(request)) => {
+                    processed += 1;
+                    let plan = dispatch(&mut session, request);
+                    if !turn.add(plan, &shared).await {
+                        keep_open = false;
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    shared
+                        .counters
+                        .protocol_errors
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(client = client.id, error = %e, "protocol error");
+                    turn.add(Plan::ReplyAndClose(Reply::Error(e.to_string())), &shared)
+                        .await;
+                    keep_open = false;
+                    break;
+                }
+            }
+        }
+        shared
+            .counters
+            .commands_processed
+            .fetch_add(processed, Ordering::Relaxed);
+        turn.finish(&shared, &mut out, session.resp3).await;
+        if !out.is_empty() {
+            if stream.write_all(&out).await.is_err() {
+                break 'conn;
+            }
+            out.clear();
+        }
+        if !keep_open || client.killed.load(Ordering::Relaxed) {
+            break;
+        }
+        // Give back memory a large request left behind.
+        if input.is_empty() && input.capacity() > 1024 * 1024 {
+            input = BytesMut::with_capacity(16 * 1024);
+        }
+    }
+    let _ = stream.shutdown().await;
+    lock(&shared.clients).remove(&client.id);
+}

@@ -1,0 +1,79 @@
+//! Errors a command can answer with, with redis-server's exact texts.
+//!
+//! Parsing a command's arguments and checking its preconditions produce a
+//! [`CommandError`]; failures inside the engine arrive as
+//! [`respite_engine::EngineError`], whose texts are Redis's too. Both become
+//! an error reply and the connection goes on.
+
+use respite_engine::EngineError;
+
+use crate::reply::Reply;
+
+/// A command that cannot run, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The command name is not in the command table.
+    #[error("ERR unknown command '{name}', with args beginning with: {args}")]
+    UnknownCommand {
+        /// The name as the client sent it (at most 128 bytes).
+        name: String,
+        /// The first arguments, quoted, as Redis prints them.
+        args: String,
+    },
+    /// A subcommand the container command does not have.
+    #[error("ERR unknown subcommand '{sub}'. Try {cmd} HELP.")]
+    UnknownSubcommand {
+        /// The container command, upper case.
+        cmd: &'static str,
+        /// The subcommand as sent.
+        sub: String,
+    },
+    /// Too few or too many arguments.
+    #[error("ERR wrong number of arguments for '{0}' command")]
+    WrongArity(String),
+    /// Options that do not parse or do not go together.
+    #[error("ERR syntax error")]
+    Syntax,
+    /// An argument that must be an integer is not.
+    #[error("ERR value is not an integer or out of range")]
+    NotInteger,
+    /// An argument that must be a float is not.
+    #[error("ERR value is not a valid float")]
+    NotFloat,
+    /// A negative or zero expire time, or one that overflows.
+    #[error("ERR invalid expire time in '{0}' command")]
+    InvalidExpire(&'static str),
+    /// SELECT / COPY DB outside `0..databases`.
+    #[error("ERR DB index is out of range")]
+    DbIndexOutOfRange,
+    /// Any command but AUTH/HELLO before authenticating.
+    #[error("NOAUTH Authentication required.")]
+    NoAuth,
+    /// AUTH with the wrong password.
+    #[error("WRONGPASS invalid username-password pair or user is disabled.")]
+    WrongPass,
+    /// AUTH when no password is configured.
+    #[error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")]
+    AuthNotConfigured,
+    /// HELLO with a protocol version other than 2 or 3.
+    #[error("NOPROTO unsupported protocol version")]
+    NoProto,
+    /// An error whose text is built by the command (CONFIG SET, CLIENT).
+    #[error("ERR {0}")]
+    Other(String),
+    /// The engine refused or failed the operation.
+    #[error("{0}")]
+    Engine(#[from] EngineError),
+}
+
+impl From<CommandError> for Reply {
+    fn from(e: CommandError) -> Reply {
+        Reply::Error(e.to_string())
+    }
+}
+
+impl From<EngineError> for Reply {
+    fn from(e: EngineError) -> Reply {
+        Reply::Error(e.to_string())
+    }
+}

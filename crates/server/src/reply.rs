@@ -1,0 +1,224 @@
+//! Replies, and their encoding into RESP2 or RESP3.
+//!
+//! Commands build a [`Reply`]; the connection loop encodes every reply of one
+//! read straight into its single output buffer and writes that buffer once.
+//! The encoder is a few lines written here rather than redis-protocol's
+//! frame encoders: those want the reply first converted into their frame
+//! types (an allocation per element) and represent a RESP3 map as a hash map,
+//! which would lose the field order replies like HELLO and CONFIG GET have.
+//! Decoding requests, where the crate's careful parsing pays, uses
+//! redis-protocol (see `request.rs`).
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// A reply to one command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `+OK`.
+    Ok,
+    /// A status line, `+PONG`.
+    Simple(&'static str),
+    /// A status line built at run time (TYPE, CLIENT GETNAME's peers).
+    Status(String),
+    /// An error line; the text starts with its code (`ERR`, `WRONGTYPE`).
+    Error(String),
+    /// An integer.
+    Int(i64),
+    /// A bulk string.
+    Bulk(Bytes),
+    /// The null bulk string (`$-1` in RESP2, `_` in RESP3).
+    Nil,
+    /// The null array (`*-1` in RESP2, `_` in RESP3).
+    NilArray,
+    /// An array.
+    Array(Vec<Reply>),
+    /// A map: RESP3 `%`, a flat array in RESP2.
+    Map(Vec<(Reply, Reply)>),
+    /// A set: RESP3 `~`, an array in RESP2.
+    Set(Vec<Reply>),
+    /// A double: RESP3 `,`, a bulk string in RESP2.
+    Double(f64),
+    /// Verbatim text (INFO, CLIENT LIST): RESP3 `=txt:`, a bulk string in
+    /// RESP2.
+    Verbatim(String),
+}
+
+impl Reply {
+    /// A bulk string from anything byte-like.
+    pub fn bulk(data: impl Into<Bytes>) -> Reply {
+        Reply::Bulk(data.into())
+    }
+
+    /// A bulk string or nil.
+    pub fn bulk_or_nil(data: Option<Vec<u8>>) -> Reply {
+        data.map_or(Reply::Nil, |d| Reply::Bulk(Bytes::from(d)))
+    }
+
+    /// Encodes the reply at the end of `out` for the given protocol version
+    /// (2 or 3).
+    pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
+        match self {
+            Reply::Ok => out.put_slice(b"+OK\r\n"),
+            Reply::Simple(s) => line(out, b'+', s.as_bytes()),
+            Reply::Status(s) => line(out, b'+', s.as_bytes()),
+            Reply::Error(e) => {
+                // An error line must not contain a line break.
+                let clean = e.replace(['\r', '\n'], " ");
+                line(out, b'-', clean.as_bytes());
+            }
+            Reply::Int(n) => {
+                out.put_u8(b':');
+                put_int(out, *n);
+                out.put_slice(b"\r\n");
+            }
+            Reply::Bulk(b) => bulk(out, b),
+            Reply::Nil => out.put_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" }),
+            Reply::NilArray => out.put_slice(if resp3 { b"_\r\n" } else { b"*-1\r\n" }),
+            Reply::Array(items) => {
+                header(out, b'*', items.len());
+                for item in items {
+                    item.encode(out, resp3);
+                }
+            }
+            Reply::Set(items) => {
+                header(out, if resp3 { b'~' } else { b'*' }, items.len());
+                for item in items {
+                    item.encode(out, resp3);
+                }
+            }
+            Reply::Map(pairs) => {
+                if resp3 {
+                    header(out, b'%', pairs.len());
+                } else {
+                    header(out, b'*', pairs.len() * 2);
+                }
+                for (k, v) in pairs {
+                    k.encode(out, resp3);
+                    v.encode(out, resp3);
+                }
+            }
+            Reply::Double(d) => {
+                let text = format_double(*d);
+                if resp3 {
+                    line(out, b',', text.as_bytes());
+                } else {
+                    bulk(out, text.as_bytes());
+                }
+            }
+            Reply::Verbatim(text) => {
+                if resp3 {
+                    header(out, b'=', text.len() + 4);
+                    out.put_slice(b"txt:");
+                    out.put_slice(text.as_bytes());
+                    out.put_slice(b"\r\n");
+                } else {
+                    bulk(out, text.as_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// Formats a double the way Redis prints scores and INCRBYFLOAT results:
+/// shortest round-trip form, no exponent for ordinary magnitudes, `inf`.
+pub fn format_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d == d.trunc() && d.abs() < 1e17 {
+        return format!("{}", d as i64);
+    }
+    format!("{d}")
+}
+
+fn put_int(out: &mut BytesMut, n: i64) {
+    let mut buf = itoa_buf(n);
+    out.put_slice(buf.as_bytes_mut());
+}
+
+/// Small stack formatting of an integer, without going through `fmt`.
+fn itoa_buf(n: i64) -> ItoaBuf {
+    let mut b = ItoaBuf {
+        data: [0; 20],
+        start: 20,
+    };
+    let neg = n < 0;
+    let mut v = n.unsigned_abs();
+    loop {
+        b.start -= 1;
+        b.data[b.start] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if neg {
+        b.start -= 1;
+        b.data[b.start] = b'-';
+    }
+    b
+}
+
+struct ItoaBuf {
+    data: [u8; 20],
+    start: usize,
+}
+
+impl ItoaBuf {
+    fn as_bytes_mut(&mut self) -> &[u8] {
+        &self.data[self.start..]
+    }
+}
+
+fn header(out: &mut BytesMut, kind: u8, len: usize) {
+    out.put_u8(kind);
+    put_int(out, len as i64);
+    out.put_slice(b"\r\n");
+}
+
+fn line(out: &mut BytesMut, kind: u8, text: &[u8]) {
+    out.put_u8(kind);
+    out.put_slice(text);
+    out.put_slice(b"\r\n");
+}
+
+fn bulk(out: &mut BytesMut, data: &[u8]) {
+    header(out, b'$', data.len());
+    out.put_slice(data);
+    out.put_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(r: Reply, resp3: bool) -> Vec<u8> {
+        let mut b = BytesMut::new();
+        r.encode(&mut b, resp3);
+        b.to_vec()
+    }
+
+    #[test]
+    fn resp2_and_resp3_encodings() {
+        assert_eq!(enc(Reply::Int(-42), false), b":-42\r\n");
+        assert_eq!(
+            enc(Reply::Int(i64::MIN), false),
+            b":-9223372036854775808\r\n"
+        );
+        assert_eq!(enc(Reply::Nil, false), b"$-1\r\n");
+        assert_eq!(enc(Reply::Nil, true), b"_\r\n");
+        assert_eq!(enc(Reply::bulk("hi"), false), b"$2\r\nhi\r\n");
+        let m = Reply::Map(vec![(Reply::bulk("a"), Reply::Int(1))]);
+        assert_eq!(enc(m.clone(), false), b"*2\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(m, true), b"%1\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(Reply::Double(1.5), true), b",1.5\r\n");
+        assert_eq!(enc(Reply::Double(3.0), false), b"$1\r\n3\r\n");
+        assert_eq!(
+            enc(Reply::Error("ERR a\r\nb".into()), false),
+            b"-ERR a  b\r\n"
+        );
+    }
+}

@@ -1,0 +1,324 @@
+//! Framing: cutting the connection's read buffer into requests.
+//!
+//! A request is either a RESP array of bulk strings (what every client
+//! library sends) or an inline command, a plain line such as `PING` typed into
+//! telnet or nc, which redis-protocol does not parse. For arrays this module
+//! first walks the headers itself, because redis-protocol enforces none of
+//! Redis's limits: it checks `proto-max-bulk-len` and the multibulk count
+//! before any data is buffered, and it learns how long the frame is so an
+//! incomplete frame is never re-decoded on every read (which would make a
+//! large value quadratic). Once the whole frame is in the buffer,
+//! redis-protocol decodes it into ranges of the buffer, and the arguments are
+//! zero-copy slices of it.
+//!
+//! A protocol error is answered with redis-server's text and the connection
+//! is closed, as redis-server does: after garbage, nothing that follows on
+//! the stream can be trusted to be framed right.
+
+use bytes::{Bytes, BytesMut};
+use redis_protocol::resp2::decode::decode_range;
+use redis_protocol::resp2::types::RangeFrame;
+
+/// The longest header or inline line Redis buffers before giving up.
+const MAX_INLINE: usize = 64 * 1024;
+
+/// Size limits the framer enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `proto-max-bulk-len`: the largest bulk string a client may send.
+    pub max_bulk_len: usize,
+    /// Whether the client has authenticated (unauthenticated clients get
+    /// Redis's much smaller limits, so a stranger cannot make us buffer
+    /// gigabytes).
+    pub authenticated: bool,
+}
+
+/// A malformed request stream. The texts are redis-server's.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ProtocolError {
+    /// A `*` count that is not a number or is too large.
+    #[error("ERR Protocol error: invalid multibulk length")]
+    InvalidMultibulkLength,
+    /// A `$` length that is not a number, negative, or over the limit.
+    #[error("ERR Protocol error: invalid bulk length")]
+    InvalidBulkLength,
+    /// Array count over 10 before AUTH.
+    #[error("ERR Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// Bulk over 16 KiB before AUTH.
+    #[error("ERR Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
+    /// An array element that is not a bulk string.
+    #[error("ERR Protocol error: expected '$', got '{0}'")]
+    ExpectedDollar(char),
+    /// A `*` header line over 64 KiB.
+    #[error("ERR Protocol error: too big mbulk count string")]
+    TooBigMultibulkCount,
+    /// A `$` header line over 64 KiB.
+    #[error("ERR Protocol error: too big bulk count string")]
+    TooBigBulkCount,
+    /// An inline line over 64 KiB.
+    #[error("ERR Protocol error: too big inline request")]
+    TooBigInline,
+    /// An inline command with an unclosed quote.
+    #[error("ERR Protocol error: unbalanced quotes in request")]
+    UnbalancedQuotes,
+    /// The frame did not decode (bad terminator and the like).
+    #[error("ERR Protocol error: {0}")]
+    Malformed(String),
+}
+
+/// Takes the next complete request off the front of `buf`. `Ok(None)` means
+/// more bytes are needed; an empty vector is a request with no arguments
+/// (`*0`, a blank line), which Redis silently skips.
+pub fn next_request(
+    buf: &mut BytesMut,
+    limits: Limits,
+) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    if buf[0] == b'*' {
+        multibulk(buf, limits)
+    } else {
+        inline(buf)
+    }
+}
+
+/// Finds `\r\n` at or after `from`; returns the index of the `\r`.
+fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
+    buf.get(from..)?
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .map(|i| from + i)
+}
+
+/// Parses a decimal integer strictly, as Redis's `string2ll` does.
+fn parse_len(digits: &[u8]) -> Option<i64> {
+    std::str::from_utf8(digits).ok()?.parse::<i64>().ok()
+}
+
+fn multibulk(buf: &mut BytesMut, limits: Limits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    let Some(end) = find_crlf(buf, 1) else {
+        return if buf.len() > MAX_INLINE {
+            Err(ProtocolError::TooBigMultibulkCount)
+        } else {
+            Ok(None)
+        };
+    };
+    let count = parse_len(&buf[1..end]).ok_or(ProtocolError::InvalidMultibulkLength)?;
+    if count > i32::MAX as i64 {
+        return Err(ProtocolError::InvalidMultibulkLength);
+    }
+    if count > 10 && !limits.authenticated {
+        return Err(ProtocolError::UnauthenticatedMultibulkLength);
+    }
+    if count <= 0 {
+        let _ = buf.split_to(end + 2);
+        return Ok(Some(Vec::new()));
+    }
+    // Walk the element headers to find where the frame ends.
+    let mut pos = end + 2;
+    for _ in 0..count {
+        if pos >= buf.len() {
+            return Ok(None);
+        }
+        if buf[pos] != b'$' {
+            return Err(ProtocolError::ExpectedDollar(buf[pos] as char));
+        }
+        let Some(hend) = find_crlf(buf, pos + 1) else {
+            return if buf.len() - pos > MAX_INLINE {
+                Err(ProtocolError::TooBigBulkCount)
+            } else {
+                Ok(None)
+            };
+        };
+        let len = parse_len(&buf[pos + 1..hend]).ok_or(ProtocolError::InvalidBulkLength)?;
+        if len < 0 || len as u64 > limits.max_bulk_len as u64 {
+            return Err(ProtocolError::InvalidBulkLength);
+        }
+        if len > 16384 && !limits.authenticated {
+            return Err(ProtocolError::UnauthenticatedBulkLength);
+        }
+        pos = hend + 2 + len as usize + 2;
+        if pos > buf.len() {
+            return Ok(None);
+        }
+    }
+    // The whole frame is here: let redis-protocol decode it.
+    let frame = match decode_range(&buf[..pos]) {
+        Ok(Some((frame, used))) if used == pos => frame,
+        Ok(_) => return Err(ProtocolError::Malformed("incomplete frame".into())),
+        Err(e) => return Err(ProtocolError::Malformed(e.details().to_string())),
+    };
+    let bytes = buf.split_to(pos).freeze();
+    let RangeFrame::Array(items) = frame else {
+        return Err(ProtocolError::Malformed("expected an array".into()));
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            RangeFrame::BulkString((start, end)) => Ok(bytes.slice(start..end)),
+            _ => Err(ProtocolError::Malformed("expected a bulk string".into())),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        return if buf.len() > MAX_INLINE {
+            Err(ProtocolError::TooBigInline)
+        } else {
+            Ok(None)
+        };
+    };
+    let line = buf.split_to(nl + 1);
+    let mut text = &line[..nl];
+    if text.last() == Some(&b'\r') {
+        text = &text[..text.len() - 1];
+    }
+    split_args(text).map(|args| Some(args.into_iter().map(Bytes::from).collect()))
+}
+
+/// Splits an inline command line the way Redis's `sdssplitargs` does:
+/// whitespace separates arguments; "double quotes" take `\n \r \t \b \a \\
+/// \" \xHH` escapes; 'single quotes' take `\'`; a closing quote must be
+/// followed by whitespace or the end of the line.
+pub fn split_args(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Ok(args);
+        }
+        let mut cur = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return Err(ProtocolError::UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && line[i + 2].is_ascii_hexdigit()
+                    && line[i + 3].is_ascii_hexdigit()
+                {
+                    let hex = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+                    cur.push(hex(line[i + 2]) * 16 + hex(line[i + 3]));
+                    i += 3;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    cur.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else if in_sq {
+                if i >= n {
+                    return Err(ProtocolError::UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    cur.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    b' ' | b'\n' | b'\r' | b'\t' | b'\0' => break,
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => cur.push(c),
+                }
+            }
+            i += 1;
+        }
+        args.push(cur);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AUTHED: Limits = Limits {
+        max_bulk_len: 512 * 1024 * 1024,
+        authenticated: true,
+    };
+
+    fn parse(input: &[u8]) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        next_request(&mut BytesMut::from(input), AUTHED)
+    }
+
+    #[test]
+    fn frames() {
+        let got = parse(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n").unwrap().unwrap();
+        assert_eq!(got, vec![Bytes::from("GET"), Bytes::from("k")]);
+        assert_eq!(parse(b"*2\r\n$3\r\nGET\r\n$1\r\n").unwrap(), None);
+        assert_eq!(
+            parse(b"*1\r\n$99999999999\r\n"),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+        assert_eq!(parse(b"*x\r\n"), Err(ProtocolError::InvalidMultibulkLength));
+        assert_eq!(
+            parse(b"*1\r\n:1\r\n"),
+            Err(ProtocolError::ExpectedDollar(':'))
+        );
+        assert_eq!(
+            parse(b"PING\r\n").unwrap().unwrap(),
+            vec![Bytes::from("PING")]
+        );
+    }
+
+    #[test]
+    fn inline_quoting() {
+        assert_eq!(
+            split_args(b"set \"a b\" 'c\\'d' \"\\x41\\n\"").unwrap(),
+            vec![
+                b"set".to_vec(),
+                b"a b".to_vec(),
+                b"c'd".to_vec(),
+                b"A\n".to_vec()
+            ]
+        );
+        assert_eq!(
+            split_args(b"get \"abc"),
+            Err(ProtocolError::UnbalancedQuotes)
+        );
+        assert_eq!(
+            split_args(b"get \"a\"b"),
+            Err(ProtocolError::UnbalancedQuotes)
+        );
+        assert!(split_args(b"   ").unwrap().is_empty());
+    }
+}

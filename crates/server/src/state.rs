@@ -1,0 +1,236 @@
+//! State shared by every connection: the engine, the settings that CONFIG
+//! SET can change, the client registry, counters for INFO, and the shutdown
+//! signal.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use respite_engine::{AppendFsync, Engine};
+use tokio::sync::{Notify, Semaphore};
+
+use crate::config::Config;
+use crate::reply::Reply;
+
+/// Locks a std mutex, shrugging off poisoning: every value guarded here stays
+/// consistent even if a holder panicked.
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The settings CONFIG SET may change while the server runs.
+pub struct Settings {
+    /// `maxclients`.
+    pub maxclients: AtomicUsize,
+    /// `proto-max-bulk-len`.
+    pub proto_max_bulk_len: AtomicUsize,
+    /// `client-query-buffer-limit`.
+    pub client_query_buffer_limit: AtomicUsize,
+    /// `requirepass`; `None` means no authentication.
+    pub requirepass: RwLock<Option<String>>,
+    /// `appendfsync`, as last set.
+    pub appendfsync: Mutex<AppendFsync>,
+}
+
+/// Where a client is connected from.
+#[derive(Debug, Clone)]
+pub enum Peer {
+    /// A TCP client: its address and ours.
+    Tcp(SocketAddr, SocketAddr),
+    /// A Unix-socket client, and the socket path.
+    Unix(String),
+}
+
+/// What the registry knows about one connected client (CLIENT LIST, KILL).
+pub struct ClientHandle {
+    /// The client id (CLIENT ID), unique for the server's life.
+    pub id: u64,
+    /// Where it connected from.
+    pub peer: Peer,
+    /// CLIENT SETNAME.
+    pub name: Mutex<Option<String>>,
+    /// The selected database.
+    pub db: AtomicU32,
+    /// RESP version, 2 or 3.
+    pub resp: AtomicU32,
+    /// The last command's name.
+    pub last_cmd: Mutex<&'static str>,
+    /// When it connected.
+    pub created: Instant,
+    /// Milliseconds since `created` at its last command.
+    pub last_active_ms: AtomicU64,
+    /// Set by CLIENT KILL; the connection loop wakes on `kill_notify` and
+    /// closes.
+    pub killed: AtomicBool,
+    /// Wakes the connection loop for a kill.
+    pub kill_notify: Notify,
+}
+
+impl ClientHandle {
+    /// `addr` as CLIENT LIST prints it.
+    pub fn addr(&self) -> String {
+        match &self.peer {
+            Peer::Tcp(peer, _) => peer.to_string(),
+            Peer::Unix(path) => format!("{path}:0"),
+        }
+    }
+
+    /// `laddr` as CLIENT LIST prints it.
+    pub fn laddr(&self) -> String {
+        match &self.peer {
+            Peer::Tcp(_, local) => local.to_string(),
+            Peer::Unix(path) => format!("{path}:0"),
+        }
+    }
+
+    /// One line of CLIENT LIST / CLIENT INFO, with Redis's field names.
+    pub fn info_line(&self) -> String {
+        let age = self.created.elapsed().as_secs();
+        let idle_ms = (self.created.elapsed().as_millis() as u64)
+            .saturating_sub(self.last_active_ms.load(Ordering::Relaxed));
+        let flags = if matches!(self.peer, Peer::Unix(_)) {
+            "U"
+        } else {
+            "N"
+        };
+        format!(
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            self.id,
+            self.addr(),
+            self.laddr(),
+            lock(&self.name).clone().unwrap_or_default(),
+            age,
+            idle_ms / 1000,
+            flags,
+            self.db.load(Ordering::Relaxed),
+            *lock(&self.last_cmd),
+            self.resp.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Counters INFO stats reports.
+#[derive(Default)]
+pub struct Counters {
+    /// Connections accepted.
+    pub connections_received: AtomicU64,
+    /// Connections refused for `maxclients`.
+    pub rejected_connections: AtomicU64,
+    /// Commands processed.
+    pub commands_processed: AtomicU64,
+    /// Protocol errors (connections closed for malformed input).
+    pub protocol_errors: AtomicU64,
+}
+
+/// SCAN cursors handed out: a cursor number stands for "continue after this
+/// key". Numbers grow, so the oldest are evicted first when the table is
+/// full.
+#[derive(Default)]
+pub struct Cursors {
+    next: u64,
+    map: BTreeMap<u64, (u32, Vec<u8>)>,
+}
+
+/// The most SCAN cursors remembered at once.
+const MAX_CURSORS: usize = 100_000;
+
+impl Cursors {
+    /// Remembers where a scan of `db` stopped; returns the cursor number.
+    pub fn save(&mut self, db: u32, after: Vec<u8>) -> u64 {
+        self.next += 1;
+        if self.map.len() >= MAX_CURSORS {
+            self.map.pop_first();
+        }
+        self.map.insert(self.next, (db, after));
+        self.next
+    }
+
+    /// Where the scan with this cursor number continues.
+    pub fn get(&self, db: u32, cursor: u64) -> Option<Vec<u8>> {
+        self.map
+            .get(&cursor)
+            .filter(|(d, _)| *d == db)
+            .map(|(_, k)| k.clone())
+    }
+}
+
+/// Everything connections share.
+pub struct Shared {
+    /// The storage engine.
+    pub engine: Engine<Reply>,
+    /// The configuration the server started with.
+    pub config: Config,
+    /// Settings changeable at run time.
+    pub settings: Settings,
+    /// Connected clients by id.
+    pub clients: Mutex<HashMap<u64, Arc<ClientHandle>>>,
+    /// Next client id.
+    pub next_client_id: AtomicU64,
+    /// Write operations allowed in flight (backpressure).
+    pub write_permits: Arc<Semaphore>,
+    /// INFO counters.
+    pub counters: Counters,
+    /// SCAN cursors.
+    pub cursors: Mutex<Cursors>,
+    /// When the server started.
+    pub started: Instant,
+    /// Set once shutdown begins.
+    pub shutting_down: AtomicBool,
+    /// Flips to true once, when shutdown begins; listeners and the daemon's
+    /// main wait on it.
+    pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// The TCP address actually bound (port 0 resolved), for INFO.
+    pub tcp_port: AtomicU32,
+}
+
+impl Shared {
+    /// Builds the shared state around an opened engine.
+    pub fn new(engine: Engine<Reply>, config: Config) -> Shared {
+        Shared {
+            engine,
+            settings: Settings {
+                maxclients: AtomicUsize::new(config.maxclients),
+                proto_max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len),
+                client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
+                requirepass: RwLock::new(config.requirepass.clone()),
+                appendfsync: Mutex::new(config.appendfsync),
+            },
+            clients: Mutex::new(HashMap::new()),
+            next_client_id: AtomicU64::new(1),
+            write_permits: Arc::new(Semaphore::new(config.write_queue_depth)),
+            counters: Counters::default(),
+            cursors: Mutex::new(Cursors::default()),
+            started: Instant::now(),
+            shutting_down: AtomicBool::new(false),
+            shutdown: tokio::sync::watch::Sender::new(false),
+            tcp_port: AtomicU32::new(config.port as u32),
+            config,
+        }
+    }
+
+    /// The configured password, if any.
+    pub fn requirepass(&self) -> Option<String> {
+        self.settings
+            .requirepass
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Starts a clean shutdown: listeners stop accepting and the daemon's
+    /// main drains and closes the engine.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        self.shutdown.send_replace(true);
+    }
+}
+
+impl Shared {
+    /// Resolves once shutdown has begun.
+    pub async fn wait_for_shutdown(&self) {
+        let mut rx = self.shutdown.subscribe();
+        let _ = rx.wait_for(|down| *down).await;
+    }
+}
