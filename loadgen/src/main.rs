@@ -1,1 +1,149 @@
-fn main() {}
+//! respite-loadgen: a load generator for any RESP server.
+//!
+//! This is how respite is measured against Redis. The binary parses the
+//! command line (`cli`), builds the workload (`workload`, `keys`), then for
+//! each target runs every phase of it (`runner`, over `conn`, reading replies
+//! with `resp` and checking them with `verify`), and finally prints tables and
+//! writes the requested report files (`report`, `html`).
+//!
+//! Exit status: 0 on success, 1 when the run could not be completed, 2 when
+//! `--verify` found mismatching replies.
+
+mod cli;
+mod conn;
+mod error;
+mod html;
+mod keys;
+mod report;
+mod resp;
+mod runner;
+mod target;
+mod verify;
+mod workload;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use clap::Parser;
+
+use crate::cli::Cli;
+use crate::conn::ConnOpts;
+use crate::error::{ArgError, Error};
+use crate::report::TargetResult;
+use crate::runner::RunCfg;
+use crate::target::{Addr, Target};
+
+fn targets(cli: &Cli) -> Result<Vec<Target>, ArgError> {
+    if cli.targets.is_empty() {
+        let addr = match &cli.socket {
+            Some(p) => Addr::Unix(p.clone()),
+            None => Addr::Tcp {
+                host: cli.host.clone(),
+                port: cli.port,
+            },
+        };
+        return Ok(vec![Target {
+            name: addr.to_string(),
+            addr,
+        }]);
+    }
+    cli.targets.iter().map(|t| Target::parse(t)).collect()
+}
+
+fn run(cli: Cli) -> Result<bool, Error> {
+    let targets = targets(&cli)?;
+    if cli.connections == 0 || cli.threads == 0 {
+        return Err(ArgError::Conflict("--connections and --threads must be at least 1").into());
+    }
+    if cli.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err(ArgError::Conflict("--rate must be a positive number").into());
+    }
+    let wl = Arc::new(workload::build(&cli)?);
+    let requests = match (cli.requests, cli.duration) {
+        (None, None) => Some(100_000),
+        (r, _) => r,
+    };
+    let cfg = Arc::new(RunCfg {
+        threads: cli.threads,
+        connections: cli.connections,
+        pipeline: wl.pipeline,
+        rate: cli.rate,
+        requests,
+        duration: cli.duration,
+        warmup: cli.warmup,
+        seed: cli.seed,
+        verify: cli.verify,
+        conn: ConnOpts {
+            resp3: cli.resp3,
+            user: cli.user.clone(),
+            password: cli.password.clone(),
+            db: cli.db,
+            timeout: cli.timeout,
+        },
+        live: report::Live::choose(cli.progress, cli.quiet),
+    });
+    let started = SystemTime::now();
+    let mut results = Vec::new();
+    for t in &targets {
+        let mut tr = TargetResult::new(&t.name, &t.addr.to_string(), cfg.rate.is_some());
+        for phase in &wl.phases {
+            let label = if phase.ops.len() == 1 {
+                format!("{} {}", t.name, phase.ops[0].name)
+            } else {
+                t.name.clone()
+            };
+            let r = runner::run_phase(t, &wl, phase, &cfg, &label)?;
+            tr.add_phase(r.ops, r.elapsed, r.intervals, r.verify);
+        }
+        print!("{}", report::text(&tr));
+        results.push(tr);
+    }
+    if results.len() > 1 {
+        print!("{}", report::comparison(&results));
+    }
+    let config = serde_json::json!({
+        "threads": cfg.threads,
+        "connections": cfg.connections,
+        "pipeline": cfg.pipeline,
+        "rate": cfg.rate,
+        "requests": cfg.requests,
+        "duration_sec": cfg.duration.map(|d| d.as_secs_f64()),
+        "warmup_sec": cfg.warmup.as_secs_f64(),
+        "resp3": cli.resp3,
+        "verify": cli.verify,
+        "keyspace": cli.keyspace,
+        "key_pattern": format!("{:?}", wl.pattern).to_lowercase(),
+        "data_size": cli.data_size,
+        "data_size_range": cli.data_size_range,
+        "expire_range": cli.expire_range,
+    });
+    if let Some(p) = &cli.json {
+        report::write_json(p, &results, &wl.description, config)?;
+    }
+    if let Some(p) = &cli.hgrm {
+        report::write_hgrm(p, &results)?;
+    }
+    if let Some(p) = &cli.hdr_log {
+        report::write_hdr_log(p, &results, started)?;
+    }
+    if let Some(p) = &cli.html {
+        html::write_html(p, &results, &wl.description)?;
+    }
+    Ok(results.iter().all(|r| r.verify.mismatches == 0))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("respite-loadgen: verification failed: mismatching replies (see above)");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("respite-loadgen: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! The test harness: real `respited` processes, real `redis-server`
+//! processes, real sockets.
+//!
+//! Every integration test starts the daemon binary that cargo built, on
+//! 127.0.0.1 with port 0 (the port it picked is read from its log) and on a
+//! Unix socket in a fresh temporary directory, and talks to it with the
+//! `redis` crate or raw bytes. Tests that compare with Redis start a real
+//! `redis-server` too; where none is installed they skip, unless
+//! `RESPITE_REQUIRE_REDIS=1` (set by `.ci/run`) makes that a failure.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A running respited.
+pub struct Respited {
+    child: Child,
+    /// The TCP port it listens on.
+    pub port: u16,
+    /// Its Unix socket.
+    pub socket: PathBuf,
+    /// Its data directory (kept alive as long as the server).
+    pub dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    /// Log lines, as they arrive.
+    pub log: mpsc::Receiver<String>,
+}
+
+impl Respited {
+    /// Starts a fresh server in a new temporary directory.
+    pub fn start(extra: &[&str]) -> Respited {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mut s = Respited::start_in(&dir, extra);
+        s._tmp = Some(tmp);
+        s
+    }
+
+    /// Starts a server on the database in `dir` (to test restarts).
+    pub fn start_in(dir: &Path, extra: &[&str]) -> Respited {
+        let socket = dir.join("respite.sock");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_respited"))
+            .arg("--port")
+            .arg("0")
+            .arg("--db")
+            .arg(dir.join("respite.db"))
+            .arg("--unixsocket")
+            .arg(&socket)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn respited");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let port = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx
+                .recv_timeout(left)
+                .expect("respited did not report its TCP port in time");
+            if let Some(rest) = line.split("listening on tcp ").nth(1) {
+                let addr = rest.trim();
+                let port = addr.rsplit(':').next().and_then(|p| p.parse().ok());
+                break port.expect("port in log line");
+            }
+        };
+        // The Unix listener is bound right after TCP.
+        while !socket.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Respited {
+            child,
+            port,
+            socket,
+            dir: dir.to_path_buf(),
+            _tmp: None,
+            log: rx,
+        }
+    }
+
+    /// A `redis` crate client over TCP.
+    pub fn client(&self) -> redis::Connection {
+        client_for(self.port)
+    }
+
+    /// A raw TCP stream with a read timeout.
+    pub fn raw(&self) -> TcpStream {
+        raw_for(self.port)
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> ExitStatus {
+        signal(self.child.id(), "TERM");
+        self.wait(Duration::from_secs(30))
+    }
+
+    /// Sends SIGKILL (a crash) and waits.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("respited did not exit within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Respited {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends a signal by name with the `kill` utility.
+pub fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+/// A `redis` crate client for a port on 127.0.0.1.
+pub fn client_for(port: u16) -> redis::Connection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).expect("client");
+    client.get_connection().expect("connect")
+}
+
+/// A raw TCP stream to 127.0.0.1:port with a read timeout.
+pub fn raw_for(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.set_nodelay(true).expect("nodelay");
+    s
+}
+
+/// Writes `request`, then reads until `expected` bytes arrived or the peer
+/// closed; returns what was read.
+pub fn exchange(stream: &mut TcpStream, request: &[u8], expected: usize) -> Vec<u8> {
+    stream.write_all(request).expect("write");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    while got.len() < expected {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => break,
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+/// Reads whatever arrives until the peer closes or goes quiet for `quiet`.
+pub fn read_until_quiet(stream: &mut TcpStream, quiet: Duration) -> (Vec<u8>, bool) {
+    stream.set_read_timeout(Some(quiet)).expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return (got, true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => return (got, false),
+        }
+    }
+}
+
+/// Reads one `INFO` field as a number.
+pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> f64 {
+    let text: String = redis::cmd("INFO").arg(section).query(con).expect("INFO");
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix(&format!("{field}:")) {
+            return v.trim().parse().expect("numeric INFO field");
+        }
+    }
+    panic!("INFO {section} has no {field}: {text}");
+}
+
+/// A real redis-server on a free port, in a temporary directory, with no
+/// persistence. `None` when redis-server is not installed (and the tests
+/// are not required to have it).
+pub struct RedisServer {
+    child: Child,
+    /// Its port.
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    /// Starts redis-server, or returns `None` (printing why) when it is not
+    /// installed and `RESPITE_REQUIRE_REDIS` is not set.
+    pub fn start() -> Option<RedisServer> {
+        let found = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            if std::env::var("RESPITE_REQUIRE_REDIS").is_ok_and(|v| v == "1") {
+                panic!("redis-server not found but RESPITE_REQUIRE_REDIS=1");
+            }
+            eprintln!("skipping: redis-server not found");
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(RedisServer { child, port, _dir: dir })
+    }
+
+    /// A `redis` crate client.
+    pub fn client(&self) -> redis::Connection {
+        client_for(self.port)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}

@@ -1,0 +1,234 @@
+//! Connections: dialing, the handshake, and the receive buffer.
+//!
+//! A connection is split into a read half and a write half from the start,
+//! because the open-loop mode writes on schedule while it reads replies
+//! concurrently; the closed loop simply uses both halves in turn. Both TCP
+//! and Unix sockets are boxed behind the same trait objects: the dynamic
+//! call costs nothing next to the syscall it wraps, and it keeps every
+//! runner generic over the transport.
+//!
+//! The handshake runs before any measurement: `HELLO 3` (with `AUTH` folded
+//! in) for RESP3, otherwise `AUTH`, then `SELECT` when a database is given.
+
+use std::io;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
+
+use crate::error::Error;
+use crate::keys::push_u64;
+use crate::resp::{self, Reply};
+use crate::target::{Addr, Target};
+
+pub type Rd = Box<dyn AsyncRead + Unpin + Send>;
+pub type Wr = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// A growable receive buffer that is compacted rather than reallocated, so
+/// steady-state reading never allocates.
+pub struct RecvBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl RecvBuf {
+    pub fn new() -> RecvBuf {
+        RecvBuf {
+            buf: vec![0; 64 * 1024],
+            start: 0,
+            end: 0,
+        }
+    }
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+    /// Reads more bytes; returns 0 at end of stream.
+    pub async fn fill(&mut self, rd: &mut Rd) -> io::Result<usize> {
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                // A single reply larger than the buffer: grow.
+                let n = self.buf.len() * 2;
+                self.buf.resize(n, 0);
+            }
+        }
+        let n = rd.read(&mut self.buf[self.end..]).await?;
+        self.end += n;
+        Ok(n)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ConnOpts {
+    pub resp3: bool,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub db: u32,
+    pub timeout: Duration,
+}
+
+/// The read half with its buffer; owned separately so that the open loop can
+/// read while it writes.
+pub struct Reader {
+    pub rd: Rd,
+    pub rbuf: RecvBuf,
+    pub target: String,
+    pub timeout: Duration,
+}
+
+pub struct Conn {
+    pub reader: Reader,
+    pub wr: Wr,
+    pub target: String,
+}
+
+/// Encodes a command given as plain arguments (used off the hot path).
+pub fn encode_args(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.push(b'*');
+    push_u64(out, args.len() as u64);
+    out.extend_from_slice(b"\r\n");
+    for a in args {
+        out.push(b'$');
+        push_u64(out, a.len() as u64);
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl Conn {
+    pub async fn connect(target: &Target, opts: &ConnOpts) -> Result<Conn, Error> {
+        let name = target.name.clone();
+        let cerr = |source| Error::Connect {
+            target: name.clone(),
+            source,
+        };
+        let (rd, wr): (Rd, Wr) = match &target.addr {
+            Addr::Tcp { host, port } => {
+                let s = TcpStream::connect((host.as_str(), *port))
+                    .await
+                    .map_err(cerr)?;
+                // Pipelines are written whole; Nagle would only add delay.
+                s.set_nodelay(true).map_err(cerr)?;
+                let (r, w) = s.into_split();
+                (Box::new(r), Box::new(w))
+            }
+            Addr::Unix(p) => {
+                let s = UnixStream::connect(p).await.map_err(cerr)?;
+                let (r, w) = s.into_split();
+                (Box::new(r), Box::new(w))
+            }
+        };
+        let mut c = Conn {
+            reader: Reader {
+                rd,
+                rbuf: RecvBuf::new(),
+                target: target.name.clone(),
+                timeout: opts.timeout,
+            },
+            wr,
+            target: target.name.clone(),
+        };
+        c.handshake(opts).await?;
+        Ok(c)
+    }
+
+    async fn handshake(&mut self, o: &ConnOpts) -> Result<(), Error> {
+        let user = o.user.as_deref().unwrap_or("default").as_bytes();
+        let mut cmds: Vec<Vec<&[u8]>> = Vec::new();
+        if o.resp3 {
+            let mut hello: Vec<&[u8]> = vec![b"HELLO", b"3"];
+            if let Some(p) = &o.password {
+                hello.extend([b"AUTH" as &[u8], user, p.as_bytes()]);
+            }
+            cmds.push(hello);
+        } else if let Some(p) = &o.password {
+            match &o.user {
+                Some(u) => cmds.push(vec![b"AUTH", u.as_bytes(), p.as_bytes()]),
+                None => cmds.push(vec![b"AUTH", p.as_bytes()]),
+            }
+        }
+        let db = o.db.to_string();
+        if o.db != 0 {
+            cmds.push(vec![b"SELECT", db.as_bytes()]);
+        }
+        for cmd in cmds {
+            let mut buf = Vec::new();
+            encode_args(&mut buf, &cmd);
+            self.send(&buf).await?;
+            if let Some(err) = self
+                .reader
+                .read_reply(|r| match r {
+                    Reply::Error(e) => Some(String::from_utf8_lossy(e).into_owned()),
+                    _ => None,
+                })
+                .await?
+            {
+                return Err(Error::Handshake {
+                    target: self.target.clone(),
+                    reply: err,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn send(&mut self, buf: &[u8]) -> Result<(), Error> {
+        self.wr.write_all(buf).await.map_err(|source| Error::Io {
+            target: self.target.clone(),
+            source,
+        })
+    }
+}
+
+impl Reader {
+    /// Reads more bytes into the receive buffer, failing on EOF or timeout.
+    pub async fn fill(&mut self) -> Result<(), Error> {
+        match tokio::time::timeout(self.timeout, self.rbuf.fill(&mut self.rd)).await {
+            Err(_) => Err(Error::Timeout {
+                target: self.target.clone(),
+                secs: self.timeout.as_secs(),
+            }),
+            Ok(Err(source)) => Err(Error::Io {
+                target: self.target.clone(),
+                source,
+            }),
+            Ok(Ok(0)) => Err(Error::Closed {
+                target: self.target.clone(),
+            }),
+            Ok(Ok(_)) => Ok(()),
+        }
+    }
+
+    /// Reads one reply (skipping pushes) and maps it with `f`.
+    pub async fn read_reply<T>(&mut self, f: impl Fn(&Reply<'_>) -> T) -> Result<T, Error> {
+        loop {
+            let parsed = resp::parse(self.rbuf.data()).map_err(|source| Error::Protocol {
+                target: self.target.clone(),
+                source,
+            })?;
+            match parsed {
+                Some((Reply::Push, n)) => self.rbuf.consume(n),
+                Some((r, n)) => {
+                    let out = f(&r);
+                    self.rbuf.consume(n);
+                    return Ok(out);
+                }
+                None => self.fill().await?,
+            }
+        }
+    }
+}

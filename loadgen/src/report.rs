@@ -1,0 +1,580 @@
+//! Reports: the live line, the final tables and the report files.
+//!
+//! All figures come from HdrHistograms recording microseconds with three
+//! significant digits, so percentiles are exact to 0.1% however long the
+//! tail. The same histograms feed every output: the text table, the JSON
+//! summary (whose percentile fields are defined here once, in [`Summary`]),
+//! the `.hgrm` percentile distributions in the format HdrHistogram's plotter
+//! and wrk2 use (values in milliseconds), the interval log (one tagged
+//! histogram per second and command) and the HTML report. Because they all
+//! derive from one histogram, the JSON and `.hgrm` files agree by
+//! construction, which the tests check.
+
+use std::fs::File;
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag as LogTag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::runner::{Interval, OpStats, VerifyOutcome};
+
+/// The live progress line.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub tty: bool,
+}
+
+impl Live {
+    /// Decides whether to show the live line: on a terminal by default,
+    /// elsewhere only with `--progress`.
+    pub fn choose(progress: bool, quiet: bool) -> Option<Live> {
+        let tty = io::stdout().is_terminal();
+        (!quiet && (tty || progress)).then_some(Live { tty })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn print(
+        &self,
+        label: &str,
+        second: u64,
+        h: &Histogram<u64>,
+        errors: u64,
+        done: u64,
+        requests: Option<u64>,
+        duration: Option<Duration>,
+    ) {
+        let frac = match (requests, duration) {
+            (Some(n), _) if n > 0 => Some(done as f64 / n as f64),
+            (_, Some(d)) if !d.is_zero() => Some(second as f64 / d.as_secs_f64()),
+            _ => None,
+        };
+        let bar = frac.map_or(String::new(), |f| {
+            let f = f.clamp(0.0, 1.0);
+            let w = 20;
+            let full = (f * w as f64) as usize;
+            format!(
+                " [{}{}] {:3.0}%",
+                "#".repeat(full),
+                ".".repeat(w - full),
+                f * 100.0
+            )
+        });
+        let line = format!(
+            "{label} {second:>4}s {:>10.0} ops/s  p50 {:>8.3} ms  p99 {:>8.3} ms  errors {errors}{bar}",
+            h.len() as f64,
+            ms(h.value_at_quantile(0.5)),
+            ms(h.value_at_quantile(0.99)),
+        );
+        let mut out = io::stdout().lock();
+        // A broken stdout must not stop the measurement.
+        let _ = if self.tty {
+            write!(out, "\r\x1b[2K{line}")
+        } else {
+            writeln!(out, "{line}")
+        };
+        let _ = out.flush();
+    }
+
+    pub fn finish(&self) {
+        if self.tty {
+            let mut out = io::stdout().lock();
+            let _ = write!(out, "\r\x1b[2K");
+            let _ = out.flush();
+        }
+    }
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// Percentiles of one histogram, in microseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Percentiles {
+    pub mean_us: f64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub p9999_us: u64,
+    pub max_us: u64,
+}
+
+impl Percentiles {
+    pub fn of(h: &Histogram<u64>) -> Percentiles {
+        Percentiles {
+            mean_us: (h.mean() * 10.0).round() / 10.0,
+            p50_us: h.value_at_quantile(0.5),
+            p90_us: h.value_at_quantile(0.9),
+            p99_us: h.value_at_quantile(0.99),
+            p999_us: h.value_at_quantile(0.999),
+            p9999_us: h.value_at_quantile(0.9999),
+            max_us: h.max(),
+        }
+    }
+}
+
+/// The JSON object written per target overall and per command.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    #[serde(flatten)]
+    pub latency: Percentiles,
+    pub errors: u64,
+    pub mismatches: u64,
+    pub bytes_per_sec: f64,
+    /// Open loop only: time from the actual send, not the intended one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<Percentiles>,
+}
+
+impl Summary {
+    pub fn of(s: &OpStats, elapsed: Duration, open_loop: bool) -> Summary {
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        Summary {
+            ops: s.ops,
+            ops_per_sec: (s.ops as f64 / secs * 10.0).round() / 10.0,
+            latency: Percentiles::of(&s.latency),
+            errors: s.errors,
+            mismatches: s.mismatches,
+            bytes_per_sec: ((s.tx + s.rx) as f64 / secs).round(),
+            service: open_loop.then(|| Percentiles::of(&s.service)),
+        }
+    }
+}
+
+/// One second: its start (seconds into the measured run), the per-command
+/// histograms, and the error count.
+pub type IntervalRow = (f64, Vec<(String, Histogram<u64>)>, u64);
+
+/// Everything measured against one target.
+pub struct TargetResult {
+    pub name: String,
+    pub addr: String,
+    /// Per command, with the measured time of the phase it ran in.
+    pub commands: Vec<(OpStats, Duration)>,
+    pub overall: OpStats,
+    pub elapsed: Duration,
+    /// Per second: (seconds since the first measured instant, per-command histograms).
+    pub intervals: Vec<IntervalRow>,
+    pub verify: VerifyOutcome,
+    pub open_loop: bool,
+}
+
+impl TargetResult {
+    pub fn new(name: &str, addr: &str, open_loop: bool) -> TargetResult {
+        TargetResult {
+            name: name.to_string(),
+            addr: addr.to_string(),
+            commands: Vec::new(),
+            overall: OpStats::new("overall"),
+            elapsed: Duration::ZERO,
+            intervals: Vec::new(),
+            verify: VerifyOutcome::default(),
+            open_loop,
+        }
+    }
+
+    pub fn add_phase(
+        &mut self,
+        ops: Vec<OpStats>,
+        elapsed: Duration,
+        intervals: Vec<Interval>,
+        verify: VerifyOutcome,
+    ) {
+        let offset = self.elapsed.as_secs_f64();
+        for (i, iv) in intervals.into_iter().enumerate() {
+            let named = ops
+                .iter()
+                .zip(iv.hists)
+                .map(|(o, h)| (o.name.clone(), h))
+                .collect();
+            self.intervals.push((offset + i as f64, named, iv.errors));
+        }
+        for o in ops {
+            self.overall.merge(&o);
+            self.commands.push((o, elapsed));
+        }
+        self.elapsed += elapsed;
+        self.verify.checked += verify.checked;
+        self.verify.mismatches += verify.mismatches;
+        self.verify.samples.extend(verify.samples);
+    }
+
+    pub fn overall_summary(&self) -> Summary {
+        Summary::of(&self.overall, self.elapsed, self.open_loop)
+    }
+
+    pub fn command_summaries(&self) -> Vec<(String, Summary)> {
+        self.commands
+            .iter()
+            .map(|(o, e)| (o.name.clone(), Summary::of(o, *e, self.open_loop)))
+            .collect()
+    }
+
+    /// Ops per second for each second of the run.
+    pub fn throughput(&self) -> Vec<(f64, f64)> {
+        self.intervals
+            .iter()
+            .map(|(t, hs, _)| (*t + 1.0, hs.iter().map(|(_, h)| h.len() as f64).sum()))
+            .collect()
+    }
+}
+
+fn row(out: &mut String, name: &str, s: &Summary) {
+    let p = &s.latency;
+    out.push_str(&format!(
+        "{name:<14} {:>11.0} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>7} {:>9.2}\n",
+        s.ops_per_sec,
+        p.mean_us / 1000.0,
+        ms(p.p50_us),
+        ms(p.p90_us),
+        ms(p.p99_us),
+        ms(p.p999_us),
+        ms(p.p9999_us),
+        ms(p.max_us),
+        s.errors,
+        s.bytes_per_sec / 1e6,
+    ));
+}
+
+/// The end-of-run table for one target.
+pub fn text(t: &TargetResult) -> String {
+    let mut out = format!(
+        "== {} ({}) ==  {} ops in {:.2}s\n",
+        t.name,
+        t.addr,
+        t.overall.ops,
+        t.elapsed.as_secs_f64()
+    );
+    let hdr = format!(
+        "{:<14} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9}\n",
+        "command", "ops/s", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max", "errors", "MB/s"
+    );
+    out.push_str("latency in ms\n");
+    out.push_str(&hdr);
+    let cmds = t.command_summaries();
+    for (n, s) in &cmds {
+        row(&mut out, n, s);
+    }
+    if cmds.len() > 1 {
+        row(&mut out, "overall", &t.overall_summary());
+    }
+    if t.open_loop {
+        out.push_str("service time (from the actual send, not the schedule), ms\n");
+        out.push_str(&hdr);
+        for (o, e) in &t.commands {
+            let mut s = Summary::of(o, *e, true);
+            if let Some(sv) = s.service.take() {
+                s.latency = sv;
+            }
+            row(&mut out, &o.name, &s);
+        }
+    }
+    if t.verify.checked > 0 {
+        out.push_str(&format!(
+            "verify: {} replies checked, {} mismatches\n",
+            t.verify.checked, t.verify.mismatches
+        ));
+        for s in &t.verify.samples {
+            out.push_str(&format!("  mismatch: {s}\n"));
+        }
+    }
+    out
+}
+
+/// The side-by-side table for several targets, with ratios to the first.
+pub fn comparison(ts: &[TargetResult]) -> String {
+    let Some(base) = ts.first() else {
+        return String::new();
+    };
+    let mut out = String::from("== comparison (ratio = target / first target) ==\n");
+    out.push_str(&format!("{:<14} {:<8}", "command", "metric"));
+    for (i, t) in ts.iter().enumerate() {
+        out.push_str(&format!(" {:>14}", t.name));
+        if i > 0 {
+            out.push_str(&format!(" {:>8}", "ratio"));
+        }
+    }
+    out.push('\n');
+    let mut names: Vec<String> = base.commands.iter().map(|(o, _)| o.name.clone()).collect();
+    if names.len() > 1 {
+        names.push("overall".into());
+    }
+    let get = |t: &TargetResult, n: &str| -> Option<Summary> {
+        if n == "overall" {
+            return Some(t.overall_summary());
+        }
+        t.command_summaries()
+            .into_iter()
+            .find(|(m, _)| m == n)
+            .map(|(_, s)| s)
+    };
+    type Metric = (&'static str, fn(&Summary) -> f64);
+    let metrics: [Metric; 4] = [
+        ("ops/s", |s| s.ops_per_sec),
+        ("p50 ms", |s| ms(s.latency.p50_us)),
+        ("p99 ms", |s| ms(s.latency.p99_us)),
+        ("p99.9 ms", |s| ms(s.latency.p999_us)),
+    ];
+    for n in &names {
+        for (m, f) in &metrics {
+            out.push_str(&format!("{n:<14} {m:<8}"));
+            let b = get(base, n).map(|s| f(&s));
+            for (i, t) in ts.iter().enumerate() {
+                let v = get(t, n).map(|s| f(&s));
+                match v {
+                    Some(v) => out.push_str(&format!(" {v:>14.3}")),
+                    None => out.push_str(&format!(" {:>14}", "-")),
+                }
+                if i > 0 {
+                    match (v, b) {
+                        (Some(v), Some(b)) if b > 0.0 => out.push_str(&format!(" {:>7.2}x", v / b)),
+                        _ => out.push_str(&format!(" {:>8}", "-")),
+                    }
+                }
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn create(path: &Path) -> Result<io::BufWriter<File>, Error> {
+    File::create(path)
+        .map(io::BufWriter::new)
+        .map_err(|source| Error::Output {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+fn out_err(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
+    move |source| Error::Output {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[derive(Serialize)]
+struct JsonTarget {
+    name: String,
+    address: String,
+    elapsed_sec: f64,
+    overall: Summary,
+    commands: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verify: Option<JsonVerify>,
+}
+
+#[derive(Serialize)]
+struct JsonVerify {
+    checked: u64,
+    mismatches: u64,
+    samples: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    tool: &'static str,
+    version: &'static str,
+    workload: &'a str,
+    config: serde_json::Value,
+    targets: Vec<JsonTarget>,
+}
+
+pub fn write_json(
+    path: &Path,
+    ts: &[TargetResult],
+    workload: &str,
+    config: serde_json::Value,
+) -> Result<(), Error> {
+    let targets = ts
+        .iter()
+        .map(|t| JsonTarget {
+            name: t.name.clone(),
+            address: t.addr.clone(),
+            elapsed_sec: t.elapsed.as_secs_f64(),
+            overall: t.overall_summary(),
+            commands: t
+                .command_summaries()
+                .into_iter()
+                .map(|(n, s)| (n, serde_json::to_value(s).unwrap_or_default()))
+                .collect(),
+            verify: (t.verify.checked > 0).then(|| JsonVerify {
+                checked: t.verify.checked,
+                mismatches: t.verify.mismatches,
+                samples: t.verify.samples.clone(),
+            }),
+        })
+        .collect();
+    let rep = JsonReport {
+        tool: "respite-loadgen",
+        version: env!("CARGO_PKG_VERSION"),
+        workload,
+        config,
+        targets,
+    };
+    let mut w = create(path)?;
+    serde_json::to_writer_pretty(&mut w, &rep).map_err(|e| out_err(path)(io::Error::other(e)))?;
+    writeln!(w).and_then(|_| w.flush()).map_err(out_err(path))
+}
+
+/// File-name-safe form of a target or command name.
+pub fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `out.hgrm` becomes `out.<target>.<command>.hgrm`.
+pub fn suffixed(path: &Path, target: &str, cmd: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map_or("hgrm".into(), |e| e.to_string_lossy().into_owned());
+    path.with_file_name(format!("{stem}.{}.{}.{ext}", slug(target), slug(cmd)))
+}
+
+/// Writes the HdrHistogram percentile distribution text (values in ms).
+pub fn hgrm_text(h: &Histogram<u64>) -> String {
+    let scale = 1000.0;
+    let mut out = format!(
+        "{:>12} {:>14} {:>10} {:>14}\n\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    let mut total = 0u64;
+    for v in h.iter_quantiles(5) {
+        total += v.count_since_last_iteration();
+        let q = v.quantile_iterated_to();
+        let value = h.highest_equivalent(v.value_iterated_to()) as f64 / scale;
+        if q < 1.0 {
+            out.push_str(&format!(
+                "{value:12.3} {q:2.12} {total:10} {:14.2}\n",
+                1.0 / (1.0 - q)
+            ));
+        } else {
+            out.push_str(&format!("{value:12.3} {q:2.12} {total:10}\n"));
+        }
+    }
+    out.push_str(&format!(
+        "#[Mean    = {:12.3}, StdDeviation   = {:12.3}]\n",
+        h.mean() / scale,
+        h.stdev() / scale
+    ));
+    out.push_str(&format!(
+        "#[Max     = {:12.3}, Total count    = {:12}]\n",
+        h.max() as f64 / scale,
+        h.len()
+    ));
+    out.push_str(&format!(
+        "#[Buckets = {:12}, SubBuckets     = {:12}]\n",
+        h.buckets(),
+        h.distinct_values()
+    ));
+    out
+}
+
+/// One `.hgrm` per target and command (plus `overall`); returns the paths.
+pub fn write_hgrm(path: &Path, ts: &[TargetResult]) -> Result<Vec<PathBuf>, Error> {
+    let mut written = Vec::new();
+    for t in ts {
+        let mut all: Vec<(&str, &Histogram<u64>)> = t
+            .commands
+            .iter()
+            .map(|(o, _)| (o.name.as_str(), &o.latency))
+            .collect();
+        all.push(("overall", &t.overall.latency));
+        for (cmd, h) in all {
+            let p = suffixed(path, &t.name, cmd);
+            let mut w = create(&p)?;
+            w.write_all(hgrm_text(h).as_bytes())
+                .and_then(|_| w.flush())
+                .map_err(out_err(&p))?;
+            written.push(p);
+        }
+    }
+    Ok(written)
+}
+
+/// An HdrHistogram interval log: one entry per second and command, tagged
+/// `target/command`; max values in ms.
+pub fn write_hdr_log(path: &Path, ts: &[TargetResult], started: SystemTime) -> Result<(), Error> {
+    let mut w = create(path)?;
+    let mut ser = V2DeflateSerializer::new();
+    let herr = |e: String| Error::HdrLog {
+        path: path.to_path_buf(),
+        msg: e,
+    };
+    {
+        let mut log = IntervalLogWriterBuilder::new()
+            .add_comment("respite-loadgen interval log: latency in microseconds, one entry per second per target/command")
+            .with_base_time(started)
+            .with_start_time(started)
+            .with_max_value_divisor(1000.0)
+            .begin_log_with(&mut w, &mut ser)
+            .map_err(|e| herr(e.to_string()))?;
+        for t in ts {
+            for (sec, hists, _) in &t.intervals {
+                for (cmd, h) in hists {
+                    let tag_s = format!("{}/{}", slug(&t.name), slug(cmd));
+                    let tag = LogTag::new(&tag_s);
+                    log.write_histogram(
+                        h,
+                        Duration::from_secs_f64(*sec),
+                        Duration::from_secs(1),
+                        tag,
+                    )
+                    .map_err(|e| herr(format!("{e:?}")))?;
+                }
+            }
+        }
+    }
+    w.flush().map_err(out_err(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hgrm_is_monotone_and_matches_quantiles() {
+        let mut h = crate::runner::new_hist();
+        for v in 1..=10_000u64 {
+            h.saturating_record(v);
+        }
+        let text = hgrm_text(&h);
+        let mut prev = (0.0f64, 0.0f64);
+        let mut p99_bracket = None;
+        for line in text.lines().skip(2).take_while(|l| !l.starts_with('#')) {
+            let f: Vec<f64> = line
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            assert!(f[0] >= prev.0 && f[1] >= prev.1, "not monotone: {line}");
+            if p99_bracket.is_none() && f[1] >= 0.99 {
+                p99_bracket = Some((prev.0, f[0]));
+            }
+            prev = (f[0], f[1]);
+        }
+        let (lo, hi) = p99_bracket.unwrap();
+        let p99 = h.value_at_quantile(0.99) as f64 / 1000.0;
+        assert!(lo <= p99 && p99 <= hi, "{lo} <= {p99} <= {hi}");
+        assert!(suffixed(Path::new("/x/out.hgrm"), "a b", "SET").ends_with("out.a_b.SET.hgrm"));
+    }
+}

@@ -1,0 +1,750 @@
+//! Running one phase of a workload against one target.
+//!
+//! Threads: each of `--threads` OS threads runs a current-thread tokio
+//! runtime and drives its share of the connections as local tasks. Keeping
+//! a connection on one thread for its whole life means its statistics can
+//! live in a plain `RefCell` shared by the thread's tasks: no atomics and no
+//! locks on the per-reply path, and one set of histograms per thread rather
+//! than per connection. Threads only meet at start (a barrier, so that
+//! connecting is not measured) and once a second, when each sends its
+//! interval histograms to the main thread for the live line and the
+//! time series.
+//!
+//! Closed loop: a connection encodes `--pipeline` requests into one reused
+//! buffer, writes it with one call, and reads the replies; each reply's
+//! latency is measured from the write to the read that completed it.
+//!
+//! Open loop (`--rate`): each connection has a schedule of intended send
+//! times. A writer sends whatever is due (all of it at once when behind) and
+//! a reader, running concurrently on the same task, matches replies to
+//! requests in order. Latency is measured from the *intended* send time, so a
+//! server that stalls is charged for the requests that should have been sent
+//! while it stalled (coordinated omission); service time, from the actual
+//! write, is kept separately.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tokio::io::AsyncWriteExt;
+
+use crate::conn::{Conn, ConnOpts};
+use crate::error::Error;
+use crate::resp::{self, Reply};
+use crate::target::Target;
+use crate::verify::{Checker, Tag};
+use crate::workload::{Encoder, Phase, Workload};
+
+/// Largest latency tracked (5 minutes, in microseconds); larger values are
+/// clamped rather than lost.
+const MAX_US: u64 = 300_000_000;
+
+pub fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 3).expect("constant histogram bounds are valid")
+}
+
+#[derive(Debug, Clone)]
+pub struct RunCfg {
+    pub threads: usize,
+    pub connections: usize,
+    pub pipeline: usize,
+    pub rate: Option<f64>,
+    pub requests: Option<u64>,
+    pub duration: Option<Duration>,
+    pub warmup: Duration,
+    pub seed: u64,
+    pub verify: bool,
+    pub conn: ConnOpts,
+    pub live: Option<crate::report::Live>,
+}
+
+/// Everything measured for one operation of a phase.
+#[derive(Clone)]
+pub struct OpStats {
+    pub name: String,
+    pub latency: Histogram<u64>,
+    /// Open loop only: from the actual write.
+    pub service: Histogram<u64>,
+    pub ops: u64,
+    pub errors: u64,
+    pub mismatches: u64,
+    pub tx: u64,
+    pub rx: u64,
+}
+
+impl OpStats {
+    pub fn new(name: &str) -> OpStats {
+        OpStats {
+            name: name.to_string(),
+            latency: new_hist(),
+            service: new_hist(),
+            ops: 0,
+            errors: 0,
+            mismatches: 0,
+            tx: 0,
+            rx: 0,
+        }
+    }
+    pub fn merge(&mut self, o: &OpStats) {
+        // Same bounds on both sides: addition cannot fail.
+        let _ = self.latency.add(&o.latency);
+        let _ = self.service.add(&o.service);
+        self.ops += o.ops;
+        self.errors += o.errors;
+        self.mismatches += o.mismatches;
+        self.tx += o.tx;
+        self.rx += o.rx;
+    }
+}
+
+/// One second of the run, per operation.
+#[derive(Clone)]
+pub struct Interval {
+    pub hists: Vec<Histogram<u64>>,
+    pub errors: u64,
+}
+
+#[derive(Default)]
+pub struct VerifyOutcome {
+    pub checked: u64,
+    pub mismatches: u64,
+    pub samples: Vec<String>,
+}
+
+pub struct PhaseResult {
+    pub ops: Vec<OpStats>,
+    pub elapsed: Duration,
+    pub intervals: Vec<Interval>,
+    pub verify: VerifyOutcome,
+}
+
+/// State shared by every thread of a phase.
+struct Shared {
+    start: Instant,
+    measure_start: Instant,
+    end: Option<Instant>,
+    requests: Option<u64>,
+    claimed: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    /// Claims up to `want` measured requests; 0 means the run is complete.
+    #[inline]
+    fn claim(&self, want: usize) -> usize {
+        match self.requests {
+            None => want,
+            Some(total) => {
+                let prev = self.claimed.fetch_add(want as u64, Ordering::Relaxed);
+                total.saturating_sub(prev).min(want as u64) as usize
+            }
+        }
+    }
+    fn over(&self, now: Instant) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| now >= e)
+    }
+}
+
+struct ThreadStats {
+    ops: Vec<OpStats>,
+    interval: Vec<Histogram<u64>>,
+    interval_errors: u64,
+    checker: Option<Checker>,
+    last_done: Option<Instant>,
+}
+
+impl ThreadStats {
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn record(
+        &mut self,
+        op: usize,
+        tag: &Tag,
+        reply: &Reply<'_>,
+        tx: usize,
+        rx: usize,
+        lat: Duration,
+        svc: Option<Duration>,
+        measured: bool,
+    ) {
+        let s = &mut self.ops[op];
+        if let Some(ch) = &mut self.checker {
+            if ch.check(&s.name, tag, reply) {
+                s.mismatches += 1;
+            }
+        }
+        if !measured {
+            return;
+        }
+        let us = (lat.as_micros() as u64).max(1);
+        s.latency.saturating_record(us);
+        self.interval[op].saturating_record(us);
+        if let Some(svc) = svc {
+            s.service.saturating_record((svc.as_micros() as u64).max(1));
+        }
+        s.ops += 1;
+        s.tx += tx as u64;
+        s.rx += rx as u64;
+        if reply.is_error() {
+            s.errors += 1;
+            self.interval_errors += 1;
+        }
+    }
+}
+
+type Stats = Rc<RefCell<ThreadStats>>;
+
+fn proto(target: &str, source: resp::ProtoError) -> Error {
+    Error::Protocol {
+        target: target.to_string(),
+        source,
+    }
+}
+
+async fn closed_loop(
+    mut c: Conn,
+    mut enc: Encoder,
+    sh: Arc<Shared>,
+    st: Stats,
+    pipeline: usize,
+) -> Result<(), Error> {
+    let mut wbuf = Vec::with_capacity(4096);
+    let mut pend: Vec<(usize, usize, Tag)> = Vec::with_capacity(pipeline);
+    loop {
+        let now = Instant::now();
+        if sh.over(now) {
+            break;
+        }
+        let measured = now >= sh.measure_start;
+        let k = if measured {
+            sh.claim(pipeline)
+        } else {
+            pipeline
+        };
+        if k == 0 {
+            break;
+        }
+        wbuf.clear();
+        pend.clear();
+        for _ in 0..k {
+            let op = enc.pick();
+            let before = wbuf.len();
+            let tag = enc.encode(op, &mut wbuf, None);
+            pend.push((op, wbuf.len() - before, tag));
+        }
+        let t0 = Instant::now();
+        c.send(&wbuf).await?;
+        let mut t_read = t0;
+        let mut i = 0;
+        while i < k {
+            loop {
+                let parsed = resp::parse(c.reader.rbuf.data()).map_err(|e| proto(&c.target, e))?;
+                let Some((reply, n)) = parsed else { break };
+                if reply != Reply::Push {
+                    let (op, tx, tag) = &pend[i];
+                    st.borrow_mut()
+                        .record(*op, tag, &reply, *tx, n, t_read - t0, None, measured);
+                    i += 1;
+                }
+                c.reader.rbuf.consume(n);
+                if i == k {
+                    break;
+                }
+            }
+            if i < k {
+                c.reader.fill().await?;
+                t_read = Instant::now();
+            }
+        }
+        if measured {
+            st.borrow_mut().last_done = Some(t_read);
+        }
+    }
+    Ok(())
+}
+
+struct Sent {
+    op: usize,
+    tx: usize,
+    intended: Instant,
+    actual: Instant,
+    measured: bool,
+    tag: Tag,
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn open_loop(
+    c: Conn,
+    mut enc: Encoder,
+    sh: Arc<Shared>,
+    st: Stats,
+    every: Duration,
+    offset: Duration,
+    max_batch: usize,
+) -> Result<(), Error> {
+    let Conn {
+        mut reader,
+        mut wr,
+        target,
+    } = c;
+    let (qtx, mut qrx) = tokio::sync::mpsc::unbounded_channel::<Sent>();
+    let sh2 = Arc::clone(&sh);
+    let writer = async move {
+        let sh = sh2;
+        let t_start = sh.start + offset;
+        let at = |n: u64| t_start + every.mul_f64(n as f64);
+        let mut n: u64 = 0;
+        let mut wbuf = Vec::with_capacity(4096);
+        let mut batch: Vec<Sent> = Vec::new();
+        'run: loop {
+            let intended = at(n);
+            if sh.over(intended) {
+                break;
+            }
+            let now = Instant::now();
+            if intended > now {
+                tokio::time::sleep_until(intended.into()).await;
+                continue;
+            }
+            // Send everything that is due: when behind, catch up at once, as
+            // a real open-loop client population would.
+            wbuf.clear();
+            let mut done = false;
+            while batch.len() < max_batch {
+                let it = at(n);
+                if it > now || sh.over(it) {
+                    break;
+                }
+                let measured = it >= sh.measure_start;
+                if measured && sh.claim(1) == 0 {
+                    done = true;
+                    break;
+                }
+                let op = enc.pick();
+                let before = wbuf.len();
+                let tag = enc.encode(op, &mut wbuf, None);
+                batch.push(Sent {
+                    op,
+                    tx: wbuf.len() - before,
+                    intended: it,
+                    actual: now,
+                    measured,
+                    tag,
+                });
+                n += 1;
+            }
+            let actual = Instant::now();
+            for mut s in batch.drain(..) {
+                s.actual = actual;
+                // The reader lives as long as we do unless it failed, in
+                // which case its error is the one reported.
+                if qtx.send(s).is_err() {
+                    break 'run;
+                }
+            }
+            if !wbuf.is_empty() {
+                wr.write_all(&wbuf).await.map_err(|source| Error::Io {
+                    target: target.clone(),
+                    source,
+                })?;
+            }
+            if done {
+                break;
+            }
+        }
+        drop(qtx);
+        Ok::<(), Error>(())
+    };
+    let reader_task = async {
+        let mut t_read = Instant::now();
+        while let Some(s) = qrx.recv().await {
+            loop {
+                let parsed =
+                    resp::parse(reader.rbuf.data()).map_err(|e| proto(&reader.target, e))?;
+                match parsed {
+                    Some((Reply::Push, n)) => reader.rbuf.consume(n),
+                    Some((reply, n)) => {
+                        let mut g = st.borrow_mut();
+                        g.record(
+                            s.op,
+                            &s.tag,
+                            &reply,
+                            s.tx,
+                            n,
+                            t_read.saturating_duration_since(s.intended),
+                            Some(t_read.saturating_duration_since(s.actual)),
+                            s.measured,
+                        );
+                        if s.measured {
+                            g.last_done = Some(t_read);
+                        }
+                        drop(g);
+                        reader.rbuf.consume(n);
+                        break;
+                    }
+                    None => {
+                        reader.fill().await?;
+                        t_read = Instant::now();
+                    }
+                }
+            }
+        }
+        Ok::<(), Error>(())
+    };
+    let (w, r) = tokio::join!(writer, reader_task);
+    if w.is_err() || r.is_err() {
+        sh.stop.store(true, Ordering::Relaxed);
+    }
+    r?;
+    w
+}
+
+struct ThreadOut {
+    stats: ThreadStats,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn thread_main(
+    conn_ids: Vec<usize>,
+    target: Target,
+    wl: Arc<Workload>,
+    phase: Arc<Phase>,
+    cfg: Arc<RunCfg>,
+    shared: Arc<Mutex<Option<Arc<Shared>>>>,
+    barrier: Arc<Barrier>,
+    abort: Arc<AtomicBool>,
+    itx: mpsc::Sender<(u64, Interval)>,
+) -> Result<ThreadOut, Error> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime);
+    let conns = match &rt {
+        Ok(rt) => rt.block_on(async {
+            let mut v = Vec::with_capacity(conn_ids.len());
+            for _ in &conn_ids {
+                v.push(Conn::connect(&target, &cfg.conn).await?);
+            }
+            Ok::<_, Error>(v)
+        }),
+        Err(_) => Ok(Vec::new()),
+    };
+    if conns.is_err() || rt.is_err() {
+        abort.store(true, Ordering::SeqCst);
+    }
+    barrier.wait();
+    barrier.wait();
+    let rt = rt?;
+    let conns = conns?;
+    let sh = match shared.lock() {
+        Ok(g) => g.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    let Some(sh) = sh else {
+        return Err(Error::WorkerPanic);
+    };
+    let names: Vec<&str> = phase.ops.iter().map(|o| o.name.as_str()).collect();
+    let st: Stats = Rc::new(RefCell::new(ThreadStats {
+        ops: names.iter().map(|n| OpStats::new(n)).collect(),
+        interval: names.iter().map(|_| new_hist()).collect(),
+        interval_errors: 0,
+        checker: cfg.verify.then(|| Checker::new(wl.filler.clone())),
+        last_done: None,
+    }));
+    if abort.load(Ordering::SeqCst) {
+        return Ok(ThreadOut {
+            stats: Rc::try_unwrap(st)
+                .map_err(|_| Error::WorkerPanic)?
+                .into_inner(),
+        });
+    }
+    let flush = {
+        let st = Rc::clone(&st);
+        move |idx: u64| {
+            let mut g = st.borrow_mut();
+            let hists = g
+                .interval
+                .iter_mut()
+                .map(|h| {
+                    let c = h.clone();
+                    h.reset();
+                    c
+                })
+                .collect();
+            let errors = std::mem::take(&mut g.interval_errors);
+            // The main thread only stops listening once every thread is done.
+            let _ = itx.send((idx, Interval { hists, errors }));
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    let total = cfg.connections.max(1) as u64;
+    let result = local.block_on(&rt, async {
+        let mut handles = Vec::new();
+        for (c, id) in conns.into_iter().zip(conn_ids) {
+            let enc = Encoder::new(
+                &wl,
+                Arc::clone(&phase),
+                cfg.seed
+                    .wrapping_add((id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                id as u64,
+                total,
+                cfg.verify,
+            );
+            let sh = Arc::clone(&sh);
+            let st = Rc::clone(&st);
+            handles.push(match cfg.rate {
+                None => tokio::task::spawn_local(closed_loop(c, enc, sh, st, wl.pipeline)),
+                Some(rate) => {
+                    let every = Duration::from_secs_f64(total as f64 / rate.max(1e-6));
+                    let offset = every.mul_f64(id as f64 / total as f64);
+                    let batch = wl.pipeline.max(64);
+                    tokio::task::spawn_local(open_loop(c, enc, sh, st, every, offset, batch))
+                }
+            });
+        }
+        let ticker = {
+            let flush = flush.clone();
+            let ms = sh.measure_start;
+            tokio::task::spawn_local(async move {
+                let mut k = 0u64;
+                loop {
+                    tokio::time::sleep_until((ms + Duration::from_secs(k + 1)).into()).await;
+                    flush(k);
+                    k += 1;
+                }
+            })
+        };
+        let mut first_err = None;
+        for h in handles {
+            let r = match h.await {
+                Ok(r) => r,
+                Err(_) => Err(Error::WorkerPanic),
+            };
+            if let Err(e) = r {
+                sh.stop.store(true, Ordering::Relaxed);
+                first_err.get_or_insert(e);
+            }
+        }
+        ticker.abort();
+        let now = Instant::now();
+        if now >= sh.measure_start {
+            flush((now - sh.measure_start).as_secs());
+        }
+        first_err.map_or(Ok(()), Err)
+    });
+    drop(local);
+    drop(flush);
+    result?;
+    let stats = Rc::try_unwrap(st)
+        .map_err(|_| Error::WorkerPanic)?
+        .into_inner();
+    Ok(ThreadOut { stats })
+}
+
+/// Runs the phase's preparation on one connection, pipelined.
+pub fn prepare(
+    target: &Target,
+    wl: &Workload,
+    phase: &Phase,
+    opts: &ConnOpts,
+) -> Result<(), Error> {
+    if phase.prepare.is_empty() {
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    rt.block_on(async {
+        let mut c = Conn::connect(target, opts).await?;
+        for p in &phase.prepare {
+            let ph = Arc::new(Phase {
+                ops: p.ops.clone(),
+                prepare: Vec::new(),
+            });
+            let mut enc = Encoder::new(wl, ph, 1, 0, 1, false);
+            let mut buf = Vec::new();
+            let mut queued = 0usize;
+            let mut k = 0u64;
+            while k < p.keys || queued > 0 {
+                if k < p.keys && buf.len() < 1 << 20 && queued < 512 {
+                    for i in 0..p.ops.len() {
+                        enc.encode(i, &mut buf, Some(k));
+                        queued += 1;
+                    }
+                    k += 1;
+                    continue;
+                }
+                c.send(&buf).await?;
+                buf.clear();
+                for _ in 0..queued {
+                    let err = c
+                        .reader
+                        .read_reply(|r| match r {
+                            Reply::Error(e) => Some(String::from_utf8_lossy(e).into_owned()),
+                            _ => None,
+                        })
+                        .await?;
+                    if let Some(reply) = err {
+                        return Err(Error::Prepare {
+                            target: target.name.clone(),
+                            reply,
+                        });
+                    }
+                }
+                queued = 0;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Runs one phase against one target and gathers its figures.
+pub fn run_phase(
+    target: &Target,
+    wl: &Arc<Workload>,
+    phase: &Arc<Phase>,
+    cfg: &Arc<RunCfg>,
+    label: &str,
+) -> Result<PhaseResult, Error> {
+    prepare(target, wl, phase, &cfg.conn)?;
+    let threads = cfg.threads.clamp(1, cfg.connections.max(1));
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let abort = Arc::new(AtomicBool::new(false));
+    let shared: Arc<Mutex<Option<Arc<Shared>>>> = Arc::new(Mutex::new(None));
+    let (itx, irx) = mpsc::channel::<(u64, Interval)>();
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let ids: Vec<usize> = (0..cfg.connections.max(1))
+            .filter(|i| i % threads == t)
+            .collect();
+        let (target, wl, phase, cfg) = (
+            target.clone(),
+            Arc::clone(wl),
+            Arc::clone(phase),
+            Arc::clone(cfg),
+        );
+        let (shared, barrier, abort, itx) = (
+            Arc::clone(&shared),
+            Arc::clone(&barrier),
+            Arc::clone(&abort),
+            itx.clone(),
+        );
+        let h = std::thread::Builder::new()
+            .name(format!("loadgen-{t}"))
+            .spawn(move || thread_main(ids, target, wl, phase, cfg, shared, barrier, abort, itx))
+            .map_err(Error::Runtime)?;
+        handles.push(h);
+    }
+    drop(itx);
+    barrier.wait();
+    let start = Instant::now();
+    let measure_start = start + cfg.warmup;
+    let sh = Arc::new(Shared {
+        start,
+        measure_start,
+        end: cfg.duration.map(|d| measure_start + d),
+        requests: cfg.requests,
+        claimed: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+    });
+    match shared.lock() {
+        Ok(mut g) => *g = Some(Arc::clone(&sh)),
+        Err(p) => *p.into_inner() = Some(Arc::clone(&sh)),
+    }
+    barrier.wait();
+
+    let nops = phase.ops.len();
+    let mut intervals: Vec<Interval> = Vec::new();
+    let mut printed = 0u64;
+    let mut done_ops = 0u64;
+    let live = cfg.live.clone();
+    loop {
+        let deadline = measure_start + Duration::from_secs(printed + 1) + Duration::from_millis(30);
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match irx.recv_timeout(wait) {
+            Ok((idx, iv)) => {
+                let idx = idx as usize;
+                while intervals.len() <= idx {
+                    intervals.push(Interval {
+                        hists: (0..nops).map(|_| new_hist()).collect(),
+                        errors: 0,
+                    });
+                }
+                let slot = &mut intervals[idx];
+                for (a, b) in slot.hists.iter_mut().zip(&iv.hists) {
+                    let _ = a.add(b);
+                }
+                slot.errors += iv.errors;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let (Some(live), Some(iv)) = (&live, intervals.get(printed as usize)) {
+                    let mut all = new_hist();
+                    for h in &iv.hists {
+                        let _ = all.add(h);
+                    }
+                    done_ops += all.len();
+                    live.print(
+                        label,
+                        printed + 1,
+                        &all,
+                        iv.errors,
+                        done_ops,
+                        cfg.requests,
+                        cfg.duration,
+                    );
+                }
+                printed += 1;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    if let Some(live) = &live {
+        live.finish();
+    }
+    let mut ops: Vec<OpStats> = phase.ops.iter().map(|o| OpStats::new(&o.name)).collect();
+    let mut verify = VerifyOutcome::default();
+    let mut last_done: Option<Instant> = None;
+    let mut first_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(out)) => {
+                for (a, b) in ops.iter_mut().zip(&out.stats.ops) {
+                    a.merge(b);
+                }
+                if let Some(ch) = out.stats.checker {
+                    verify.checked += ch.checked;
+                    verify.mismatches += ch.mismatches;
+                    for s in ch.samples {
+                        if verify.samples.len() < crate::verify::MAX_SAMPLES {
+                            verify.samples.push(s);
+                        }
+                    }
+                }
+                last_done = last_done.max(out.stats.last_done);
+            }
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(Error::WorkerPanic);
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let elapsed = last_done.map_or(Duration::ZERO, |t| {
+        t.saturating_duration_since(measure_start)
+    });
+    Ok(PhaseResult {
+        ops,
+        elapsed,
+        intervals,
+        verify,
+    })
+}

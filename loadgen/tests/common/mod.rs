@@ -1,0 +1,114 @@
+//! Shared helpers for the integration tests: a throwaway redis-server and a
+//! way to run the real binary and read its JSON report.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_respite-loadgen");
+
+/// A redis-server on a free loopback port, killed on drop.
+pub struct Redis {
+    pub port: u16,
+    pub child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn on_path(bin: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+}
+
+/// Starts redis-server, or returns None (after saying so) when it is not
+/// installed, unless RESPITE_REQUIRE_REDIS=1 demands it.
+pub fn redis() -> Option<Redis> {
+    if !on_path("redis-server") {
+        if std::env::var("RESPITE_REQUIRE_REDIS").as_deref() == Ok("1") {
+            panic!("redis-server not found but RESPITE_REQUIRE_REDIS=1");
+        }
+        eprintln!("skipping: redis-server not found");
+        return None;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let child = Command::new("redis-server")
+        .args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+        .args(["--port", &port.to_string(), "--daemonize", "no"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn redis-server");
+    let r = Redis {
+        port,
+        child,
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(r)
+}
+
+/// Runs the binary with `args` plus `--json <tmp>`; returns output and JSON.
+pub fn run_json(args: &[&str]) -> (Output, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("out.json");
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run respite-loadgen");
+    let v = read_json(&json, &out);
+    (out, v)
+}
+
+pub fn read_json(path: &Path, out: &Output) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "no JSON at {}: {e}\nstdout:\n{}\nstderr:\n{}",
+            path.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+/// Checks one summary object for sane, monotone figures.
+pub fn assert_sane(name: &str, s: &serde_json::Value) {
+    let f = |k: &str| {
+        s[k].as_f64()
+            .unwrap_or_else(|| panic!("{name}: missing {k} in {s}"))
+    };
+    assert!(f("ops") > 0.0, "{name}: no ops");
+    assert!(f("ops_per_sec") > 0.0, "{name}: zero throughput");
+    assert!(f("bytes_per_sec") > 0.0, "{name}: zero bytes");
+    let ps = [
+        "p50_us", "p90_us", "p99_us", "p999_us", "p9999_us", "max_us",
+    ];
+    for w in ps.windows(2) {
+        assert!(f(w[0]) <= f(w[1]), "{name}: {} > {} in {s}", w[0], w[1]);
+    }
+    assert!(f("p50_us") >= 1.0 && f("mean_us") > 0.0, "{name}: {s}");
+    assert!(f("max_us") < 10_000_000.0, "{name}: absurd max in {s}");
+}
