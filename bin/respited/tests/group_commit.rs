@@ -1,0 +1,284 @@
+//! The write path's promises: concurrent writes are committed in groups, a
+//! failing command fails alone, a client reads its own writes, nothing
+//! acknowledged is lost (clean stop or crash), expired keys are never seen
+//! and are actively removed, and the WAL stays bounded.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{info_field, Respited};
+
+/// Runs `clients` threads, each doing `per_client` SETs on its own
+/// connection, and returns the total.
+fn concurrent_sets(server: &Respited, clients: usize, per_client: usize) -> usize {
+    let handles: Vec<_> = (0..clients)
+        .map(|c| {
+            let port = server.port;
+            std::thread::spawn(move || {
+                let mut con = common::client_for(port);
+                for i in 0..per_client {
+                    let _: () = redis::cmd("SET")
+                        .arg(format!("c{c}:k{i}"))
+                        .arg(i)
+                        .query(&mut con)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    clients * per_client
+}
+
+#[test]
+fn concurrent_writers_share_commits() {
+    let server = Respited::start(&[]);
+    let writes = concurrent_sets(&server, 32, 100);
+    let mut con = server.client();
+    let ops = info_field(&mut con, "persistence", "group_commit_ops");
+    let batches = info_field(&mut con, "persistence", "group_commit_batches");
+    assert_eq!(ops as usize, writes);
+    // With 32 writers waiting on fsyncs, batches must hold several writes
+    // each on average; one commit per write would be `batches == ops`.
+    assert!(
+        batches * 2.0 < ops,
+        "expected group commits: {batches} commits for {ops} writes"
+    );
+    let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(n as usize, writes);
+}
+
+#[test]
+fn max_batch_one_commits_every_write_alone() {
+    let server = Respited::start(&["--max-batch", "1", "--appendfsync", "no"]);
+    let writes = concurrent_sets(&server, 8, 50);
+    let mut con = server.client();
+    let ops = info_field(&mut con, "persistence", "group_commit_ops");
+    let batches = info_field(&mut con, "persistence", "group_commit_batches");
+    let max = info_field(&mut con, "persistence", "group_commit_ops_per_batch_max");
+    assert_eq!(ops as usize, writes);
+    assert_eq!(batches, ops);
+    assert_eq!(max, 1.0);
+}
+
+#[test]
+fn a_failing_command_fails_alone_in_its_batch() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    let _: () = redis::cmd("SET")
+        .arg("text")
+        .arg("abc")
+        .query(&mut con)
+        .unwrap();
+    // One pipeline of writes: they travel to the writer as one item and
+    // are committed in one transaction.
+    let mut raw = server.raw();
+    let req = b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n\
+                *2\r\n$4\r\nINCR\r\n$4\r\ntext\r\n\
+                *3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\n2\r\n\
+                *3\r\n$6\r\nINCRBY\r\n$1\r\na\r\n$19\r\n9223372036854775807\r\n";
+    let expected = "+OK\r\n-ERR value is not an integer or out of range\r\n+OK\r\n\
+                    -ERR increment or decrement would overflow\r\n";
+    let got = common::exchange(&mut raw, req, expected.len());
+    assert_eq!(String::from_utf8_lossy(&got), expected);
+    let (a, b, text): (String, String, String) = redis::pipe()
+        .get("a")
+        .get("b")
+        .get("text")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!((a.as_str(), b.as_str(), text.as_str()), ("1", "2", "abc"));
+    let failed = info_field(&mut con, "persistence", "group_commit_failed_ops");
+    assert_eq!(
+        failed, 2.0,
+        "both failures were rolled back to their savepoints"
+    );
+}
+
+#[test]
+fn many_clients_read_their_own_writes() {
+    let server = Respited::start(&[]);
+    let handles: Vec<_> = (0..16)
+        .map(|c| {
+            let port = server.port;
+            std::thread::spawn(move || {
+                let mut con = common::client_for(port);
+                for i in 0..50 {
+                    let key = format!("ryw:{c}:{i}");
+                    let (set, got, n): (String, String, i64) = redis::pipe()
+                        .cmd("SET")
+                        .arg(&key)
+                        .arg(i)
+                        .cmd("GET")
+                        .arg(&key)
+                        .cmd("INCR")
+                        .arg(format!("ryw:{c}:count"))
+                        .query(&mut con)
+                        .unwrap();
+                    assert_eq!(set, "OK");
+                    assert_eq!(got, i.to_string());
+                    assert_eq!(n, i + 1);
+                    // A read on another connection also sees the
+                    // acknowledged write.
+                    let mut other = common::client_for(port);
+                    let seen: String = redis::cmd("GET").arg(&key).query(&mut other).unwrap();
+                    assert_eq!(seen, i.to_string());
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn acknowledged_writes_survive_sigterm_and_sigkill() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let mut server = Respited::start_in(tmp.path(), &[]);
+        let mut con = server.client();
+        for i in 0..100 {
+            let _: () = redis::cmd("SET")
+                .arg(format!("k{i}"))
+                .arg(i)
+                .query(&mut con)
+                .unwrap();
+        }
+        let _: () = redis::cmd("SELECT").arg(5).query(&mut con).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("in-db-5")
+            .arg("yes")
+            .query(&mut con)
+            .unwrap();
+        let status = server.terminate();
+        assert!(status.success(), "SIGTERM should exit 0, got {status:?}");
+    }
+    {
+        let mut server = Respited::start_in(tmp.path(), &[]);
+        let mut con = server.client();
+        let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+        assert_eq!(n, 100);
+        let v: String = redis::cmd("GET").arg("k42").query(&mut con).unwrap();
+        assert_eq!(v, "42");
+        let _: () = redis::cmd("SELECT").arg(5).query(&mut con).unwrap();
+        let v: String = redis::cmd("GET").arg("in-db-5").query(&mut con).unwrap();
+        assert_eq!(v, "yes");
+        // Acknowledged, then the process dies without any chance to clean up.
+        let _: () = redis::cmd("SET")
+            .arg("after-crash")
+            .arg("kept")
+            .query(&mut con)
+            .unwrap();
+        server.kill();
+    }
+    let server = Respited::start_in(tmp.path(), &[]);
+    let mut con = server.client();
+    let _: () = redis::cmd("SELECT").arg(5).query(&mut con).unwrap();
+    let v: String = redis::cmd("GET")
+        .arg("after-crash")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(v, "kept");
+}
+
+#[test]
+fn shutdown_command_stops_the_server_cleanly() {
+    let mut server = Respited::start(&[]);
+    let mut con = server.client();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
+    let _ = redis::cmd("SHUTDOWN").query::<()>(&mut con);
+    let status = server.wait(Duration::from_secs(30));
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn expired_keys_are_never_returned_and_are_swept() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    for i in 0..300 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("ttl:{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(100)
+            .query(&mut con)
+            .unwrap();
+    }
+    let _: () = redis::cmd("SET")
+        .arg("keeper")
+        .arg("v")
+        .query(&mut con)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    // Every read path hides them, whether or not the sweep has run yet.
+    let got: Option<String> = redis::cmd("GET").arg("ttl:7").query(&mut con).unwrap();
+    assert_eq!(got, None);
+    let n: i64 = redis::cmd("EXISTS")
+        .arg("ttl:1")
+        .arg("ttl:2")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 0);
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    assert_eq!(keys, vec!["keeper".to_string()]);
+    let (_, scanned): (String, Vec<String>) = redis::cmd("SCAN")
+        .arg(0)
+        .arg("COUNT")
+        .arg(1000)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(scanned, vec!["keeper".to_string()]);
+    let ttl: i64 = redis::cmd("TTL").arg("ttl:3").query(&mut con).unwrap();
+    assert_eq!(ttl, -2);
+    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(size, 1);
+    // A write on an expired key starts from nothing.
+    let n: i64 = redis::cmd("APPEND")
+        .arg("ttl:5")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 1);
+    // The writer deletes the rest in bounded chunks between batches.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_field(&mut con, "stats", "expired_keys") < 299.0 {
+        assert!(Instant::now() < deadline, "expired keys were not swept");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn wal_stays_bounded_under_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("respite.toml");
+    std::fs::write(
+        &config,
+        "wal_checkpoint_bytes = 1048576\njournal_size_limit = 1048576\nappendfsync = \"no\"\n",
+    )
+    .unwrap();
+    let server = Respited::start_in(tmp.path(), &["--config", config.to_str().unwrap()]);
+    let mut con = server.client();
+    let value = vec![b'x'; 4096];
+    let mut reader = server.client();
+    for round in 0..40 {
+        let mut pipe = redis::pipe();
+        for i in 0..50 {
+            pipe.cmd("SET")
+                .arg(format!("w{round}:{i}"))
+                .arg(&value)
+                .ignore();
+        }
+        let _: () = pipe.query(&mut con).unwrap();
+        // Reads keep going while the WAL grows.
+        let _: Option<Vec<u8>> = redis::cmd("GET").arg("w0:0").query(&mut reader).unwrap();
+    }
+    // ~8 MB were written; the WAL must have been checkpointed and cut back.
+    let checkpoints = info_field(&mut con, "persistence", "wal_checkpoints");
+    let wal = info_field(&mut con, "persistence", "wal_size_bytes");
+    assert!(checkpoints >= 1.0, "no checkpoint ran");
+    assert!(wal < 4.0 * 1048576.0, "WAL is {wal} bytes");
+}
