@@ -285,3 +285,26 @@ fn quit_replies_then_closes() {
     assert_eq!(got, b"+OK\r\n");
     assert!(closed);
 }
+
+#[test]
+fn reads_in_a_pipeline_never_see_later_writes() {
+    let server = Respited::start(&["--readers", "1"]);
+    let mut s = server.raw();
+    let mut req = resp(&[b"SET", b"k", b"0"]);
+    let mut expected = b"+OK\r\n".to_vec();
+    for i in 1..300 {
+        let prev = (i - 1).to_string();
+        let cur = i.to_string();
+        // A slow read first keeps the single reader busy.
+        req.extend(resp(&[b"KEYS", b"*"]));
+        req.extend(resp(&[b"GET", b"k"]));
+        req.extend(resp(&[b"SET", b"k", cur.as_bytes()]));
+        expected.extend_from_slice(b"*1\r\n$1\r\nk\r\n");
+        expected.extend_from_slice(format!("${}\r\n{prev}\r\n+OK\r\n", prev.len()).as_bytes());
+    }
+    let got = exchange(&mut s, &req, expected.len());
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(&expected)
+    );
+}

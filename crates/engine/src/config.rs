@@ -1,7 +1,8 @@
 //! Settings the engine needs, with their defaults.
 //!
-//! The daemon reads these from the `[engine]`-level keys of its TOML file and
-//! its command line; an embedding program builds an [`EngineConfig`] directly.
+//! The daemon builds this from its flat TOML file and command line (see
+//! respite-server's `Config::engine`); an embedding program builds an
+//! [`EngineConfig`] directly.
 
 use std::path::PathBuf;
 use std::str::FromStr;

@@ -7,7 +7,7 @@
 //!
 //! There are two ways in:
 //!
-//! - **Writes** go through [`Engine::submit_write`] onto one bounded queue
+//! - **Writes** go through [`Engine::submit_write`] onto one queue
 //!   consumed by one writer thread ([`writer`]). The writer drains whatever
 //!   has queued up, applies it in one transaction, commits once (one fsync for
 //!   the whole group) and only then calls each item's completion callback.

@@ -34,7 +34,8 @@ pub struct StatsSnapshot {
     pub ops: u64,
     /// Operations that failed alone and were rolled back to their savepoint.
     pub failed_ops: u64,
-    /// Batches whose COMMIT failed (every operation in them got an error).
+    /// Transactions that could not be committed (a failed COMMIT, or a
+    /// BEGIN that failed, counted once per operation it refused).
     pub failed_commits: u64,
     /// Keys deleted by the active-expiry sweep.
     pub expired_keys: u64,

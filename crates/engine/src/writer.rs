@@ -6,7 +6,7 @@
 //! bounded by fsyncs per second, and one that lets many threads write fights
 //! over the lock and gets slower as clients are added (Redlite measured 16x
 //! slower at 16 threads). respite instead funnels every write through one
-//! bounded queue to this one thread, which:
+//! queue to this one thread, which:
 //!
 //! 1. blocks until the first item arrives (an idle server does not spin, and
 //!    no write waits for a timer);
@@ -18,7 +18,10 @@
 //!
 //! The more clients write at once, the more each batch holds and the less each
 //! write pays for its fsync: throughput grows with concurrency instead of
-//! collapsing. If the commit itself fails (disk full, I/O error), every
+//! collapsing. The queue itself is unbounded: the server bounds it by
+//! making connections take permits (one per operation) from an async
+//! semaphore before they queue, so a flood waits without blocking a thread.
+//! If the commit itself fails (disk full, I/O error), every
 //! operation of the batch is answered with an error and nothing of it is
 //! applied; the thread goes on with the next batch.
 //!
@@ -224,10 +227,16 @@ impl<R> Writer<R> {
         self.exec("SAVEPOINT op")?;
         let result = op(&mut Txn::new(&self.conn));
         match result {
-            Ok(value) => {
-                self.exec("RELEASE op")?;
-                Ok(value)
-            }
+            Ok(value) => match self.exec("RELEASE op") {
+                Ok(()) => Ok(value),
+                Err(e) => {
+                    // The reply will be an error, so the change must not
+                    // commit either.
+                    let _ = self.exec("ROLLBACK TO op");
+                    let _ = self.exec("RELEASE op");
+                    Err(e.into())
+                }
+            },
             Err(e) => {
                 // Rolling back a savepoint cannot leave the outer transaction
                 // in a worse state than the failed operation did.

@@ -48,6 +48,14 @@ struct Turn {
     reads: Vec<ReadFn>,
 }
 
+fn read_results(results: Result<Vec<Reply>, oneshot::error::RecvError>, n: usize) -> Vec<Reply> {
+    results.unwrap_or_else(|_| {
+        (0..n)
+            .map(|_| Reply::from(EngineError::ShuttingDown))
+            .collect()
+    })
+}
+
 fn write_results(
     results: Result<Vec<Result<Reply, EngineError>>, oneshot::error::RecvError>,
     n: usize,
@@ -116,6 +124,18 @@ impl Turn {
         }
     }
 
+    /// Waits for every read sent so far on this connection, so that a write
+    /// that follows them in the pipeline cannot commit before they ran.
+    async fn settle_reads(&mut self) {
+        for slot in self.slots.iter_mut() {
+            if let Slot::Reads(rx, n) = slot {
+                let n = *n;
+                let replies = read_results(rx.await, n);
+                *slot = Slot::Resolved(replies);
+            }
+        }
+    }
+
     /// Sends the gathered reads to the read pool as one job, after this
     /// connection's earlier writes are committed.
     async fn flush_reads(&mut self, shared: &Shared) {
@@ -150,7 +170,12 @@ impl Turn {
     async fn add(&mut self, plan: Plan, shared: &Shared) -> bool {
         match plan {
             Plan::Write(op) => {
-                self.flush_reads(shared).await;
+                // Reads earlier in the pipeline must not see this write.
+                if !self.reads.is_empty() || self.slots.iter().any(|s| matches!(s, Slot::Reads(..)))
+                {
+                    self.flush_reads(shared).await;
+                    self.settle_reads().await;
+                }
                 self.writes.push(op);
             }
             Plan::Read(f) => {
@@ -182,13 +207,15 @@ impl Turn {
                 Slot::Ready(r) => vec![r],
                 Slot::Resolved(rs) => rs,
                 Slot::Writes(rx, n) => write_results(rx.await, n),
-                Slot::Reads(rx, n) => rx.await.unwrap_or_else(|_| {
-                    (0..n)
-                        .map(|_| Reply::from(EngineError::ShuttingDown))
-                        .collect()
-                }),
+                Slot::Reads(rx, n) => read_results(rx.await, n),
             };
             for r in &replies {
+                if matches!(r, Reply::Error(_)) {
+                    shared
+                        .counters
+                        .error_replies
+                        .fetch_add(1, Ordering::Relaxed);
+                }
                 r.encode(out, resp3);
             }
         }

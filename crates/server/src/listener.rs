@@ -82,7 +82,7 @@ impl Listeners {
                                 .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
                             admit(stream, Peer::Tcp(peer, local), &shared, &tasks).await;
                         }
-                        Err(e) => tracing::warn!(error = %e, "accept failed"),
+                        Err(e) => accept_failed(e).await,
                     }
                 }
             });
@@ -99,7 +99,7 @@ impl Listeners {
                         Ok((stream, _)) => {
                             admit(stream, Peer::Unix(path.clone()), &shared, &tasks).await
                         }
-                        Err(e) => tracing::warn!(error = %e, "accept failed"),
+                        Err(e) => accept_failed(e).await,
                     }
                 }
                 let _ = std::fs::remove_file(&path);
@@ -111,6 +111,13 @@ impl Listeners {
         let mut set = std::mem::take(&mut *lock(&tasks));
         while set.join_next().await.is_some() {}
     }
+}
+
+/// Logs a failed accept and pauses, so running out of file descriptors
+/// does not turn the accept loop into a busy spin.
+async fn accept_failed(e: std::io::Error) {
+    tracing::warn!(error = %e, "accept failed; pausing 100 ms");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
 }
 
 /// Registers and starts a connection, or refuses it for `maxclients`.

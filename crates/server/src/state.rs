@@ -122,6 +122,23 @@ pub struct Counters {
     pub commands_processed: AtomicU64,
     /// Protocol errors (connections closed for malformed input).
     pub protocol_errors: AtomicU64,
+    /// Error replies sent.
+    pub error_replies: AtomicU64,
+}
+
+impl Counters {
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        for c in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.protocol_errors,
+            &self.error_replies,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
 }
 
 /// SCAN cursors handed out: a cursor number stands for "continue after this

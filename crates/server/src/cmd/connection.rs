@@ -257,8 +257,9 @@ pub enum Client {
     SetName(Bytes),
     /// CLIENT GETNAME
     GetName,
-    /// CLIENT LIST, optionally only these ids.
-    List(Option<Vec<u64>>),
+    /// CLIENT LIST, optionally only these ids; `false` when a TYPE was
+    /// given that no client here has.
+    List(Option<Vec<u64>>, bool),
     /// CLIENT INFO
     Info,
     /// CLIENT KILL with its filters.
@@ -279,6 +280,13 @@ pub struct KillFilter {
     laddr: Option<String>,
     /// `SKIPME yes|no` (default yes).
     skipme: bool,
+    /// `TYPE`: false when it names a type no client here has (all clients
+    /// are `normal`).
+    type_matches: bool,
+    /// `USER`: false unless it names `default`, the only user.
+    user_matches: bool,
+    /// `MAXAGE seconds`: only clients at least this old.
+    max_age: Option<u64>,
     /// The old form replies OK or an error instead of a count.
     old_form: bool,
 }
@@ -307,6 +315,7 @@ impl LocalCommand for Client {
             }
             "LIST" => {
                 let mut ids = None;
+                let mut type_matches = true;
                 while args.remaining() > 0 {
                     match args.next_upper()?.as_str() {
                         "TYPE" => {
@@ -319,6 +328,7 @@ impl LocalCommand for Client {
                                     t.to_lowercase()
                                 )));
                             }
+                            type_matches = t == "NORMAL";
                         }
                         "ID" => {
                             let mut v = Vec::new();
@@ -335,7 +345,7 @@ impl LocalCommand for Client {
                         _ => return Err(CommandError::Syntax),
                     }
                 }
-                Client::List(ids)
+                Client::List(ids, type_matches)
             }
             "KILL" => {
                 let mut f = KillFilter {
@@ -343,11 +353,16 @@ impl LocalCommand for Client {
                     addr: None,
                     laddr: None,
                     skipme: true,
+                    type_matches: true,
+                    user_matches: true,
+                    max_age: None,
                     old_form: false,
                 };
                 if n == 1 {
                     f.addr = Some(String::from_utf8_lossy(&args.next()?).into_owned());
                     f.old_form = true;
+                    // The old form may kill the caller itself.
+                    f.skipme = false;
                 } else if n == 0 || n % 2 != 0 {
                     return Err(CommandError::Syntax);
                 } else {
@@ -374,7 +389,24 @@ impl LocalCommand for Client {
                                 "no" => f.skipme = false,
                                 _ => return Err(CommandError::Syntax),
                             },
-                            "TYPE" | "USER" | "MAXAGE" => {}
+                            "TYPE" => {
+                                let t = text.to_ascii_lowercase();
+                                if !["normal", "master", "replica", "slave", "pubsub"]
+                                    .contains(&t.as_str())
+                                {
+                                    return Err(CommandError::Other(format!(
+                                        "Unknown client type '{text}'"
+                                    )));
+                                }
+                                f.type_matches = t == "normal";
+                            }
+                            "USER" => f.user_matches = text == "default",
+                            "MAXAGE" => {
+                                let age = crate::args::parse_i64(&val)
+                                    .filter(|a| *a >= 0)
+                                    .ok_or(CommandError::NotInteger)?;
+                                f.max_age = Some(age as u64);
+                            }
                             _ => return Err(CommandError::Syntax),
                         }
                     }
@@ -406,7 +438,8 @@ impl LocalCommand for Client {
                 None => Reply::Nil,
             },
             Client::Info => Reply::Verbatim(format!("{}\n", s.client.info_line())),
-            Client::List(ids) => {
+            Client::List(_, false) => Reply::Verbatim(String::new()),
+            Client::List(ids, true) => {
                 let clients = lock(&s.shared.clients);
                 let mut handles: Vec<_> = clients.values().cloned().collect();
                 drop(clients);
@@ -453,7 +486,11 @@ impl LocalCommand for Client {
                     if f.skipme && c.id == s.client.id {
                         continue;
                     }
-                    if f.id.is_some_and(|id| id != c.id)
+                    if !f.type_matches
+                        || !f.user_matches
+                        || f.max_age
+                            .is_some_and(|age| c.created.elapsed().as_secs() < age)
+                        || f.id.is_some_and(|id| id != c.id)
                         || f.addr.as_ref().is_some_and(|a| *a != c.addr())
                         || f.laddr.as_ref().is_some_and(|a| *a != c.laddr())
                     {

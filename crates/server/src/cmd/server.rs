@@ -188,7 +188,7 @@ impl ReadCommand for Info {
                 c.commands_processed.load(Ordering::Relaxed),
                 c.rejected_connections.load(Ordering::Relaxed),
                 stats.expired_keys,
-                stats.failed_ops,
+                c.error_replies.load(Ordering::Relaxed),
                 c.protocol_errors.load(Ordering::Relaxed),
             );
         }
@@ -268,6 +268,8 @@ pub enum Command {
     Info(Vec<Bytes>),
     /// DOCS of the named commands, or of all.
     Docs(Vec<Bytes>),
+    /// COMMAND HELP.
+    Help,
 }
 
 impl LocalCommand for Command {
@@ -284,6 +286,7 @@ impl LocalCommand for Command {
             }
             "INFO" => Ok(Command::Info(args.rest())),
             "DOCS" => Ok(Command::Docs(args.rest())),
+            "HELP" if args.remaining() == 0 => Ok(Command::Help),
             "COUNT" => Err(CommandError::WrongArity("command|count".into())),
             _ => Err(CommandError::UnknownSubcommand {
                 cmd: "COMMAND",
@@ -293,6 +296,21 @@ impl LocalCommand for Command {
     }
     fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
         let reply = match self {
+            Command::Help => help_reply(&[
+                "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "(no subcommand)",
+                "    Return details about all Redis commands.",
+                "COUNT",
+                "    Return the total number of commands in this Redis server.",
+                "LIST",
+                "    Return a list of all commands in this Redis server.",
+                "INFO [<command-name> ...]",
+                "    Return details about multiple Redis commands.",
+                "DOCS [<command-name> ...]",
+                "    Return documentation details about multiple Redis commands.",
+                "HELP",
+                "    Print this help.",
+            ]),
             Command::All => Reply::Array(TABLE.iter().map(command_info).collect()),
             Command::Count => Reply::Int(TABLE.len() as i64),
             Command::List => Reply::Array(TABLE.iter().map(|s| Reply::bulk(s.name)).collect()),
@@ -409,75 +427,80 @@ fn set_failed(name: &str, why: &str) -> CommandError {
     ))
 }
 
-/// Applies one CONFIG SET pair.
-fn set_param(sh: &Shared, name: &str, value: &str) -> Result<(), CommandError> {
+/// A validated CONFIG SET change, applied only once every pair of the
+/// command has validated (Redis applies all or none).
+enum Change {
+    MaxClients(usize),
+    ProtoMaxBulkLen(usize),
+    QueryBufferLimit(usize),
+    MaxBatch(usize),
+    RequirePass(Option<String>),
+    AppendFsync(AppendFsync),
+}
+
+/// Checks one CONFIG SET pair.
+fn validate_param(name: &str, value: &str) -> Result<Change, CommandError> {
     let number = || {
         parse_memory(value)
             .ok_or_else(|| set_failed(name, "argument couldn't be parsed into an integer"))
     };
-    match name {
-        "maxclients" => {
-            let n = number()?;
-            if n == 0 {
-                return Err(set_failed(
-                    name,
-                    "argument must be between 1 and 4294967295 inclusive",
-                ));
-            }
-            sh.settings.maxclients.store(n, Ordering::Relaxed);
+    let at_least = |n: usize, min: usize, why: &str| {
+        if n < min {
+            Err(set_failed(name, why))
+        } else {
+            Ok(n)
         }
+    };
+    const MEMORY_MIN: &str = "argument must be a memory value bigger than 1048576";
+    Ok(match name {
+        "maxclients" => Change::MaxClients(at_least(
+            number()?,
+            1,
+            "argument must be between 1 and 4294967295 inclusive",
+        )?),
         "proto-max-bulk-len" => {
-            let n = number()?;
-            if n < 1024 * 1024 {
-                return Err(set_failed(
-                    name,
-                    "argument must be a memory value bigger than 1048576",
-                ));
-            }
-            sh.settings.proto_max_bulk_len.store(n, Ordering::Relaxed);
+            Change::ProtoMaxBulkLen(at_least(number()?, 1024 * 1024, MEMORY_MIN)?)
         }
         "client-query-buffer-limit" => {
-            let n = number()?;
-            if n < 1024 * 1024 {
-                return Err(set_failed(
-                    name,
-                    "argument must be a memory value bigger than 1048576",
-                ));
-            }
-            sh.settings
-                .client_query_buffer_limit
-                .store(n, Ordering::Relaxed);
+            Change::QueryBufferLimit(at_least(number()?, 1024 * 1024, MEMORY_MIN)?)
         }
-        "max-batch" => {
-            let n = number()?;
-            if n == 0 {
-                return Err(set_failed(name, "argument must be at least 1"));
-            }
-            sh.engine.set_max_batch(n);
-        }
-        "requirepass" => {
+        "max-batch" => Change::MaxBatch(at_least(number()?, 1, "argument must be at least 1")?),
+        "requirepass" => Change::RequirePass(if value.is_empty() {
+            None
+        } else {
+            Some(value.to_string())
+        }),
+        "appendfsync" => Change::AppendFsync(value.parse().map_err(|_| {
+            set_failed(
+                name,
+                "argument(s) must be one of the following: always, everysec, no",
+            )
+        })?),
+        _ => return Err(set_failed(name, "can't set immutable config")),
+    })
+}
+
+/// Applies a validated change.
+fn apply_change(sh: &Shared, change: Change) {
+    match change {
+        Change::MaxClients(n) => sh.settings.maxclients.store(n, Ordering::Relaxed),
+        Change::ProtoMaxBulkLen(n) => sh.settings.proto_max_bulk_len.store(n, Ordering::Relaxed),
+        Change::QueryBufferLimit(n) => sh
+            .settings
+            .client_query_buffer_limit
+            .store(n, Ordering::Relaxed),
+        Change::MaxBatch(n) => sh.engine.set_max_batch(n),
+        Change::RequirePass(p) => {
             *sh.settings
                 .requirepass
                 .write()
-                .unwrap_or_else(|e| e.into_inner()) = if value.is_empty() {
-                None
-            } else {
-                Some(value.to_string())
-            };
+                .unwrap_or_else(|e| e.into_inner()) = p;
         }
-        "appendfsync" => {
-            let mode: AppendFsync = value.parse().map_err(|_| {
-                set_failed(
-                    name,
-                    "argument(s) must be one of the following: always, everysec, no",
-                )
-            })?;
+        Change::AppendFsync(mode) => {
             sh.engine.set_appendfsync(mode);
             *lock(&sh.settings.appendfsync) = mode;
         }
-        _ => return Err(set_failed(name, "can't set immutable config")),
     }
-    Ok(())
 }
 
 /// `CONFIG GET parameter [parameter ...] | SET parameter value [parameter
@@ -489,6 +512,18 @@ pub enum Config {
     Set(Vec<(String, String)>),
     /// CONFIG RESETSTAT.
     ResetStat,
+    /// CONFIG HELP.
+    Help,
+}
+
+/// A HELP reply: one status line per entry.
+fn help_reply(lines: &[&str]) -> Reply {
+    Reply::Array(
+        lines
+            .iter()
+            .map(|l| Reply::Status((*l).to_string()))
+            .collect(),
+    )
 }
 
 impl LocalCommand for Config {
@@ -519,6 +554,7 @@ impl LocalCommand for Config {
                 Ok(Config::Set(pairs))
             }
             "RESETSTAT" if args.remaining() == 0 => Ok(Config::ResetStat),
+            "HELP" if args.remaining() == 0 => Ok(Config::Help),
             _ => Err(CommandError::UnknownSubcommand { cmd: "CONFIG", sub }),
         }
     }
@@ -538,12 +574,30 @@ impl LocalCommand for Config {
                 Reply::Map(pairs)
             }
             Config::Set(pairs) => {
-                for (name, value) in &pairs {
-                    set_param(&sh, name, value)?;
+                let changes = pairs
+                    .iter()
+                    .map(|(name, value)| validate_param(name, value))
+                    .collect::<Result<Vec<_>, _>>()?;
+                for change in changes {
+                    apply_change(&sh, change);
                 }
                 Reply::Ok
             }
-            Config::ResetStat => Reply::Ok,
+            Config::ResetStat => {
+                sh.counters.reset();
+                Reply::Ok
+            }
+            Config::Help => help_reply(&[
+                "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "GET <pattern>",
+                "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
+                "RESETSTAT",
+                "    Reset statistics reported by the INFO command.",
+                "HELP",
+                "    Print this help.",
+            ]),
         };
         Ok(Plan::Reply(reply))
     }
