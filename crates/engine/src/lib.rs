@@ -56,7 +56,7 @@ use writer::Msg;
 /// `R` is the type write operations produce (the server's reply type).
 pub struct Engine<R: Send + 'static> {
     write_tx: Sender<Msg<R>>,
-    read_tx: Sender<ReadJob>,
+    read_tx: Sender<read_pool::ReadRequest>,
     stats: Arc<Stats>,
     max_batch: Arc<AtomicUsize>,
     wal_path: PathBuf,
@@ -113,10 +113,14 @@ impl<R: Send + 'static> Engine<R> {
         })
     }
 
-    /// Queues a read job for the read pool. Gives it back if the pool is
+    /// Queues a read job for the read pool; `snapshot` asks for one read
+    /// transaction around the whole job (needed when it runs more than one
+    /// statement and they must agree). Gives the job back if the pool is
     /// gone.
-    pub fn submit_read(&self, job: ReadJob) -> std::result::Result<(), ReadJob> {
-        self.read_tx.send(job).map_err(|e| e.0)
+    pub fn submit_read(&self, job: ReadJob, snapshot: bool) -> std::result::Result<(), ReadJob> {
+        self.read_tx
+            .send(read_pool::ReadRequest { job, snapshot })
+            .map_err(|e| e.0.job)
     }
 
     /// Messages waiting for the writer.

@@ -25,19 +25,29 @@ use crate::error::Result;
 use crate::schema::open_reader;
 use crate::view::View;
 
-/// Work for the read pool: runs once against a fresh read snapshot.
+/// Work for the read pool: runs once against the current state of the
+/// database.
 pub type ReadJob = Box<dyn FnOnce(&View<'_>) + Send>;
+
+/// A read job and whether it needs one snapshot across several
+/// statements. A single SQL statement always reads one consistent state, so
+/// a lone GET skips the explicit BEGIN/COMMIT pair; a pipeline of reads, or
+/// an MGET, gets one transaction so its reads agree with each other.
+pub(crate) struct ReadRequest {
+    pub(crate) job: ReadJob,
+    pub(crate) snapshot: bool,
+}
 
 /// Handle to the pool's threads; dropping every sender ends them.
 pub(crate) struct ReadPool {
-    pub(crate) tx: Sender<ReadJob>,
+    pub(crate) tx: Sender<ReadRequest>,
     pub(crate) threads: Vec<JoinHandle<()>>,
 }
 
 impl ReadPool {
     /// Opens `size` read-only connections and starts a thread for each.
     pub(crate) fn start(path: &Path, size: usize) -> Result<ReadPool> {
-        let (tx, rx) = crossbeam_channel::unbounded::<ReadJob>();
+        let (tx, rx) = crossbeam_channel::unbounded::<ReadRequest>();
         let mut threads = Vec::new();
         for i in 0..size.max(1) {
             let conn = open_reader(path)?;
@@ -52,13 +62,15 @@ impl ReadPool {
     }
 }
 
-fn reader_loop(conn: Connection, rx: Receiver<ReadJob>) {
-    while let Ok(job) = rx.recv() {
-        // One snapshot per job, so a job's reads agree with each other.
-        let began = conn
-            .prepare_cached("BEGIN")
-            .and_then(|mut s| s.execute([]))
-            .is_ok();
+fn reader_loop(conn: Connection, rx: Receiver<ReadRequest>) {
+    while let Ok(ReadRequest { job, snapshot }) = rx.recv() {
+        // One snapshot per job when it runs several statements, so its reads
+        // agree with each other.
+        let began = snapshot
+            && conn
+                .prepare_cached("BEGIN")
+                .and_then(|mut s| s.execute([]))
+                .is_ok();
         job(&View::new(&conn));
         if began {
             if let Err(e) = conn

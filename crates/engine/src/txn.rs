@@ -88,16 +88,27 @@ impl<'c> Txn<'c> {
         value: &[u8],
         expire_at: Option<i64>,
     ) -> Result<()> {
+        // One statement for the common cases: a new key is inserted, a
+        // string is overwritten. Over another type the conflict update is
+        // skipped (no row changes), and the slow path below clears the old
+        // elements first.
+        let changed = self
+            .conn()
+            .prepare_cached(
+                "INSERT INTO keys(db,key,type,value,expire_at) VALUES(?1,?2,0,?3,?4) \
+                 ON CONFLICT(db,key) DO UPDATE SET value=excluded.value, \
+                 expire_at=excluded.expire_at WHERE type=0",
+            )?
+            .execute(params![db, key, value, expire_at])?;
+        if changed == 1 {
+            return Ok(());
+        }
         if let Some(kind) = self.stored_kind(db, key)? {
-            if kind != Kind::String {
-                self.delete_elements(db, key, kind)?;
-            }
+            self.delete_elements(db, key, kind)?;
         }
         self.conn()
             .prepare_cached(
-                "INSERT INTO keys (db, key, type, value, expire_at) VALUES (?1, ?2, 0, ?3, ?4)
-                 ON CONFLICT (db, key) DO UPDATE
-                 SET type = 0, value = excluded.value, expire_at = excluded.expire_at",
+                "UPDATE keys SET type=0, value=?3, expire_at=?4 WHERE db=?1 AND key=?2",
             )?
             .execute(params![db, key, value, expire_at])?;
         Ok(())

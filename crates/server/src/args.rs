@@ -33,6 +33,9 @@ impl Args {
     /// The next argument; a syntax error if there is none (arity is checked
     /// before parsing, so this is for optional clauses such as `EX` with no
     /// number after it).
+    // Not `Iterator::next`: it fails instead of ending, and every command
+    // calls it by this name.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Bytes, CommandError> {
         self.items.next().ok_or(CommandError::Syntax)
     }
@@ -47,6 +50,20 @@ impl Args {
     /// `+`, no leading zeros games): Redis's `string2ll`.
     pub fn next_i64(&mut self) -> Result<i64, CommandError> {
         parse_i64(&self.next()?).ok_or(CommandError::NotInteger)
+    }
+
+    /// The next argument as a C `int`, as Redis's `getIntFromObjectOrReply`
+    /// reads it (DB indexes): not an integer and outside `i32` are two
+    /// different errors.
+    pub fn next_i32(&mut self) -> Result<i32, CommandError> {
+        let n = self.next_i64()?;
+        i32::try_from(n).map_err(|_| {
+            CommandError::Other(format!(
+                "value is out of range, value must between {} and {}",
+                i32::MIN,
+                i32::MAX
+            ))
+        })
     }
 
     /// The next argument as a float, as Redis's `string2ld` accepts it.

@@ -46,6 +46,8 @@ struct Turn {
     slots: Vec<Slot>,
     writes: Vec<WriteOp<Reply>>,
     reads: Vec<ReadFn>,
+    /// Whether a gathered read needs a multi-statement snapshot.
+    reads_need_snapshot: bool,
 }
 
 fn read_results(results: Result<Vec<Reply>, oneshot::error::RecvError>, n: usize) -> Vec<Reply> {
@@ -145,12 +147,13 @@ impl Turn {
         self.settle_writes().await;
         let fns = std::mem::take(&mut self.reads);
         let n = fns.len();
+        let snapshot = n > 1 || std::mem::take(&mut self.reads_need_snapshot);
         let (tx, rx) = oneshot::channel();
         let job = Box::new(move |view: &respite_engine::View<'_>| {
             let replies: Vec<Reply> = fns.into_iter().map(|f| f(view)).collect();
             let _ = tx.send(replies);
         });
-        match shared.engine.submit_read(job) {
+        match shared.engine.submit_read(job, snapshot) {
             Ok(()) => self.slots.push(Slot::Reads(rx, n)),
             Err(_) => self.slots.push(Slot::Resolved(
                 (0..n)
@@ -178,9 +181,10 @@ impl Turn {
                 }
                 self.writes.push(op);
             }
-            Plan::Read(f) => {
+            Plan::Read(f, multi) => {
                 self.flush_writes(shared).await;
                 self.reads.push(f);
+                self.reads_need_snapshot |= multi;
             }
             Plan::Reply(r) => {
                 self.flush(shared).await;
@@ -243,9 +247,12 @@ where
         slots: Vec::new(),
         writes: Vec::new(),
         reads: Vec::new(),
+        reads_need_snapshot: false,
     };
     'conn: loop {
         let read = tokio::select! {
+            // Polled in order: no random number per read, and data first.
+            biased;
             r = stream.read_buf(&mut input) => r,
             _ = client.kill_notify.notified() => break,
             _ = shutdown.wait_for(|down| *down) => break,

@@ -160,7 +160,8 @@ pub fn client_for(port: u16) -> redis::Connection {
 /// A raw TCP stream to 127.0.0.1:port with a read timeout.
 pub fn raw_for(port: u16) -> TcpStream {
     let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
     s.set_nodelay(true).expect("nodelay");
     s
 }
@@ -175,7 +176,12 @@ pub fn exchange(stream: &mut TcpStream, request: &[u8], expected: usize) -> Vec<
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => break,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                break
+            }
             Err(_) => break,
         }
     }
@@ -237,7 +243,16 @@ impl RedisServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .arg("--dir")
             .arg(dir.path())
             .stdout(Stdio::null())
@@ -249,7 +264,11 @@ impl RedisServer {
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Some(RedisServer { child, port, _dir: dir })
+        Some(RedisServer {
+            child,
+            port,
+            _dir: dir,
+        })
     }
 
     /// A `redis` crate client.

@@ -189,8 +189,8 @@ pub struct Select {
 
 impl LocalCommand for Select {
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
-        let n = args.next_i64()?;
-        if n < 0 || n >= s.shared.config.databases as i64 {
+        let n = args.next_i32()?;
+        if n < 0 || n as u32 >= s.shared.config.databases {
             return Err(CommandError::DbIndexOutOfRange);
         }
         Ok(Select { index: n as u32 })
@@ -363,7 +363,7 @@ impl LocalCommand for Client {
                     f.old_form = true;
                     // The old form may kill the caller itself.
                     f.skipme = false;
-                } else if n == 0 || n % 2 != 0 {
+                } else if n == 0 || n % 2 == 1 {
                     return Err(CommandError::Syntax);
                 } else {
                     while args.remaining() > 0 {

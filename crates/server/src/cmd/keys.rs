@@ -11,7 +11,7 @@ use crate::state::{lock, Shared};
 use std::sync::Arc;
 
 /// How an expiry argument is meant.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 pub enum ExpireUnit {
     /// Relative seconds (EX, EXPIRE).
     Seconds,
@@ -69,6 +69,7 @@ pub struct Exists {
 }
 
 impl ReadCommand for Exists {
+    const MULTI_STATEMENT: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(Exists {
             db: s.db,
@@ -112,14 +113,64 @@ impl ReadCommand for Type {
     }
 }
 
-/// The NX/XX/GT/LT condition of the EXPIRE family.
-#[derive(Clone, Copy, PartialEq)]
-enum Condition {
-    Always,
-    Nx,
-    Xx,
-    Gt,
-    Lt,
+/// The NX/XX/GT/LT conditions of the EXPIRE family. XX combines with GT
+/// or LT (both must hold); NX combines with nothing, nor GT with LT.
+#[derive(Clone, Copy, Default)]
+struct Condition {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+impl Condition {
+    /// Parses the options as Redis's `parseExtendedExpireArgumentsOrReply`:
+    /// repeats are allowed, an unknown option is named as sent, and the
+    /// combinations are checked after all were read.
+    fn parse(args: &mut Args) -> Result<Condition, CommandError> {
+        let mut c = Condition::default();
+        while let Some(opt) = args.next_opt() {
+            match upper(&opt).as_str() {
+                "NX" => c.nx = true,
+                "XX" => c.xx = true,
+                "GT" => c.gt = true,
+                "LT" => c.lt = true,
+                _ => {
+                    let opt = String::from_utf8_lossy(&opt);
+                    return Err(CommandError::Other(format!("Unsupported option {opt}")));
+                }
+            }
+        }
+        if c.nx && (c.xx || c.gt || c.lt) {
+            return Err(CommandError::Other(
+                "NX and XX, GT or LT options at the same time are not compatible".into(),
+            ));
+        }
+        if c.gt && c.lt {
+            return Err(CommandError::Other(
+                "GT and LT options at the same time are not compatible".into(),
+            ));
+        }
+        Ok(c)
+    }
+
+    /// May a key whose expiry is `current` get the expiry `at`? No expiry
+    /// counts as an infinite one.
+    fn allows(&self, current: Option<i64>, at: i64) -> bool {
+        if self.nx && current.is_some() {
+            return false;
+        }
+        if self.xx && current.is_none() {
+            return false;
+        }
+        if self.gt && current.is_none_or(|cur| at <= cur) {
+            return false;
+        }
+        if self.lt && current.is_some_and(|cur| at >= cur) {
+            return false;
+        }
+        true
+    }
 }
 
 /// `EXPIRE key seconds [NX | XX | GT | LT]` and its three siblings, which
@@ -153,26 +204,10 @@ impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
             _ => (ExpireUnit::UnixMillis, "pexpireat"),
         };
         let key = args.next()?;
-        let n = args.next_i64()?;
-        let mut condition = Condition::Always;
-        while args.remaining() > 0 {
-            let word = args.next_upper()?;
-            let c = match word.as_str() {
-                "NX" => Condition::Nx,
-                "XX" => Condition::Xx,
-                "GT" => Condition::Gt,
-                "LT" => Condition::Lt,
-                _ => {
-                    return Err(CommandError::Other(format!("Unsupported option {word}")));
-                }
-            };
-            if condition != Condition::Always && condition != c {
-                return Err(CommandError::Other(
-                    "NX and XX, GT or LT options at the same time are not compatible".into(),
-                ));
-            }
-            condition = c;
-        }
+        let value = args.next()?;
+        // Redis reads the options before the number.
+        let condition = Condition::parse(args)?;
+        let n = crate::args::parse_i64(&value).ok_or(CommandError::NotInteger)?;
         let at = absolute_expire(n, unit).ok_or(CommandError::InvalidExpire(name))?;
         Ok(ExpireGeneric {
             db: s.db,
@@ -186,17 +221,7 @@ impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
         let Some(entry) = txn.entry(self.db, &self.key)? else {
             return Ok(Reply::Int(0));
         };
-        let allowed = match (self.condition, entry.expire_at) {
-            (Condition::Always, _) => true,
-            (Condition::Nx, current) => current.is_none(),
-            (Condition::Xx, current) => current.is_some(),
-            // No TTL counts as an infinite one.
-            (Condition::Gt, Some(current)) => self.at > current,
-            (Condition::Gt, None) => false,
-            (Condition::Lt, Some(current)) => self.at < current,
-            (Condition::Lt, None) => true,
-        };
-        if !allowed {
+        if !self.condition.allows(entry.expire_at, self.at) {
             return Ok(Reply::Int(0));
         }
         txn.set_expire(self.db, &self.key, Some(self.at))?;
@@ -334,14 +359,19 @@ impl WriteCommand for Copy {
             match args.next_upper()?.as_str() {
                 "REPLACE" => cmd.replace = true,
                 "DB" => {
-                    let n = args.next_i64()?;
-                    if n < 0 || n >= s.shared.config.databases as i64 {
+                    let n = args.next_i32()?;
+                    if n < 0 || n as u32 >= s.shared.config.databases {
                         return Err(CommandError::DbIndexOutOfRange);
                     }
                     cmd.dst_db = n as u32;
                 }
                 _ => return Err(CommandError::Syntax),
             }
+        }
+        if cmd.dst_db == cmd.db && cmd.from == cmd.to {
+            return Err(CommandError::Other(
+                "source and destination objects are the same".into(),
+            ));
         }
         Ok(cmd)
     }
@@ -364,8 +394,8 @@ pub struct Move {
 impl WriteCommand for Move {
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         let key = args.next()?;
-        let n = args.next_i64()?;
-        if n < 0 || n >= s.shared.config.databases as i64 {
+        let n = args.next_i32()?;
+        if n < 0 || n as u32 >= s.shared.config.databases {
             return Err(CommandError::DbIndexOutOfRange);
         }
         if n as u32 == s.db {
@@ -504,6 +534,7 @@ pub struct RandomKey {
 }
 
 impl ReadCommand for RandomKey {
+    const MULTI_STATEMENT: bool = true;
     fn parse(_args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(RandomKey { db: s.db })
     }

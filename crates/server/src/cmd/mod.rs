@@ -42,8 +42,9 @@ pub enum Plan {
     ReplyAndClose(Reply),
     /// Close the connection without a reply (SHUTDOWN).
     Close,
-    /// Run on the read pool.
-    Read(ReadFn),
+    /// Run on the read pool; the flag says the command runs more than one
+    /// statement and needs them in one snapshot.
+    Read(ReadFn, bool),
     /// Run on the writer.
     Write(WriteOp<Reply>),
 }
@@ -64,6 +65,9 @@ pub struct Session {
 
 /// A command whose `apply` reads the keyspace on the read pool.
 pub trait ReadCommand: Sized + Send + 'static {
+    /// Whether `apply` runs more than one statement and needs them to see
+    /// one snapshot (MGET, EXISTS with several keys).
+    const MULTI_STATEMENT: bool = false;
     /// Parses the arguments (after the command name).
     fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
     /// Runs against a read snapshot.
@@ -102,9 +106,10 @@ fn parse_all<C>(
 
 fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     let cmd = parse_all(args, s, C::parse)?;
-    Ok(Plan::Read(Box::new(move |view| {
-        cmd.apply(view).unwrap_or_else(Reply::from)
-    })))
+    Ok(Plan::Read(
+        Box::new(move |view| cmd.apply(view).unwrap_or_else(Reply::from)),
+        C::MULTI_STATEMENT,
+    ))
 }
 
 fn plan_write<C: WriteCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {

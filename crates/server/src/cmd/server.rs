@@ -537,7 +537,7 @@ impl LocalCommand for Config {
                 Ok(Config::Get(args.rest()))
             }
             "SET" => {
-                if args.remaining() == 0 || args.remaining() % 2 != 0 {
+                if args.remaining() == 0 || args.remaining() % 2 == 1 {
                     return Err(CommandError::WrongArity("config|set".into()));
                 }
                 let rest = args.rest();

@@ -1,0 +1,1223 @@
+//! Differential tests: the same command scripts against respited and a real
+//! redis-server, compared reply by reply, byte for byte.
+//!
+//! Commands go out as raw RESP over TCP and exactly one complete reply is
+//! read back per command with the small RESP reader below, so reply *types*
+//! are compared too (`+OK` against `$2\r\nOK`, `$-1` against `*-1`), and so
+//! are error texts.
+//!
+//! Each script is data: one command per line, written like `redis-cli`
+//! input (words split on spaces; `"..."` quotes a word and understands
+//! `\r`, `\n`, `\t`, `\"`, `\\` and `\xHH`, so binary keys and values can be
+//! written down). A line may start with a directive that changes how the two
+//! replies are compared, for the few replies whose exact value Redis leaves
+//! unspecified or time-dependent:
+//!
+//! - `@sort CMD ...`: the reply is an array whose order is unspecified
+//!   (KEYS); the elements are compared as sorted multisets.
+//! - `@near N CMD ...`: an integer reply (TTL, PTTL) that may differ by at
+//!   most `N` because the two servers' clocks are read at slightly different
+//!   moments.
+//! - `@scan ARGS ...`: a full SCAN iteration (from cursor 0 until the server
+//!   hands back 0) with the given options; only the union of the keys is
+//!   compared, since cursors differ by design.
+//! - `@sleep MS`: pause both sides (to let a short expiry pass).
+//! - `@closed`: both servers must have closed the connection (after QUIT).
+//!
+//! Every script runs on a fresh connection to each server after FLUSHALL.
+//! When the servers disagree, the test fails listing every differing line.
+//! Where respite differs *deliberately* (HELLO's server and version fields,
+//! INFO, CLIENT LIST, COMMAND, OBJECT and DEBUG) nothing is compared.
+//!
+//! Each test starts its own pair of servers, and skips (as the harness
+//! prints) when redis-server is not installed.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use common::{raw_for, RedisServer, Respited};
+
+/// One decoded RESP reply, as far as the comparisons need it.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    /// `+...`, `-...`, `:...`, `,...` and the other one-line types.
+    Line(u8, Vec<u8>),
+    /// `$n` (or `=`), or the null bulk string `$-1`.
+    Bulk(Option<Vec<u8>>),
+    /// `*n` (or `~`, `%`, `>`), or the null array `*-1`.
+    Array(u8, Option<Vec<Reply>>),
+}
+
+/// A reply: its decoded form and the exact bytes it arrived as.
+#[derive(Debug, Clone, PartialEq)]
+struct Reply {
+    value: Value,
+    raw: Vec<u8>,
+}
+
+impl Reply {
+    /// The integer of a `:n` reply.
+    fn int(&self) -> Option<i64> {
+        match &self.value {
+            Value::Line(b':', n) => std::str::from_utf8(n).ok()?.parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// The elements of an array reply.
+    fn items(&self) -> Option<&[Reply]> {
+        match &self.value {
+            Value::Array(_, Some(items)) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// The payload of a bulk string reply.
+    fn bulk(&self) -> Option<&[u8]> {
+        match &self.value {
+            Value::Bulk(Some(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// Reads one line up to and including CRLF; returns it without the CRLF.
+fn read_line(r: &mut impl BufRead, raw: &mut Vec<u8>) -> Vec<u8> {
+    let mut line = Vec::new();
+    let n = r.read_until(b'\n', &mut line).expect("read reply line");
+    assert!(n > 0, "connection closed while a reply was expected");
+    raw.extend_from_slice(&line);
+    assert!(
+        line.ends_with(b"\r\n"),
+        "reply line without CRLF: {}",
+        show(&line)
+    );
+    line.truncate(line.len() - 2);
+    line
+}
+
+fn parse_len(text: &[u8]) -> i64 {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("bad length {}", show(text)))
+}
+
+/// Reads exactly one complete reply (RESP2, plus the RESP3 types for good
+/// measure).
+fn read_reply(r: &mut impl BufRead) -> Reply {
+    let mut raw = Vec::new();
+    let value = read_value(r, &mut raw);
+    Reply { value, raw }
+}
+
+fn read_value(r: &mut impl BufRead, raw: &mut Vec<u8>) -> Value {
+    let line = read_line(r, raw);
+    let (kind, rest) = line.split_first().expect("empty reply line");
+    match kind {
+        b'$' | b'=' | b'!' => {
+            let len = parse_len(rest);
+            if len < 0 {
+                return Value::Bulk(None);
+            }
+            let mut data = vec![0u8; len as usize + 2];
+            r.read_exact(&mut data).expect("read bulk payload");
+            raw.extend_from_slice(&data);
+            assert_eq!(&data[len as usize..], b"\r\n", "bulk without CRLF");
+            data.truncate(len as usize);
+            Value::Bulk(Some(data))
+        }
+        b'*' | b'~' | b'>' | b'%' => {
+            let len = parse_len(rest);
+            if len < 0 {
+                return Value::Array(*kind, None);
+            }
+            let count = if *kind == b'%' { len * 2 } else { len };
+            let items = (0..count)
+                .map(|_| {
+                    let mut item_raw = Vec::new();
+                    let value = read_value(r, &mut item_raw);
+                    raw.extend_from_slice(&item_raw);
+                    Reply {
+                        value,
+                        raw: item_raw,
+                    }
+                })
+                .collect();
+            Value::Array(*kind, Some(items))
+        }
+        _ => Value::Line(*kind, rest.to_vec()),
+    }
+}
+
+/// Encodes a command as a RESP array of bulk strings.
+fn encode(args: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Bytes shown readably, for failure messages.
+fn show(b: &[u8]) -> String {
+    b.escape_ascii().to_string()
+}
+
+/// Splits a script line into words, `redis-cli` style.
+fn words(line: &str) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut chars = line.bytes().peekable();
+    loop {
+        while chars.peek() == Some(&b' ') {
+            chars.next();
+        }
+        let Some(&first) = chars.peek() else {
+            return out;
+        };
+        let mut word = Vec::new();
+        if first == b'"' {
+            chars.next();
+            loop {
+                match chars.next().expect("unterminated quote in script") {
+                    b'"' => break,
+                    b'\\' => match chars.next().expect("dangling backslash") {
+                        b'r' => word.push(b'\r'),
+                        b'n' => word.push(b'\n'),
+                        b't' => word.push(b'\t'),
+                        b'x' => {
+                            let hex = [chars.next().unwrap(), chars.next().unwrap()];
+                            let hex = std::str::from_utf8(&hex).unwrap();
+                            word.push(u8::from_str_radix(hex, 16).expect("\\xHH"));
+                        }
+                        c => word.push(c),
+                    },
+                    c => word.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == b' ' {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+        }
+        out.push(word);
+    }
+}
+
+/// One connection to each server.
+struct Pair {
+    respite: BufReader<TcpStream>,
+    redis: BufReader<TcpStream>,
+}
+
+impl Pair {
+    fn connect(respite: &Respited, redis: &RedisServer) -> Pair {
+        Pair {
+            respite: BufReader::new(raw_for(respite.port)),
+            redis: BufReader::new(raw_for(redis.port)),
+        }
+    }
+
+    /// Sends one command to both, returns (respite's reply, Redis's reply).
+    fn both(&mut self, args: &[Vec<u8>]) -> (Reply, Reply) {
+        (send(&mut self.respite, args), send(&mut self.redis, args))
+    }
+}
+
+fn send(conn: &mut BufReader<TcpStream>, args: &[Vec<u8>]) -> Reply {
+    conn.get_mut()
+        .write_all(&encode(args))
+        .expect("write command");
+    read_reply(conn)
+}
+
+/// Every key a full SCAN with `opts` returns, sorted.
+fn scan_all(conn: &mut BufReader<TcpStream>, opts: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut cursor = b"0".to_vec();
+    let mut keys = Vec::new();
+    for _ in 0..10_000 {
+        let mut args = vec![b"SCAN".to_vec(), cursor];
+        args.extend_from_slice(opts);
+        let reply = send(conn, &args);
+        let items = reply
+            .items()
+            .unwrap_or_else(|| panic!("SCAN reply {}", show(&reply.raw)));
+        cursor = items[0].bulk().expect("cursor").to_vec();
+        keys.extend(
+            items[1]
+                .items()
+                .expect("keys")
+                .iter()
+                .map(|k| k.bulk().expect("key").to_vec()),
+        );
+        if cursor == b"0" {
+            keys.sort();
+            keys.dedup();
+            return keys;
+        }
+    }
+    panic!("SCAN did not finish");
+}
+
+/// A reply's type byte and, for an array, its elements sorted (the order
+/// KEYS returns them in is unspecified).
+fn unordered(r: &Reply) -> (Option<u8>, Option<Vec<&[u8]>>) {
+    let items = r.items().map(|items| {
+        let mut raw: Vec<&[u8]> = items.iter().map(|i| &i.raw[..]).collect();
+        raw.sort();
+        raw
+    });
+    (r.raw.first().copied(), items)
+}
+
+/// True when the peer has closed the connection.
+fn closed(conn: &mut BufReader<TcpStream>) -> bool {
+    conn.get_mut()
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    matches!(conn.read(&mut buf), Ok(0) | Err(_))
+}
+
+/// Runs `script` against both servers and returns every line whose replies
+/// differ, with both replies.
+fn diff(pair: &mut Pair, script: &[&str]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for line in script {
+        let mut parts = words(line);
+        let directive = match parts.first() {
+            Some(w) if w.starts_with(b"@") => String::from_utf8(parts.remove(0)).unwrap(),
+            _ => String::new(),
+        };
+        let mismatch = match directive.as_str() {
+            "" => {
+                let (ours, theirs) = pair.both(&parts);
+                (ours.raw != theirs.raw).then(|| (show(&ours.raw), show(&theirs.raw)))
+            }
+            "@sort" => {
+                let (ours, theirs) = pair.both(&parts);
+                (unordered(&ours) != unordered(&theirs))
+                    .then(|| (show(&ours.raw), show(&theirs.raw)))
+            }
+            "@near" => {
+                let tolerance: i64 = String::from_utf8(parts.remove(0)).unwrap().parse().unwrap();
+                let (ours, theirs) = pair.both(&parts);
+                let close = match (ours.int(), theirs.int()) {
+                    (Some(a), Some(b)) => (a - b).abs() <= tolerance,
+                    _ => ours.raw == theirs.raw,
+                };
+                (!close).then(|| (show(&ours.raw), show(&theirs.raw)))
+            }
+            "@scan" => {
+                let ours = scan_all(&mut pair.respite, &parts);
+                let theirs = scan_all(&mut pair.redis, &parts);
+                (ours != theirs).then(|| (format!("{ours:?}"), format!("{theirs:?}")))
+            }
+            "@sleep" => {
+                let ms = String::from_utf8(parts.remove(0)).unwrap().parse().unwrap();
+                std::thread::sleep(Duration::from_millis(ms));
+                None
+            }
+            "@closed" => {
+                let (ours, theirs) = (closed(&mut pair.respite), closed(&mut pair.redis));
+                (ours != theirs).then(|| (format!("closed: {ours}"), format!("closed: {theirs}")))
+            }
+            other => panic!("unknown directive {other}"),
+        };
+        if let Some((ours, theirs)) = mismatch {
+            bad.push(format!(
+                "{line}\n    respite: {ours}\n    redis:   {theirs}"
+            ));
+        }
+    }
+    bad
+}
+
+/// Starts both servers and runs each script on fresh connections after
+/// FLUSHALL; fails listing every difference. Skips without redis-server.
+fn check(scripts: &[&[&str]]) {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let mut bad = Vec::new();
+    for script in scripts {
+        let mut pair = Pair::connect(&respite, &redis);
+        let (ours, theirs) = pair.both(&words("FLUSHALL"));
+        assert_eq!(ours.raw, theirs.raw, "FLUSHALL");
+        bad.extend(diff(&mut pair, script));
+    }
+    assert!(
+        bad.is_empty(),
+        "respite and redis-server disagree on {} line(s):\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+// The scripts. Absolute expiries use 4102444800 (2100-01-01) seconds, or
+// 4102444800123 milliseconds, so EXPIRETIME and the GT/LT comparisons are
+// exact rather than racing the clock.
+
+const SET_OPTIONS: &[&str] = &[
+    "GET nosuch",
+    "SET k v",
+    "GET k",
+    "SET k v2 NX",
+    "SET k v3 XX",
+    "GET k",
+    "SET fresh v XX",
+    "GET fresh",
+    "SET fresh v NX",
+    "SET fresh w nx",
+    "SET k v NX XX",
+    "SET k v XX NX",
+    "SET k v EX 10 PX 100",
+    "SET k v PX 100 EX 10",
+    "SET k v EX 10 KEEPTTL",
+    "SET k v KEEPTTL EX 10",
+    "SET k v KEEPTTL PXAT 10",
+    "SET k v EXAT 10 PXAT 10",
+    "SET k v EX 10 EX 10",
+    "SET k v EX abc EX 20",
+    "@near 1 TTL k",
+    "SET k v EX 20 EX abc",
+    "SET k v EX abc NX XX",
+    "SET k v EX 0 KEEPTTL",
+    "SET k v EX abc FOO",
+    "SET k v KEEPTTL KEEPTTL",
+    "SET k v EX 10 PXAT",
+    "SET k v KEEPTTL EX",
+    "SET k v EX 0",
+    "SET k v EX -1",
+    "SET k v PX 0",
+    "SET k v PX -5",
+    "SET k v EXAT 0",
+    "SET k v PXAT -1",
+    "SET k v EX abc",
+    "SET k v EX 1.5",
+    "SET k v EX",
+    "SET k v PX",
+    "SET k v EX 9223372036854775807",
+    "SET k v PX 9223372036854775807",
+    "SET k v EXAT 9223372036854775807",
+    "SET k v FOO",
+    "SET k v NX FOO",
+    "SET k v GET",
+    "SET k v2 GET XX",
+    "SET k v3 GET NX",
+    "GET k",
+    "SET newkey v GET NX",
+    "SET newkey2 v GET XX",
+    "GET newkey2",
+    "SET k v GET GET",
+    "SET k v NX NX",
+    "SET k v EX 100",
+    "@near 1 TTL k",
+    "SET k v2 KEEPTTL",
+    "@near 1 TTL k",
+    "GET k",
+    "SET k v3",
+    "TTL k",
+    "SET k v PX 100000",
+    "@near 1000 PTTL k",
+    "@near 1 TTL k",
+    "SET k v EXAT 4102444800",
+    "EXPIRETIME k",
+    "PEXPIRETIME k",
+    "SET k v PXAT 4102444800123",
+    "PEXPIRETIME k",
+    "EXPIRETIME k",
+    "SET k v ex 100 get",
+    "SET k v EXAT 1",
+    "GET k",
+    "EXISTS k",
+    "SET k v PXAT 1 GET",
+    "GET k",
+    "SET k",
+    "SET",
+];
+
+const SET_VARIANTS: &[&str] = &[
+    "SETNX k v",
+    "SETNX k w",
+    "GET k",
+    "SETNX k",
+    "SETEX k 100 v",
+    "@near 1 TTL k",
+    "SETEX k 0 v",
+    "SETEX k -5 v",
+    "SETEX k abc v",
+    "SETEX k 9223372036854775807 v",
+    "SETEX k 100",
+    "PSETEX k 100000 v",
+    "@near 1000 PTTL k",
+    "PSETEX k 0 v",
+    "PSETEX k -1 v",
+    "PSETEX k 1x v",
+    "GET k",
+    "GETSET k new",
+    "GETSET k newer",
+    "TTL k",
+    "GETSET missing v",
+    "GET missing",
+    "GETSET k",
+    "GETDEL k",
+    "GETDEL k",
+    "EXISTS k",
+    "GETDEL",
+    "SET e v",
+    "GETEX e",
+    "TTL e",
+    "GETEX e EX 100",
+    "@near 1 TTL e",
+    "GETEX e PERSIST",
+    "TTL e",
+    "GETEX e PX 100000",
+    "@near 1000 PTTL e",
+    "GETEX e EXAT 4102444800",
+    "EXPIRETIME e",
+    "GETEX e PXAT 4102444800123",
+    "PEXPIRETIME e",
+    "GETEX e EX 0",
+    "GETEX e EX -1",
+    "GETEX e PX 0",
+    "GETEX e EXAT 0",
+    "GETEX e EX abc",
+    "GETEX e EX",
+    "GETEX e EX 10 PX 10",
+    "GETEX e PERSIST EX 10",
+    "GETEX e EX 10 PERSIST",
+    "GETEX e PERSIST PERSIST",
+    "GETEX e KEEPTTL",
+    "GETEX e FOO",
+    "GETEX e EX 9223372036854775807",
+    "GETEX missing EX 10",
+    "GETEX missing PERSIST",
+    "GETEX missing EX 0",
+    "GETEX missing EX abc",
+    "GETEX missing EX 10 PX 10",
+    "GETEX missing FOO",
+    "GETEX e EX abc EX 100",
+    "GETEX e EX 100 EX abc",
+    "GETEX e EX 0 PERSIST",
+    "GETEX e NX",
+    "GETEX e GET",
+    "EXISTS missing",
+    "GETEX e EXAT 1",
+    "EXISTS e",
+    "GETEX",
+];
+
+const MULTI_KEY: &[&str] = &[
+    "MSET a 1 b 2 c 3",
+    "MGET a b c nosuch",
+    "MGET nosuch",
+    "MGET",
+    "MSET a 1 b",
+    "MSET a",
+    "MSET",
+    "MSET a 10 a 20",
+    "GET a",
+    "MSETNX a 1 x 2",
+    "GET x",
+    "MSETNX x 1 y 2",
+    "MGET x y",
+    "MSETNX x 1 y",
+    "MSETNX z",
+    "MSETNX n 1 n 2",
+    "GET n",
+    "SET t v EX 100",
+    "MSET t v2",
+    "TTL t",
+];
+
+const COUNTERS: &[&str] = &[
+    "INCR n",
+    "INCR n",
+    "INCRBY n 10",
+    "DECR n",
+    "DECRBY n 5",
+    "INCRBY n -20",
+    "DECRBY n -3",
+    "GET n",
+    "INCRBY n abc",
+    "INCRBY n 1.5",
+    "INCRBY n 9223372036854775808",
+    "INCRBY n \"\"",
+    "INCRBY n \" 1\"",
+    "INCRBY n +1",
+    "INCRBY n 01",
+    "DECRBY n abc",
+    "SET s abc",
+    "INCR s",
+    "DECR s",
+    "INCRBY s 1",
+    "SET s \" 1\"",
+    "INCR s",
+    "SET s 01",
+    "INCR s",
+    "SET s 1.0",
+    "INCR s",
+    "SET s \"\"",
+    "INCR s",
+    "SET s -0",
+    "INCR s",
+    "SET s 9223372036854775808",
+    "INCR s",
+    "SET m 9223372036854775807",
+    "INCR m",
+    "INCRBY m 1",
+    "GET m",
+    "DECRBY m -1",
+    "SET m -9223372036854775808",
+    "DECR m",
+    "INCRBY m -1",
+    "DECRBY m 1",
+    "DECRBY m -9223372036854775808",
+    "DECRBY x -9223372036854775808",
+    "DECRBY x 9223372036854775807",
+    "INCRBY x -9223372036854775808",
+    "GET m",
+    "SET t 5 EX 100",
+    "INCR t",
+    "@near 1 TTL t",
+    "INCR",
+    "INCR a b",
+    "INCRBY a",
+    "DECRBY a 1 2",
+];
+
+const FLOATS: &[&str] = &[
+    "SET f 10.5",
+    "INCRBYFLOAT f 0.1",
+    "INCRBYFLOAT f -5",
+    "INCRBYFLOAT f 1.5e3",
+    "GET f",
+    "SET g 3.0e3",
+    "INCRBYFLOAT g 0",
+    "INCRBYFLOAT g 200",
+    "INCRBYFLOAT h 5.0e3",
+    "INCRBYFLOAT h -5000",
+    "INCRBYFLOAT h 1",
+    "INCRBYFLOAT i 1e20",
+    "INCRBYFLOAT j -0.5",
+    "INCRBYFLOAT k 3",
+    "INCRBYFLOAT k 0.25",
+    "INCRBYFLOAT f abc",
+    "INCRBYFLOAT f \"\"",
+    "INCRBYFLOAT f \" 1\"",
+    "INCRBYFLOAT f 1x",
+    "INCRBYFLOAT f inf",
+    "INCRBYFLOAT f -inf",
+    "INCRBYFLOAT f nan",
+    "SET s abc",
+    "INCRBYFLOAT s 1",
+    "SET s inf",
+    "INCRBYFLOAT s 1",
+    "SET big 1e308",
+    "INCRBYFLOAT big 1e308",
+    "GET big",
+    "SET t 1 EX 100",
+    "INCRBYFLOAT t 1.5",
+    "@near 1 TTL t",
+    "SET a 10.6",
+    "INCRBYFLOAT a 1.5e3",
+    "INCRBYFLOAT b 0.1",
+    "INCRBYFLOAT b 0.2",
+    "INCRBYFLOAT c 0.000003814697265625",
+    "INCRBYFLOAT d 0.000011444091796875",
+    "INCRBYFLOAT e -1e-20",
+    "INCRBYFLOAT e 1e-17",
+    "INCRBYFLOAT e 5e-18",
+    "INCRBYFLOAT h 1e-4940",
+    "INCRBYFLOAT h 1e4900",
+    "INCRBYFLOAT h 1e4900",
+    "INCRBYFLOAT h -1e4900",
+    "INCRBYFLOAT h 1e4932",
+    "INCRBYFLOAT p 0x10",
+    "INCRBYFLOAT p 0x1.8p1",
+    "INCRBYFLOAT p 0X.8P-1",
+    "INCRBYFLOAT p 0x",
+    "INCRBYFLOAT p 0xg",
+    "INCRBYFLOAT p 0x1p",
+    "INCRBYFLOAT q +1.5",
+    "INCRBYFLOAT q .5",
+    "INCRBYFLOAT q 5.",
+    "INCRBYFLOAT q -0",
+    "INCRBYFLOAT q 1E2",
+    "INCRBYFLOAT q 1e",
+    "INCRBYFLOAT q 1e+",
+    "INCRBYFLOAT q 1e-5000",
+    "INCRBYFLOAT q 0e-9999",
+    "INCRBYFLOAT q 1e5000",
+    "INCRBYFLOAT q .",
+    "INCRBYFLOAT q -",
+    "INCRBYFLOAT q \"1.5 \"",
+    "INCRBYFLOAT q 1,5",
+    "INCRBYFLOAT q \"1\x002\"",
+    "INCRBYFLOAT q INFINITY",
+    "INCRBYFLOAT q -Infinity",
+    "INCRBYFLOAT q infinit",
+    "INCRBYFLOAT q nan(123)",
+    "INCRBYFLOAT q NaN",
+    "INCRBYFLOAT q 123456789012345678901234567890",
+    "INCRBYFLOAT q -123456789012345678901234567890.5",
+    "INCRBYFLOAT q 0.333333333333333333333333333333",
+    "INCRBYFLOAT r 9007199254740993",
+    "INCRBYFLOAT r 0.5",
+    "INCRBYFLOAT r 18446744073709551617",
+    "INCRBYFLOAT r -18446744073709551617",
+    "SET s \"0x1p3\"",
+    "INCRBYFLOAT s 1",
+    "SET s -inf",
+    "INCRBYFLOAT s inf",
+    "SET s 1e-5000",
+    "INCRBYFLOAT s 1",
+    "SET s 100",
+    "INCRBYFLOAT s 1.1",
+    "INCRBYFLOAT s -1.1",
+    "INCRBYFLOAT s -100",
+    "INCRBYFLOAT s -0.1",
+    "INCRBYFLOAT s 0.1",
+    "INCRBYFLOAT f",
+];
+
+const RANGES: &[&str] = &[
+    "APPEND a hello",
+    "APPEND a \" world\"",
+    "GET a",
+    "STRLEN a",
+    "STRLEN nosuch",
+    "APPEND a \"\"",
+    "APPEND e \"\"",
+    "EXISTS e",
+    "SET t v EX 100",
+    "APPEND t x",
+    "@near 1 TTL t",
+    "SET s \"This is a string\"",
+    "GETRANGE s 0 3",
+    "GETRANGE s -3 -1",
+    "GETRANGE s 0 -1",
+    "GETRANGE s 10 100",
+    "GETRANGE s -1 -5",
+    "GETRANGE s 5 3",
+    "GETRANGE s -100 -50",
+    "GETRANGE s -100 2",
+    "GETRANGE s 100 200",
+    "GETRANGE s 0 0",
+    "GETRANGE s -1 -1",
+    "GETRANGE s 3 -100",
+    "GETRANGE s 9223372036854775807 9223372036854775807",
+    "GETRANGE s -9223372036854775808 9223372036854775807",
+    "GETRANGE s a 1",
+    "GETRANGE nosuch 0 -1",
+    "GETRANGE nosuch 0 10",
+    "SET empty \"\"",
+    "GETRANGE empty 0 -1",
+    "GETRANGE empty 0 0",
+    "GETRANGE s 0",
+    "SETRANGE s 0 that",
+    "GET s",
+    "SETRANGE s 20 padded",
+    "GET s",
+    "STRLEN s",
+    "SETRANGE s 5 \"\"",
+    "SETRANGE p 3 abc",
+    "GET p",
+    "SETRANGE q 0 \"\"",
+    "EXISTS q",
+    "SETRANGE q 10 \"\"",
+    "EXISTS q",
+    "SETRANGE s -1 x",
+    "SETRANGE nosuch -1 x",
+    "SETRANGE s abc x",
+    "SETRANGE s 536870912 x",
+    "SETRANGE s 9999999999 \"\"",
+    "SETRANGE nosuch 9999999999 \"\"",
+    "SETRANGE s 9223372036854775807 x",
+    "SETRANGE t 1 y",
+    "@near 1 TTL t",
+    "SETRANGE s 0",
+];
+
+const KEYS_BASIC: &[&str] = &[
+    "MSET a 1 b 2 c 3",
+    "DEL a nosuch a",
+    "DEL a",
+    "UNLINK b c nosuch",
+    "DEL",
+    "UNLINK",
+    "MSET a 1 b 2",
+    "EXISTS a",
+    "EXISTS a a a",
+    "EXISTS a b nosuch",
+    "EXISTS nosuch",
+    "EXISTS",
+    "TYPE a",
+    "TYPE nosuch",
+    "TYPE",
+    "DBSIZE",
+    "DBSIZE extra",
+    "RANDOMKEY extra",
+    "FLUSHDB",
+    "DBSIZE",
+    "RANDOMKEY",
+    "SET only v",
+    "RANDOMKEY",
+    "FLUSHDB ASYNC",
+    "FLUSHDB SYNC",
+    "FLUSHDB FOO",
+    "TOUCH nosuch",
+];
+
+const EXPIRY: &[&str] = &[
+    "SET k v",
+    "TTL k",
+    "PTTL k",
+    "EXPIRETIME k",
+    "PEXPIRETIME k",
+    "TTL nosuch",
+    "PTTL nosuch",
+    "EXPIRETIME nosuch",
+    "PEXPIRETIME nosuch",
+    "EXPIRE nosuch 100",
+    "EXPIRE k 100",
+    "@near 1 TTL k",
+    "PEXPIRE k 200000",
+    "@near 1000 PTTL k",
+    "EXPIREAT k 4102444800",
+    "EXPIRETIME k",
+    "PEXPIREAT k 4102444800123",
+    "PEXPIRETIME k",
+    "EXPIRETIME k",
+    "PERSIST k",
+    "PERSIST k",
+    "PERSIST nosuch",
+    "TTL k",
+    "EXPIRE k 100 XX",
+    "TTL k",
+    "EXPIRE k 100 NX",
+    "@near 1 TTL k",
+    "EXPIRE k 200 NX",
+    "EXPIRE k 200 XX",
+    "@near 1 TTL k",
+    "EXPIRE k 100 GT",
+    "EXPIRE k 300 GT",
+    "@near 1 TTL k",
+    "EXPIRE k 400 LT",
+    "EXPIRE k 50 LT",
+    "@near 1 TTL k",
+    "PERSIST k",
+    "EXPIRE k 100 GT",
+    "TTL k",
+    "EXPIRE k 100 LT",
+    "@near 1 TTL k",
+    "EXPIRE k 100 nx",
+    "EXPIRE k 100 NX XX",
+    "EXPIRE k 100 GT LT",
+    "EXPIRE k 100 NX GT",
+    "EXPIRE k 100 NX NX",
+    "EXPIRE k 100 NX XX GT LT",
+    "EXPIRE k 100 FOO",
+    "EXPIRE k 100 foo",
+    "EXPIRE k 100 NX FOO",
+    "EXPIRE k 100 FOO NX XX",
+    "EXPIRE k abc NX XX",
+    "EXPIRE k abc GT LT",
+    "EXPIRE k abc FOO",
+    "EXPIRE k abc",
+    "EXPIRE k 1.5",
+    "EXPIRE k",
+    "EXPIRE nosuch 100 XX",
+    "EXPIRE k 9223372036854775807",
+    "EXPIRE k -9223372036854775808",
+    "PEXPIRE k 9223372036854775807",
+    "EXPIREAT k 9223372036854775807",
+    "PEXPIREAT k 9223372036854775807",
+    "@near 1 TTL k",
+    "SET c v",
+    "EXPIREAT c 4102444800 XX",
+    "EXPIREAT c 4102444800 GT",
+    "EXPIREAT c 4102444800 LT",
+    "EXPIREAT c 4102444800 NX",
+    "EXPIREAT c 4102444800 GT",
+    "EXPIREAT c 4102444800 LT",
+    "EXPIREAT c 4102444900 GT",
+    "EXPIREAT c 4102444850 XX LT",
+    "EXPIREAT c 4102444950 XX GT",
+    "EXPIREAT c 4102444950 xx gt",
+    "EXPIRETIME c",
+    "PEXPIREAT c 4102444950001 GT",
+    "PEXPIRETIME c",
+    "EXPIREAT c 4102444800 GT GT",
+    "EXPIREAT c 4102444800 LT LT",
+    "EXPIRETIME c",
+    "EXPIREAT c 1 LT",
+    "EXISTS c",
+    "SET neg v",
+    "EXPIRE neg -1",
+    "EXISTS neg",
+    "SET zero v",
+    "EXPIRE zero 0",
+    "EXISTS zero",
+    "SET past v",
+    "EXPIREAT past 1",
+    "GET past",
+    "SET ppast v",
+    "PEXPIREAT ppast 1000",
+    "TTL ppast",
+    "SET pneg v",
+    "PEXPIRE pneg -100",
+    "EXISTS pneg",
+    "SET gtpast v EX 100",
+    "EXPIRE gtpast -1 GT",
+    "EXISTS gtpast",
+    "EXPIRE gtpast -1 LT",
+    "EXISTS gtpast",
+    "SET nxpast v",
+    "EXPIRE nxpast -1 XX",
+    "EXISTS nxpast",
+    "EXPIRE nxpast -1 NX",
+    "EXISTS nxpast",
+    "SET short v PX 300",
+    "SET n 5 PX 300",
+    "SET g v PX 300",
+    "SET x v PX 300",
+    "SET r v PX 300",
+    "EXISTS short",
+    "@sleep 500",
+    "EXISTS short",
+    "GET short",
+    "TTL short",
+    "INCR n",
+    "TTL n",
+    "GETSET g w",
+    "EXPIRE x 100 XX",
+    "EXISTS x",
+    "RENAME r r2",
+    "SETNX x v",
+    "TYPE g",
+    "@sort KEYS *",
+    "DBSIZE",
+];
+
+const RENAME_COPY_MOVE: &[&str] = &[
+    "SET a 1",
+    "RENAME a b",
+    "GET a",
+    "GET b",
+    "RENAME nosuch x",
+    "RENAMENX nosuch x",
+    "RENAME b b",
+    "RENAMENX b b",
+    "RENAME nosuch nosuch",
+    "SET c 3",
+    "RENAMENX b c",
+    "RENAMENX b d",
+    "MGET b c d",
+    "SET e 5 EX 100",
+    "RENAME e f",
+    "@near 1 TTL f",
+    "RENAME d f",
+    "TTL f",
+    "RENAME a",
+    "RENAMENX a b c",
+    "SET src v EX 100",
+    "COPY src dst",
+    "GET dst",
+    "@near 1 TTL dst",
+    "COPY src dst",
+    "COPY src dst REPLACE",
+    "COPY src src",
+    "COPY src src REPLACE",
+    "COPY nosuch dst",
+    "COPY nosuch dst REPLACE",
+    "COPY src dst DB 1",
+    "COPY src dst DB 1",
+    "COPY src dst DB 1 REPLACE",
+    "COPY src dst REPLACE DB 1",
+    "COPY src dst DB 16",
+    "COPY src dst DB -1",
+    "COPY src dst DB abc",
+    "COPY src dst DB 9999999999",
+    "COPY src src DB 9999999999",
+    "COPY src src FOO",
+    "COPY src dst DB",
+    "COPY src dst FOO",
+    "COPY src src DB 0",
+    "COPY src src DB 2",
+    "SELECT 2",
+    "GET src",
+    "@near 1 TTL src",
+    "SELECT 1",
+    "GET dst",
+    "MOVE dst 0",
+    "SET mine v",
+    "MOVE mine 0",
+    "EXISTS mine",
+    "SELECT 0",
+    "GET mine",
+    "MOVE mine 0",
+    "MOVE nosuch 1",
+    "MOVE mine 16",
+    "MOVE mine -1",
+    "MOVE mine abc",
+    "MOVE mine 9999999999",
+    "SET clash here",
+    "SELECT 3",
+    "SET clash there",
+    "SELECT 0",
+    "MOVE clash 3",
+    "GET clash",
+    "SET mt v EX 100",
+    "MOVE mt 5",
+    "SELECT 5",
+    "@near 1 TTL mt",
+    "SELECT 0",
+    "MOVE",
+    "COPY a",
+];
+
+const SELECT_DB: &[&str] = &[
+    "SELECT 0",
+    "SELECT 15",
+    "SET k fifteen",
+    "SELECT 16",
+    "SELECT -1",
+    "SELECT abc",
+    "SELECT 1.5",
+    "SELECT \"\"",
+    "SELECT 9223372036854775808",
+    "GET k",
+    "DBSIZE",
+    "SELECT 0",
+    "GET k",
+    "DBSIZE",
+    "SET z zero",
+    "FLUSHDB",
+    "SELECT 15",
+    "GET k",
+    "FLUSHALL",
+    "GET k",
+    "SELECT",
+    "SELECT 1 2",
+];
+
+const GLOB: &[&str] = &[
+    "MSET hello 1 hallo 2 hxllo 3 hllo 4 heeello 5 a 6 b 7 c 8 d 9 \"*\" 10 \"a*\" 11 ab 12 abc 13 \"[x]\" 14 ^ 15 \"\\\\\" 16",
+    "@sort KEYS *",
+    "@sort KEYS h?llo",
+    "@sort KEYS h*llo",
+    "@sort KEYS h[ae]llo",
+    "@sort KEYS h[^e]llo",
+    "@sort KEYS h[a-c]llo",
+    "@sort KEYS [a-c]",
+    "@sort KEYS [c-a]",
+    "@sort KEYS [^a]",
+    "@sort KEYS [!a]",
+    "@sort KEYS \\*",
+    "@sort KEYS a\\*",
+    "@sort KEYS a*",
+    "@sort KEYS ?",
+    "@sort KEYS ??",
+    "@sort KEYS \\[x]",
+    "@sort KEYS [[]x]",
+    "@sort KEYS [\\]]",
+    "@sort KEYS [a",
+    "@sort KEYS [^",
+    "@sort KEYS [",
+    "@sort KEYS \\",
+    "@sort KEYS \\\\",
+    "@sort KEYS \\a",
+    "@sort KEYS [\\a-c]",
+    "@sort KEYS [a-]",
+    "@sort KEYS [-a]",
+    "@sort KEYS nosuch*",
+    "@sort KEYS \"\"",
+    "@sort KEYS **",
+    "@sort KEYS *l*o",
+    "@sort KEYS [^]",
+    "@sort KEYS [^^]",
+    "KEYS",
+    "KEYS a b",
+];
+
+const SCAN: &[&str] = &[
+    "MSET k1 1 k2 2 k3 3 k4 4 k5 5 k6 6 k7 7 k8 8 k9 9 k10 10 k11 11 k12 12 other 1 \"\\x00bin\" 2",
+    "@scan",
+    "@scan COUNT 3",
+    "@scan COUNT 1000",
+    "@scan MATCH k1*",
+    "@scan MATCH k? COUNT 2",
+    "@scan MATCH nosuch",
+    "@scan TYPE string",
+    "@scan TYPE hash",
+    "@scan TYPE nosuchtype",
+    "@scan MATCH k* TYPE string COUNT 5",
+    "SCAN 0 COUNT 0",
+    "SCAN 0 COUNT -1",
+    "SCAN 0 COUNT abc",
+    "SCAN 0 MATCH",
+    "SCAN 0 FOO",
+    "SCAN abc",
+    "SCAN",
+];
+
+const CONNECTION: &[&str] = &[
+    "PING",
+    "ping",
+    "PING hello",
+    "PING \"\"",
+    "PING a b",
+    "ECHO hello",
+    "ECHO \"\"",
+    "ECHO",
+    "ECHO a b",
+    "NOSUCHCOMMAND",
+    "NOSUCHCOMMAND a b",
+    "nosuch \"with space\" \"\"",
+    "nosuch \"line\\r\\nbreak\"",
+    "NOSUCH 0123456789012345678901234567890123456789012345678901234567890123456789 0123456789012345678901234567890123456789012345678901234567890123456789 x",
+    "gEt",
+    "GeT nosuch",
+    "GET",
+    "GET a b",
+    "SET a",
+    "STRLEN",
+    "GETRANGE a 1",
+    "SETRANGE a 1",
+    "APPEND a",
+    "TTL",
+    "PERSIST",
+    "EXPIRETIME",
+    "RENAME a",
+    "DBSIZE x",
+    "PING",
+    "QUIT",
+    "@closed",
+];
+
+const QUIT_WITH_ARGS: &[&str] = &["SET k v", "QUIT now please", "@closed"];
+
+const BINARY: &[&str] = &[
+    "SET \"\\x00\" \"\\x00\\xff\"",
+    "GET \"\\x00\"",
+    "STRLEN \"\\x00\"",
+    "SET \"k\\r\\nk\" \"line\\r\\nbreak\\r\\n\"",
+    "GET \"k\\r\\nk\"",
+    "SET \"\\xff\\xfe\" \"\\xff\"",
+    "APPEND \"\\xff\\xfe\" \"\\x00\\r\\n\"",
+    "GET \"\\xff\\xfe\"",
+    "GETRANGE \"\\xff\\xfe\" 1 2",
+    "SETRANGE \"\\xff\\xfe\" 6 \"\\x00\"",
+    "GET \"\\xff\\xfe\"",
+    "MGET \"\\x00\" \"k\\r\\nk\" \"\\xff\\xfe\" \"\\x01\"",
+    "EXISTS \"\\x00\" \"\\x00\\x00\"",
+    "@sort KEYS *",
+    "@sort KEYS \"\\x00\"",
+    "@sort KEYS \"k\\r\\n?\"",
+    "@sort KEYS \"[\\xfe-\\xff]*\"",
+    "RENAME \"\\x00\" \"\\x00\\x00\"",
+    "GET \"\\x00\\x00\"",
+    "COPY \"\\x00\\x00\" \"\\x00\\x01\"",
+    "GETDEL \"\\x00\\x01\"",
+    "SET \"\" empty-key",
+    "GET \"\"",
+    "SET e \"\"",
+    "GET e",
+    "STRLEN e",
+    "ECHO \"\\x00\\r\\n\\xff\"",
+    "PING \"\\r\\n\"",
+    "@scan MATCH \"\\x00*\"",
+    "DEL \"\\x00\\x00\" \"\\xff\\xfe\" \"k\\r\\nk\" \"\"",
+    "DBSIZE",
+];
+
+#[test]
+fn strings_set_options() {
+    check(&[SET_OPTIONS]);
+}
+
+#[test]
+fn strings_set_variants_getex() {
+    check(&[SET_VARIANTS, MULTI_KEY]);
+}
+
+#[test]
+fn strings_counters() {
+    check(&[COUNTERS, FLOATS]);
+}
+
+#[test]
+fn strings_ranges() {
+    check(&[RANGES]);
+}
+
+#[test]
+fn keys_basic_and_expiry() {
+    check(&[KEYS_BASIC, EXPIRY]);
+}
+
+#[test]
+fn keys_rename_copy_move_select() {
+    check(&[RENAME_COPY_MOVE, SELECT_DB]);
+}
+
+#[test]
+fn keys_glob_and_scan() {
+    check(&[GLOB, SCAN]);
+}
+
+#[test]
+fn connection_commands() {
+    check(&[CONNECTION, QUIT_WITH_ARGS]);
+}
+
+#[test]
+fn binary_safety() {
+    check(&[BINARY]);
+}
+
+#[test]
+fn script_words() {
+    assert_eq!(
+        words(r#"SET "a b" "\x00\r\n" plain"#),
+        vec![
+            b"SET".to_vec(),
+            b"a b".to_vec(),
+            b"\x00\r\n".to_vec(),
+            b"plain".to_vec()
+        ]
+    );
+    assert_eq!(words(r#"GET """#), vec![b"GET".to_vec(), Vec::new()]);
+}
+
+#[test]
+fn reply_reader_reads_exactly_one_reply() {
+    let wire = b"*3\r\n$-1\r\n*-1\r\n*1\r\n:7\r\n+OK\r\n$2\r\nOK\r\n-ERR x\r\n";
+    let mut r = std::io::Cursor::new(&wire[..]);
+    let first = read_reply(&mut r);
+    assert_eq!(first.raw, b"*3\r\n$-1\r\n*-1\r\n*1\r\n:7\r\n");
+    let items = first.items().unwrap();
+    assert_eq!(items[0].value, Value::Bulk(None));
+    assert_eq!(items[1].value, Value::Array(b'*', None));
+    assert_eq!(items[2].items().unwrap()[0].int(), Some(7));
+    // Same text, different types: the raw bytes tell them apart.
+    let (status, bulk) = (read_reply(&mut r), read_reply(&mut r));
+    assert_ne!(status.raw, bulk.raw);
+    assert_eq!(bulk.bulk(), Some(&b"OK"[..]));
+    assert_eq!(
+        read_reply(&mut r).value,
+        Value::Line(b'-', b"ERR x".to_vec())
+    );
+}
