@@ -66,11 +66,6 @@ impl Args {
         })
     }
 
-    /// The next argument as a float, as Redis's `string2ld` accepts it.
-    pub fn next_f64(&mut self) -> Result<f64, CommandError> {
-        parse_f64(&self.next()?).ok_or(CommandError::NotFloat)
-    }
-
     /// Every remaining argument.
     pub fn rest(&mut self) -> Vec<Bytes> {
         self.items.by_ref().collect()
@@ -103,31 +98,6 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
 
-/// A float as Redis accepts it: no surrounding spaces, not NaN. `inf`,
-/// `+inf` and `-inf` are accepted here; commands that cannot take an
-/// infinity reject it themselves.
-pub fn parse_f64(b: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(b).ok()?;
-    if s.is_empty() || s.trim() != s {
-        return None;
-    }
-    let v: f64 = match s.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        other => {
-            // Rust accepts "nan", "inf" spelled other ways; Redis does not.
-            if other.contains("nan") || other.contains("inf") {
-                return None;
-            }
-            other.parse().ok()?
-        }
-    };
-    if v.is_nan() {
-        return None;
-    }
-    Some(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,15 +113,5 @@ mod tests {
         assert_eq!(parse_i64(b" 1"), None);
         assert_eq!(parse_i64(b"9223372036854775808"), None);
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-    }
-
-    #[test]
-    fn floats() {
-        assert_eq!(parse_f64(b"1.5"), Some(1.5));
-        assert_eq!(parse_f64(b"5e3"), Some(5000.0));
-        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
-        assert_eq!(parse_f64(b"nan"), None);
-        assert_eq!(parse_f64(b" 1"), None);
-        assert_eq!(parse_f64(b"abc"), None);
     }
 }

@@ -20,6 +20,7 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod listener;
+pub mod long_double;
 pub mod reply;
 pub mod request;
 pub mod state;
