@@ -282,3 +282,42 @@ fn wal_stays_bounded_under_load() {
     assert!(checkpoints >= 1.0, "no checkpoint ran");
     assert!(wal < 4.0 * 1048576.0, "WAL is {wal} bytes");
 }
+
+#[test]
+fn a_failed_commit_applies_nothing_and_the_server_goes_on() {
+    // The file-size limit makes the WAL unable to grow past ~600 KB: writes
+    // beyond it fail with EFBIG (SIGXFSZ is ignored, so the process lives),
+    // which is what a full disk looks like to SQLite.
+    let server = Respited::start_under_shell("trap '' XFSZ; ulimit -f 1200", &[]);
+    let mut con = server.client();
+    let _: () = redis::cmd("SET")
+        .arg("small")
+        .arg("kept")
+        .query(&mut con)
+        .unwrap();
+    let big = vec![b'x'; 2 * 1024 * 1024];
+    let err = redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query::<()>(&mut con)
+        .expect_err("a commit past the file-size limit must fail");
+    assert!(
+        err.to_string().contains("commit failed") || err.to_string().contains("storage error"),
+        "{err}"
+    );
+    // Nothing of it is visible, what was there before is intact, and the
+    // server keeps serving reads and small writes.
+    let got: Option<Vec<u8>> = redis::cmd("GET").arg("big").query(&mut con).unwrap();
+    assert_eq!(got, None);
+    let got: String = redis::cmd("GET").arg("small").query(&mut con).unwrap();
+    assert_eq!(got, "kept");
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("ok")
+        .query(&mut con)
+        .unwrap();
+    let got: String = redis::cmd("GET").arg("after").query(&mut con).unwrap();
+    assert_eq!(got, "ok");
+    let failed = info_field(&mut con, "persistence", "group_commit_failed_commits");
+    assert!(failed >= 1.0);
+}

@@ -43,8 +43,26 @@ impl Respited {
 
     /// Starts a server on the database in `dir` (to test restarts).
     pub fn start_in(dir: &Path, extra: &[&str]) -> Respited {
+        Respited::start_with(Command::new(env!("CARGO_BIN_EXE_respited")), dir, extra)
+    }
+
+    /// Starts a server through `sh -c "<setup>; exec respited ..."`, for
+    /// tests that need the process started with a shell's limits or signal
+    /// dispositions (which `exec` keeps).
+    pub fn start_under_shell(setup: &str, extra: &[&str]) -> Respited {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("{setup}; exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_respited"));
+        let mut s = Respited::start_with(cmd, tmp.path(), extra);
+        s._tmp = Some(tmp);
+        s
+    }
+
+    fn start_with(mut command: Command, dir: &Path, extra: &[&str]) -> Respited {
         let socket = dir.join("respite.sock");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_respited"))
+        let mut child = command
             .arg("--port")
             .arg("0")
             .arg("--db")
