@@ -30,56 +30,57 @@ lint:
 # What CI runs: lints, then every test with redis-server required.
 ci: lint test-redis
 
-# Side-by-side benchmark: respite (batching on and off) against redis-server
-# (no persistence, and AOF with appendfsync always), with redis-benchmark.
-# Writes its table to stdout; docs/benchmarks.md records a run.
-# N is redis-benchmark's request count for the batched runs; the run with
-# batching off uses N/10 (one fsync per write makes it slow).
-bench N="200000":
+# Side-by-side benchmark with redis-benchmark, in one run: respite
+# (batching on, and off with --max-batch 1) against redis-server (AOF
+# appendfsync always, and no persistence). Every cell is the median of
+# ROUNDS runs taken in turn, so a burst of noise hits all columns alike.
+bench N="200000" ROUNDS="3":
     #!/usr/bin/env bash
     set -euo pipefail
     cargo build --release -p respite-daemon
     dir=$(mktemp -d)
     trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
-    start_respite() { # port, extra flags...
+    wait_up() { until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done; }
+    ./target/release/respited --port 7101 --db "$dir/on.db" 2>"$dir/on.log" &
+    ./target/release/respited --port 7102 --db "$dir/off.db" --max-batch 1 2>"$dir/off.log" &
+    redis-server --port 7103 --dir "$dir" --save "" --appendonly yes --appendfsync always >/dev/null &
+    redis-server --port 7104 --dir "$dir" --save "" --appendonly no --dbfilename none.rdb >/dev/null &
+    for p in 7101 7102 7103 7104; do wait_up $p; done
+    # rps PORT ARGS...: requests per second of one redis-benchmark run.
+    rps() {
         local port=$1; shift
-        ./target/release/respited --port "$port" --db "$dir/r$port.db" "$@" 2>"$dir/r$port.log" &
-        until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+        redis-benchmark -p "$port" -d 64 "$@" --csv -q | awk -F'"' 'NR==2 {print $4}'
     }
-    start_redis() { # port, extra flags...
-        local port=$1; shift
-        redis-server --port "$port" --dir "$dir" --save "" --dbfilename "d$port.rdb" "$@" >/dev/null &
-        until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
-    }
-    rps() { # port, test, clients, requests, pipeline -> requests per second
-        redis-benchmark -p "$1" -t "$2" -c "$3" -n "$4" -P "$5" -d 64 -r 100000 --csv -q \
-            | awk -F'"' 'NR==2 {print $4}'
-    }
-    start_respite 7101
-    start_respite 7102 --max-batch 1
-    start_redis 7103 --appendonly yes --appendfsync always --appendfilename aof7103
-    start_redis 7104 --appendonly no
-    n={{N}}
-    echo "| workload | respite | respite, batching off | redis AOF always | redis no persistence |"
-    echo "|---|---|---|---|---|"
-    for p in 1 16; do
-        for t in set get; do
-            a=$(rps 7101 $t 50 $n $p)
-            b=$(rps 7102 $t 50 $((n / 10)) $p)
-            c=$(rps 7103 $t 50 $n $p)
-            d=$(rps 7104 $t 50 $n $p)
-            echo "| ${t^^} -c 50 -P $p | $a | $b | $c | $d |"
-            awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" -v t="${t^^}" -v p="$p" 'BEGIN {
-                printf "| ratio %s -P %s | 1.00 | respite/off = %.1fx | respite/aof = %.2fx | respite/redis = %.2fx |\n", t, p, a/b, a/c, a/d }'
+    median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+    row() { # label, redis-benchmark args...
+        local label=$1; shift
+        local on=() off=() aof=() mem=()
+        for _ in $(seq {{ROUNDS}}); do
+            on+=("$(rps 7101 "$@")"); off+=("$(rps 7102 "$@")")
+            aof+=("$(rps 7103 "$@")"); mem+=("$(rps 7104 "$@")")
         done
-    done
+        awk -v l="$label" -v a="$(median "${on[@]}")" -v b="$(median "${off[@]}")" \
+            -v c="$(median "${aof[@]}")" -v d="$(median "${mem[@]}")" 'BEGIN {
+            printf "| %s | %.0f | %.0f | %.0f | %.0f | %.1fx | %.2fx | %.2fx |\n", l, a, b, c, d, a/b, a/c, a/d }'
+    }
+    n={{N}}
+    echo "| redis-benchmark -c 50 -n $n -d 64 | respite | respite, batching off | redis AOF always | redis, no persistence | respite / off | respite / AOF | respite / redis |"
+    echo "|---|---|---|---|---|---|---|---|"
+    row "-t set" -c 50 -n $n -t set
+    row "-t get" -c 50 -n $n -t get
+    row "-t set -P 16" -c 50 -n $n -t set -P 16
+    row "-t get -P 16" -c 50 -n $n -t get -P 16
+    row "-t set -r 100000 (random keys)" -c 50 -n $n -t set -r 100000
     echo
-    echo "| clients | respite SET/s |"
-    echo "|---|---|"
-    for c in 16 256; do
-        echo "| $c | $(rps 7101 set $c $n 1) |"
+    echo "| respite SET/s by clients | 16 | 256 | 256 / 16 |"
+    echo "|---|---|---|---|"
+    a=(); b=()
+    for _ in $(seq {{ROUNDS}}); do
+        a+=("$(rps 7101 -c 16 -n $n -t set)"); b+=("$(rps 7101 -c 256 -n $n -t set)")
     done
-    redis-cli -p 7101 info persistence | grep -E 'group_commit_(ops_per_batch|commit_latency)' | tr -d '\r'
+    awk -v a="$(median "${a[@]}")" -v b="$(median "${b[@]}")" 'BEGIN { printf "| -n %d -d 64 -t set | %.0f | %.0f | %.2fx |\n", '"$n"', a, b, b/a }'
+    echo
+    redis-cli -p 7101 info persistence | grep -E 'group_commit_(batches|ops|ops_per_batch|commit_latency)' | tr -d '\r'
 
 # Compare respite with redis-server using respite-loadgen (both must be
 # running).

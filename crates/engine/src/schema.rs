@@ -154,3 +154,27 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection> {
     conn.set_prepared_statement_cache_capacity(128);
     Ok(conn)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setting(conn: &Connection, name: &str) -> String {
+        conn.pragma_query_value(None, name, |r| r.get::<_, rusqlite::types::Value>(0))
+            .map(|v| format!("{v:?}"))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn writer_connection_settings_follow_appendfsync() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let conn = open_writer(&path, AppendFsync::Always, 1 << 20).unwrap();
+        assert_eq!(setting(&conn, "journal_mode"), "Text(\"wal\")");
+        // 2 = FULL: the WAL is fsynced at every commit.
+        assert_eq!(setting(&conn, "synchronous"), "Integer(2)");
+        drop(conn);
+        let conn = open_writer(&path, AppendFsync::Everysec, 1 << 20).unwrap();
+        assert_eq!(setting(&conn, "synchronous"), "Integer(1)");
+    }
+}

@@ -49,7 +49,8 @@ pub struct Config {
     pub journal_size_limit: i64,
     /// Most expired keys deleted in one sweep between batches.
     pub expire_chunk: usize,
-    /// Tokio worker threads; 0 means one per core.
+    /// Tokio worker threads for connections; 0 means half the cores (at
+    /// least one), leaving the rest to the writer and the read pool.
     pub io_threads: usize,
     /// Log filter (tracing's `EnvFilter` syntax), e.g. `info` or `respite=debug`.
     pub log_level: String,
