@@ -73,9 +73,6 @@ pub struct EngineConfig {
     pub journal_size_limit: i64,
     /// The most expired keys the writer deletes in one sweep between batches.
     pub expire_chunk: usize,
-    /// Largest string value (`proto-max-bulk-len`), enforced by APPEND and
-    /// SETRANGE.
-    pub max_string_len: usize,
 }
 
 impl Default for EngineConfig {
@@ -89,7 +86,6 @@ impl Default for EngineConfig {
             wal_checkpoint_bytes: 64 * 1024 * 1024,
             journal_size_limit: 64 * 1024 * 1024,
             expire_chunk: 256,
-            max_string_len: 512 * 1024 * 1024,
         }
     }
 }

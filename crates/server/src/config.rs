@@ -155,7 +155,6 @@ impl Config {
             wal_checkpoint_bytes: self.wal_checkpoint_bytes,
             journal_size_limit: self.journal_size_limit,
             expire_chunk: self.expire_chunk,
-            max_string_len: self.proto_max_bulk_len,
         }
     }
 }

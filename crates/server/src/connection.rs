@@ -301,7 +301,7 @@ where
                         .protocol_errors
                         .fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(client = client.id, error = %e, "protocol error");
-                    turn.add(Plan::ReplyAndClose(Reply::Error(e.to_string())), &shared)
+                    turn.add(Plan::ReplyAndClose(Reply::error(e.to_string())), &shared)
                         .await;
                     keep_open = false;
                     break;

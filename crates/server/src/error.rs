@@ -16,9 +16,9 @@ pub enum CommandError {
     #[error("ERR unknown command '{name}', with args beginning with: {args}")]
     UnknownCommand {
         /// The name as the client sent it (at most 128 bytes).
-        name: String,
+        name: Lossy,
         /// The first arguments, quoted, as Redis prints them.
-        args: String,
+        args: Lossy,
     },
     /// A subcommand the container command does not have.
     #[error("ERR unknown subcommand '{sub}'. Try {cmd} HELP.")]
@@ -66,14 +66,35 @@ pub enum CommandError {
     Engine(#[from] EngineError),
 }
 
+/// Client bytes quoted in an error: shown lossily by `Display` (logs), sent
+/// to the client exactly as received.
+#[derive(Debug)]
+pub struct Lossy(pub Vec<u8>);
+
+impl std::fmt::Display for Lossy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
+    }
+}
+
 impl From<CommandError> for Reply {
     fn from(e: CommandError) -> Reply {
-        Reply::Error(e.to_string())
+        match e {
+            // Byte for byte what the client sent, as redis-server echoes it.
+            CommandError::UnknownCommand { name, args } => {
+                let mut text = b"ERR unknown command '".to_vec();
+                text.extend_from_slice(&name.0);
+                text.extend_from_slice(b"', with args beginning with: ");
+                text.extend_from_slice(&args.0);
+                Reply::Error(text.into())
+            }
+            e => Reply::error(e.to_string()),
+        }
     }
 }
 
 impl From<EngineError> for Reply {
     fn from(e: EngineError) -> Reply {
-        Reply::Error(e.to_string())
+        Reply::error(e.to_string())
     }
 }

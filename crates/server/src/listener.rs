@@ -14,6 +14,9 @@ use crate::config::parse_perm;
 use crate::connection;
 use crate::state::{lock, ClientHandle, Peer, Shared};
 
+/// How long shutdown waits for open connections to finish their turn.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Sockets bound, before accepting starts.
 pub struct Listeners {
     tcp: Option<TcpListener>,
@@ -107,9 +110,15 @@ impl Listeners {
         }
         while accept_loops.join_next().await.is_some() {}
         // Connections see the shutdown flag and close after their current
-        // turn; wait for them.
+        // turn; wait for them, but not forever: a client that never reads
+        // its replies must not hold the shutdown up. Writes it had queued
+        // are still applied by the writer's final drain.
         let mut set = std::mem::take(&mut *lock(&tasks));
-        while set.join_next().await.is_some() {}
+        let drain = async { while set.join_next().await.is_some() {} };
+        if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+            tracing::warn!("connections still open after {SHUTDOWN_GRACE:?}; closing them");
+            set.abort_all();
+        }
     }
 }
 

@@ -21,7 +21,9 @@ pub enum Reply {
     /// A status line built at run time (TYPE, CLIENT GETNAME's peers).
     Status(String),
     /// An error line; the text starts with its code (`ERR`, `WRONGTYPE`).
-    Error(String),
+    /// Bytes, not a `String`: Redis echoes a client's bytes in some errors
+    /// (an unknown command's arguments) exactly as sent.
+    Error(Bytes),
     /// An integer.
     Int(i64),
     /// A bulk string.
@@ -44,6 +46,11 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// An error reply from its text.
+    pub fn error(text: impl Into<String>) -> Reply {
+        Reply::Error(Bytes::from(text.into()))
+    }
+
     /// A bulk string from anything byte-like.
     pub fn bulk(data: impl Into<Bytes>) -> Reply {
         Reply::Bulk(data.into())
@@ -63,8 +70,12 @@ impl Reply {
             Reply::Status(s) => line(out, b'+', s.as_bytes()),
             Reply::Error(e) => {
                 // An error line must not contain a line break.
-                let clean = e.replace(['\r', '\n'], " ");
-                line(out, b'-', clean.as_bytes());
+                out.put_u8(b'-');
+                out.extend(
+                    e.iter()
+                        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+                );
+                out.put_slice(b"\r\n");
             }
             Reply::Int(n) => {
                 out.put_u8(b':');
@@ -216,9 +227,6 @@ mod tests {
         assert_eq!(enc(m, true), b"%1\r\n$1\r\na\r\n:1\r\n");
         assert_eq!(enc(Reply::Double(1.5), true), b",1.5\r\n");
         assert_eq!(enc(Reply::Double(3.0), false), b"$1\r\n3\r\n");
-        assert_eq!(
-            enc(Reply::Error("ERR a\r\nb".into()), false),
-            b"-ERR a  b\r\n"
-        );
+        assert_eq!(enc(Reply::error("ERR a\r\nb"), false), b"-ERR a  b\r\n");
     }
 }

@@ -151,8 +151,8 @@ impl LocalCommand for Hello {
             s.authenticated = true;
         }
         if !s.authenticated {
-            return Ok(Plan::Reply(Reply::Error(
-                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time".into(),
+            return Ok(Plan::Reply(Reply::error(
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
             )));
         }
         if let Some(name) = &self.name {

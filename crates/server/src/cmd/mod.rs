@@ -27,7 +27,7 @@ use bytes::Bytes;
 use respite_engine::{EngineError, Txn, View, WriteOp};
 
 use crate::args::{upper, Args};
-use crate::error::CommandError;
+use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::{ClientHandle, Shared};
 
@@ -238,19 +238,21 @@ pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
 
 /// Redis's "unknown command" error, quoting at most 128 bytes of arguments.
 fn unknown_command(request: &[Bytes]) -> CommandError {
-    let name = String::from_utf8_lossy(&request[0]);
-    let name: String = name.chars().take(128).collect();
-    let mut args = String::new();
+    let name = request[0][..request[0].len().min(128)].to_vec();
+    let mut args = Vec::new();
     for a in &request[1..] {
         if args.len() >= 128 {
             break;
         }
         let room = 128 - args.len();
-        let text = String::from_utf8_lossy(a);
-        let text: String = text.chars().take(room).collect();
-        args.push_str(&format!("'{text}' "));
+        args.push(b'\'');
+        args.extend_from_slice(&a[..a.len().min(room)]);
+        args.extend_from_slice(b"' ");
     }
-    CommandError::UnknownCommand { name, args }
+    CommandError::UnknownCommand {
+        name: Lossy(name),
+        args: Lossy(args),
+    }
 }
 
 /// Turns one request into a plan: looks the command up, checks arity and

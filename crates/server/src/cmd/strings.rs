@@ -684,7 +684,11 @@ impl WriteCommand for Append {
             db: s.db,
             key: args.next()?,
             value: args.next()?,
-            max_len: s.shared.engine.config().max_string_len,
+            max_len: s
+                .shared
+                .settings
+                .proto_max_bulk_len
+                .load(std::sync::atomic::Ordering::Relaxed),
         })
     }
     fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
@@ -720,7 +724,11 @@ impl WriteCommand for SetRange {
             return Err(CommandError::Other("offset is out of range".into()));
         }
         let value = args.next()?;
-        let max_len = s.shared.engine.config().max_string_len;
+        let max_len = s
+            .shared
+            .settings
+            .proto_max_bulk_len
+            .load(std::sync::atomic::Ordering::Relaxed);
         if !value.is_empty() && offset as u64 + value.len() as u64 > max_len as u64 {
             return Err(CommandError::Engine(EngineError::StringTooLong));
         }
