@@ -29,6 +29,7 @@ pub mod glob;
 pub mod read_pool;
 pub mod schema;
 pub mod stats;
+pub mod stmt_cache;
 pub mod txn;
 pub mod view;
 pub mod writer;

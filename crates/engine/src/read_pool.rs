@@ -23,11 +23,12 @@ use rusqlite::Connection;
 
 use crate::error::Result;
 use crate::schema::open_reader;
+use crate::stmt_cache::Statements;
 use crate::view::View;
 
 /// Work for the read pool: runs once against the current state of the
 /// database.
-pub type ReadJob = Box<dyn FnOnce(&View<'_>) + Send>;
+pub type ReadJob = Box<dyn FnOnce(&View<'_, '_>) + Send>;
 
 /// A read job and whether it needs one snapshot across several
 /// statements. A single SQL statement always reads one consistent state, so
@@ -63,20 +64,14 @@ impl ReadPool {
 }
 
 fn reader_loop(conn: Connection, rx: Receiver<ReadRequest>) {
+    let stmts = Statements::new(&conn);
     while let Ok(ReadRequest { job, snapshot }) = rx.recv() {
         // One snapshot per job when it runs several statements, so its reads
         // agree with each other.
-        let began = snapshot
-            && conn
-                .prepare_cached("BEGIN")
-                .and_then(|mut s| s.execute([]))
-                .is_ok();
-        job(&View::new(&conn));
+        let began = snapshot && stmts.get("BEGIN").and_then(|mut s| s.execute([])).is_ok();
+        job(&View::new(&stmts));
         if began {
-            if let Err(e) = conn
-                .prepare_cached("COMMIT")
-                .and_then(|mut s| s.execute([]))
-            {
+            if let Err(e) = stmts.get("COMMIT").and_then(|mut s| s.execute([])) {
                 tracing::warn!(error = %e, "ending a read transaction failed");
             }
         }

@@ -166,6 +166,21 @@ mod tests {
     }
 
     #[test]
+    fn bundled_sqlite_has_the_build_flags() {
+        let conn = Connection::open_in_memory().unwrap();
+        let mut stmt = conn.prepare("PRAGMA compile_options").unwrap();
+        let opts: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        // .cargo/config.toml's LIBSQLITE3_FLAGS reached the build.
+        assert!(opts.iter().any(|o| o == "THREADSAFE=2"), "{opts:?}");
+        assert!(opts.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"), "{opts:?}");
+        assert!(!opts.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"), "{opts:?}");
+    }
+
+    #[test]
     fn writer_connection_settings_follow_appendfsync() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");

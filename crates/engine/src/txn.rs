@@ -16,37 +16,38 @@ use rusqlite::{params, Connection};
 
 use crate::error::{EngineError, Result};
 use crate::schema::Kind;
+use crate::stmt_cache::Statements;
 use crate::view::View;
 
 /// Write access to the keyspace inside the current batch.
-pub struct Txn<'c> {
-    view: View<'c>,
+pub struct Txn<'s, 'c> {
+    view: View<'s, 'c>,
 }
 
-impl<'c> Deref for Txn<'c> {
-    type Target = View<'c>;
-    fn deref(&self) -> &View<'c> {
+impl<'s, 'c> Deref for Txn<'s, 'c> {
+    type Target = View<'s, 'c>;
+    fn deref(&self) -> &View<'s, 'c> {
         &self.view
     }
 }
 
-impl<'c> Txn<'c> {
-    pub(crate) fn new(conn: &'c Connection) -> Self {
+impl<'s, 'c> Txn<'s, 'c> {
+    pub(crate) fn new(stmts: &'s Statements<'c>) -> Self {
         Txn {
-            view: View::new(conn),
+            view: View::new(stmts),
         }
     }
 
+    /// For SQL built at run time (table names), which goes through
+    /// rusqlite's own cache.
     fn conn(&self) -> &'c Connection {
-        self.view.conn
+        self.view.stmts.conn()
     }
 
     /// The type of the row stored under the key, expired or not.
     fn stored_kind(&self, db: u32, key: &[u8]) -> Result<Option<Kind>> {
         use rusqlite::OptionalExtension;
-        let mut stmt = self
-            .conn()
-            .prepare_cached("SELECT type FROM keys WHERE db = ?1 AND key = ?2")?;
+        let mut stmt = self.stmt("SELECT type FROM keys WHERE db = ?1 AND key = ?2")?;
         Ok(stmt
             .query_row(params![db, key], |r| r.get::<_, i64>(0))
             .optional()?
@@ -70,8 +71,7 @@ impl<'c> Txn<'c> {
         let kind = self.stored_kind(db, key)?;
         if let Some(kind) = kind {
             self.delete_elements(db, key, kind)?;
-            self.conn()
-                .prepare_cached("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
+            self.stmt("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
                 .execute(params![db, key])?;
         }
         Ok(kind)
@@ -93,8 +93,7 @@ impl<'c> Txn<'c> {
         // skipped (no row changes), and the slow path below clears the old
         // elements first.
         let changed = self
-            .conn()
-            .prepare_cached(
+            .stmt(
                 "INSERT INTO keys(db,key,type,value,expire_at) VALUES(?1,?2,0,?3,?4) \
                  ON CONFLICT(db,key) DO UPDATE SET value=excluded.value, \
                  expire_at=excluded.expire_at WHERE type=0",
@@ -106,10 +105,7 @@ impl<'c> Txn<'c> {
         if let Some(kind) = self.stored_kind(db, key)? {
             self.delete_elements(db, key, kind)?;
         }
-        self.conn()
-            .prepare_cached(
-                "UPDATE keys SET type=0, value=?3, expire_at=?4 WHERE db=?1 AND key=?2",
-            )?
+        self.stmt("UPDATE keys SET type=0, value=?3, expire_at=?4 WHERE db=?1 AND key=?2")?
             .execute(params![db, key, value, expire_at])?;
         Ok(())
     }
@@ -135,8 +131,7 @@ impl<'c> Txn<'c> {
                 return Ok(true);
             }
         }
-        self.conn()
-            .prepare_cached("UPDATE keys SET expire_at = ?3 WHERE db = ?1 AND key = ?2")?
+        self.stmt("UPDATE keys SET expire_at = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, key, expire_at])?;
         Ok(true)
     }
@@ -156,8 +151,7 @@ impl<'c> Txn<'c> {
             return Ok(false);
         }
         self.purge(db, to)?;
-        self.conn()
-            .prepare_cached("UPDATE keys SET key = ?3 WHERE db = ?1 AND key = ?2")?
+        self.stmt("UPDATE keys SET key = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, from, to])?;
         if let Some(table) = entry.kind.element_table() {
             let sql = format!("UPDATE {table} SET key = ?3 WHERE db = ?1 AND key = ?2");
@@ -189,12 +183,11 @@ impl<'c> Txn<'c> {
             return Ok(false);
         }
         self.purge(dst_db, to)?;
-        self.conn()
-            .prepare_cached(
-                "INSERT INTO keys (db, key, type, value, expire_at)
+        self.stmt(
+            "INSERT INTO keys (db, key, type, value, expire_at)
                  SELECT ?3, ?4, type, value, expire_at FROM keys WHERE db = ?1 AND key = ?2",
-            )?
-            .execute(params![db, from, dst_db, to])?;
+        )?
+        .execute(params![db, from, dst_db, to])?;
         if let Some(table) = entry.kind.element_table() {
             let cols = match entry.kind {
                 Kind::Hash => "field, value",
@@ -220,8 +213,7 @@ impl<'c> Txn<'c> {
             return Ok(false);
         }
         self.purge(dst_db, key)?;
-        self.conn()
-            .prepare_cached("UPDATE keys SET db = ?3 WHERE db = ?1 AND key = ?2")?
+        self.stmt("UPDATE keys SET db = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, key, dst_db])?;
         for table in ["hashes", "lists", "sets", "zsets"] {
             let sql = format!("UPDATE {table} SET db = ?3 WHERE db = ?1 AND key = ?2");
@@ -253,7 +245,7 @@ impl<'c> Txn<'c> {
     /// batches so TTL churn cannot grow the file without bound.
     pub(crate) fn expire_due(&mut self, limit: usize) -> Result<usize> {
         let due: Vec<(u32, Vec<u8>, i64)> = {
-            let mut stmt = self.conn().prepare_cached(
+            let mut stmt = self.stmt(
                 "SELECT db, key, type FROM keys
                  WHERE expire_at IS NOT NULL AND expire_at <= ?1
                  ORDER BY expire_at LIMIT ?2",
@@ -265,8 +257,7 @@ impl<'c> Txn<'c> {
         };
         for (db, key, code) in &due {
             self.delete_elements(*db, key, Kind::from_code(*code))?;
-            self.conn()
-                .prepare_cached("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
+            self.stmt("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
                 .execute(params![db, key])?;
         }
         Ok(due.len())

@@ -8,11 +8,12 @@
 //! connection, to write commands, so a command that reads before it writes
 //! uses exactly the same reads.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 
 use crate::error::Result;
 use crate::glob::glob_match;
 use crate::schema::Kind;
+use crate::stmt_cache::{CachedStmt, Statements};
 
 /// A live key's row: its type, a string's value, and its expiry.
 #[derive(Debug, Clone)]
@@ -44,8 +45,8 @@ pub struct ScanPage {
 }
 
 /// Read access to the keyspace at one instant.
-pub struct View<'c> {
-    pub(crate) conn: &'c Connection,
+pub struct View<'s, 'c> {
+    pub(crate) stmts: &'s Statements<'c>,
     pub(crate) now: i64,
 }
 
@@ -57,13 +58,18 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-impl<'c> View<'c> {
+impl<'s, 'c> View<'s, 'c> {
     /// A view over `conn` at the current time.
-    pub(crate) fn new(conn: &'c Connection) -> Self {
+    pub(crate) fn new(stmts: &'s Statements<'c>) -> Self {
         View {
-            conn,
+            stmts,
             now: now_ms(),
         }
+    }
+
+    /// A cached statement for fixed SQL.
+    pub(crate) fn stmt(&self, sql: &'static str) -> rusqlite::Result<CachedStmt<'s, 'c>> {
+        self.stmts.get(sql)
     }
 
     /// The clock reading this view judges expiry by (Unix milliseconds).
@@ -73,7 +79,7 @@ impl<'c> View<'c> {
 
     /// The live key's type and expiry, or `None` if it does not exist.
     pub fn entry(&self, db: u32, key: &[u8]) -> Result<Option<Entry>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.stmt(
             "SELECT type, expire_at FROM keys
              WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
         )?;
@@ -101,7 +107,7 @@ impl<'c> View<'c> {
     /// A string key's value with its expiry; `Ok(None)` if the key does not
     /// exist, [`crate::EngineError::WrongType`] if it holds another type.
     pub fn string_entry(&self, db: u32, key: &[u8]) -> Result<Option<(Vec<u8>, Option<i64>)>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.stmt(
             "SELECT type, value, expire_at FROM keys
              WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
         )?;
@@ -132,7 +138,7 @@ impl<'c> View<'c> {
 
     /// Number of live keys in `db` (DBSIZE).
     pub fn dbsize(&self, db: u32) -> Result<u64> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.stmt(
             "SELECT count(*) FROM keys WHERE db = ?1 AND (expire_at IS NULL OR expire_at > ?2)",
         )?;
         let n: i64 = stmt.query_row(params![db, self.now], |r| r.get(0))?;
@@ -141,7 +147,7 @@ impl<'c> View<'c> {
 
     /// Every live key of `db` matching the glob `pattern` (KEYS).
     pub fn keys(&self, db: u32, pattern: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.stmt(
             "SELECT key FROM keys WHERE db = ?1 AND (expire_at IS NULL OR expire_at > ?2)
              ORDER BY key",
         )?;
@@ -169,7 +175,7 @@ impl<'c> View<'c> {
         pattern: Option<&[u8]>,
         kind: Option<Kind>,
     ) -> Result<ScanPage> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.stmt(
             "SELECT key, type FROM keys
              WHERE db = ?1 AND key > ?2 AND (expire_at IS NULL OR expire_at > ?3)
              ORDER BY key LIMIT ?4",
@@ -204,7 +210,7 @@ impl<'c> View<'c> {
         if n == 0 {
             return Ok(None);
         }
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.stmt(
             "SELECT key FROM keys WHERE db = ?1 AND (expire_at IS NULL OR expire_at > ?2)
              ORDER BY key LIMIT 1 OFFSET ?3",
         )?;
@@ -215,7 +221,7 @@ impl<'c> View<'c> {
 
     /// Key and expiry counts of every non-empty database (INFO keyspace).
     pub fn keyspace(&self) -> Result<Vec<DbCounts>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.stmt(
             "SELECT db, count(*), count(expire_at) FROM keys
              WHERE expire_at IS NULL OR expire_at > ?1 GROUP BY db ORDER BY db",
         )?;

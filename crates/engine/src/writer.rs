@@ -42,11 +42,12 @@ use rusqlite::Connection;
 use crate::config::AppendFsync;
 use crate::error::{EngineError, Result};
 use crate::stats::Stats;
+use crate::stmt_cache::Statements;
 use crate::txn::Txn;
 
 /// One operation: runs inside the batch's transaction and produces the
 /// caller's reply value, or an error that rolls back only this operation.
-pub type WriteOp<R> = Box<dyn FnOnce(&mut Txn<'_>) -> Result<R> + Send>;
+pub type WriteOp<R> = Box<dyn FnOnce(&mut Txn<'_, '_>) -> Result<R> + Send>;
 
 /// Called once with the results of all of an item's operations, in order,
 /// after the transaction(s) holding them have committed (or failed).
@@ -91,8 +92,9 @@ struct Pending<R> {
     results: Vec<Result<R>>,
 }
 
-struct Writer<R> {
-    conn: Connection,
+struct Writer<'s, 'c, R> {
+    /// The writer's connection and its prepared statements.
+    stmts: &'s Statements<'c>,
     stats: Arc<Stats>,
     settings: WriterSettings,
     /// Items taken off the queue and not answered yet.
@@ -115,8 +117,9 @@ pub(crate) fn run<R: Send + 'static>(
     settings: WriterSettings,
     stats: Arc<Stats>,
 ) {
+    let stmts = Statements::new(&conn);
     let mut w = Writer {
-        conn,
+        stmts: &stmts,
         stats,
         settings,
         pending: Vec::new(),
@@ -178,13 +181,17 @@ pub(crate) fn run<R: Send + 'static>(
     w.checkpoint();
 }
 
-impl<R> Writer<R> {
+impl<'s, 'c, R> Writer<'s, 'c, R> {
     fn max_batch(&self) -> usize {
         self.settings.max_batch.load(Ordering::Relaxed).max(1)
     }
 
-    fn exec(&self, sql: &str) -> rusqlite::Result<()> {
-        self.conn.prepare_cached(sql)?.execute([])?;
+    fn conn(&self) -> &'c Connection {
+        self.stmts.conn()
+    }
+
+    fn exec(&self, sql: &'static str) -> rusqlite::Result<()> {
+        self.stmts.get(sql)?.execute([])?;
         Ok(())
     }
 
@@ -225,7 +232,7 @@ impl<R> Writer<R> {
     /// fails.
     fn run_op(&mut self, op: WriteOp<R>) -> Result<R> {
         self.exec("SAVEPOINT op")?;
-        let result = op(&mut Txn::new(&self.conn));
+        let result = op(&mut Txn::new(self.stmts));
         match result {
             Ok(value) => match self.exec("RELEASE op") {
                 Ok(()) => Ok(value),
@@ -305,7 +312,7 @@ impl<R> Writer<R> {
             AppendFsync::Always => "FULL",
             AppendFsync::Everysec | AppendFsync::No => "NORMAL",
         };
-        match self.conn.pragma_update(None, "synchronous", sync) {
+        match self.conn().pragma_update(None, "synchronous", sync) {
             Ok(()) => self.settings.fsync = mode,
             Err(e) => tracing::error!(error = %e, "could not change appendfsync"),
         }
@@ -338,7 +345,7 @@ impl<R> Writer<R> {
             // DEFERRED: a sweep that finds nothing takes no write lock and
             // costs no fsync.
             self.exec("BEGIN")?;
-            let n = match Txn::new(&self.conn).expire_due(chunk) {
+            let n = match Txn::new(self.stmts).expire_due(chunk) {
                 Ok(n) => n,
                 Err(e) => {
                     let _ = self.exec("ROLLBACK");
@@ -388,7 +395,7 @@ impl<R> Writer<R> {
     /// while reads never stop. Read transactions here are short.
     fn checkpoint(&mut self) {
         let result = self
-            .conn
+            .conn()
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
                 r.get::<_, i64>(0)
             });

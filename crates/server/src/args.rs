@@ -14,10 +14,8 @@ pub struct Args {
 
 impl Args {
     /// Wraps the arguments that follow the command name.
-    pub fn new(items: Vec<Bytes>) -> Self {
-        Args {
-            items: items.into_iter(),
-        }
+    pub fn new(items: std::vec::IntoIter<Bytes>) -> Self {
+        Args { items }
     }
 
     /// How many arguments are left.

@@ -149,7 +149,7 @@ impl Turn {
         let n = fns.len();
         let snapshot = n > 1 || std::mem::take(&mut self.reads_need_snapshot);
         let (tx, rx) = oneshot::channel();
-        let job = Box::new(move |view: &respite_engine::View<'_>| {
+        let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
             let replies: Vec<Reply> = fns.into_iter().map(|f| f(view)).collect();
             let _ = tx.send(replies);
         });

@@ -151,7 +151,7 @@ where
                 name: Mutex::new(None),
                 db: Default::default(),
                 resp: 2.into(),
-                last_cmd: Mutex::new("NULL"),
+                last_cmd: usize::MAX.into(),
                 created: Instant::now(),
                 last_active_ms: Default::default(),
                 killed: Default::default(),

@@ -55,8 +55,9 @@ pub struct ClientHandle {
     pub db: AtomicU32,
     /// RESP version, 2 or 3.
     pub resp: AtomicU32,
-    /// The last command's name.
-    pub last_cmd: Mutex<&'static str>,
+    /// The last command's row in the command table (`usize::MAX`: none
+    /// yet). An atomic, not a lock: it is written for every command.
+    pub last_cmd: AtomicUsize,
     /// When it connected.
     pub created: Instant,
     /// Milliseconds since `created` at its last command.
@@ -105,7 +106,9 @@ impl ClientHandle {
             idle_ms / 1000,
             flags,
             self.db.load(Ordering::Relaxed),
-            *lock(&self.last_cmd),
+            crate::cmd::TABLE
+                .get(self.last_cmd.load(Ordering::Relaxed))
+                .map_or("NULL", |s| s.name),
             self.resp.load(Ordering::Relaxed),
         )
     }

@@ -49,7 +49,7 @@ impl WriteCommand for Del {
             keys: args.rest(),
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let mut n = 0;
         for key in &self.keys {
             if txn.delete(self.db, key)? {
@@ -76,7 +76,7 @@ impl ReadCommand for Exists {
             keys: args.rest(),
         })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let mut n = 0;
         for key in &self.keys {
             if view.exists(self.db, key)? {
@@ -106,7 +106,7 @@ impl ReadCommand for Type {
             key: args.next()?,
         })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         Ok(Reply::Simple(
             view.kind(self.db, &self.key)?.map_or("none", Kind::name),
         ))
@@ -217,7 +217,7 @@ impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
         })
     }
 
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let Some(entry) = txn.entry(self.db, &self.key)? else {
             return Ok(Reply::Int(0));
         };
@@ -244,7 +244,7 @@ impl WriteCommand for Persist {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         match txn.entry(self.db, &self.key)? {
             Some(e) if e.expire_at.is_some() => {
                 txn.set_expire(self.db, &self.key, None)?;
@@ -280,7 +280,7 @@ impl<const KIND: u8> ReadCommand for TtlGeneric<KIND> {
             key: args.next()?,
         })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let Some(entry) = view.entry(self.db, &self.key)? else {
             return Ok(Reply::Int(-2));
         };
@@ -320,7 +320,7 @@ impl<const NX: bool> WriteCommand for RenameGeneric<NX> {
             to: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let moved = txn.rename(self.db, &self.from, &self.to, NX)?;
         Ok(if NX {
             Reply::Int(moved as i64)
@@ -375,7 +375,7 @@ impl WriteCommand for Copy {
         }
         Ok(cmd)
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let copied = txn.copy(self.db, &self.from, self.dst_db, &self.to, self.replace)?;
         Ok(Reply::Int(copied as i64))
     }
@@ -409,7 +409,7 @@ impl WriteCommand for Move {
             dst_db: n as u32,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         Ok(Reply::Int(
             txn.move_key(self.db, &self.key, self.dst_db)? as i64
         ))
@@ -431,7 +431,7 @@ impl ReadCommand for Keys {
             pattern: args.next()?,
         })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let keys = view.keys(self.db, &self.pattern)?;
         Ok(Reply::Array(keys.into_iter().map(Reply::bulk).collect()))
     }
@@ -504,7 +504,7 @@ impl ReadCommand for Scan {
         }
         Ok(cmd)
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let page = view.scan(
             self.db,
             self.after.as_deref(),
@@ -538,7 +538,7 @@ impl ReadCommand for RandomKey {
     fn parse(_args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(RandomKey { db: s.db })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         Ok(Reply::bulk_or_nil(
             view.random_key(self.db, rand::random())?,
         ))

@@ -21,6 +21,7 @@ pub mod keys;
 pub mod server;
 pub mod strings;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -32,7 +33,7 @@ use crate::reply::Reply;
 use crate::state::{ClientHandle, Shared};
 
 /// A read, to run on the read pool.
-pub type ReadFn = Box<dyn FnOnce(&View<'_>) -> Reply + Send>;
+pub type ReadFn = Box<dyn FnOnce(&View<'_, '_>) -> Reply + Send>;
 
 /// What the connection loop does with a parsed command.
 pub enum Plan {
@@ -71,7 +72,7 @@ pub trait ReadCommand: Sized + Send + 'static {
     /// Parses the arguments (after the command name).
     fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
     /// Runs against a read snapshot.
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError>;
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError>;
 }
 
 /// A command whose `apply` changes the keyspace on the writer thread.
@@ -80,7 +81,7 @@ pub trait WriteCommand: Sized + Send + 'static {
     fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
     /// Runs inside the current group commit. An error rolls back this
     /// command alone.
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError>;
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError>;
 }
 
 /// A command answered on the connection itself.
@@ -229,11 +230,18 @@ pub static TABLE: &[Spec] = &[
 
 /// Finds a command by name, case-insensitively.
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    let lower = name.to_ascii_lowercase();
+    lookup_index(name).map(|i| &TABLE[i])
+}
+
+/// The command's row number in [`TABLE`]. Compares case-insensitively
+/// without allocating: this runs for every request.
+pub fn lookup_index(name: &[u8]) -> Option<usize> {
     TABLE
-        .binary_search_by(|s| s.name.as_bytes().cmp(&lower))
+        .binary_search_by(|s| {
+            let lower = name.iter().map(u8::to_ascii_lowercase);
+            s.name.as_bytes().iter().copied().cmp(lower)
+        })
         .ok()
-        .map(|i| &TABLE[i])
 }
 
 /// Redis's "unknown command" error, quoting at most 128 bytes of arguments.
@@ -264,13 +272,14 @@ pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
     }
 }
 
-fn try_dispatch(session: &mut Session, mut request: Vec<Bytes>) -> Result<Plan, CommandError> {
-    let Some(spec) = lookup(&request[0]) else {
+fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
+    let Some(index) = lookup_index(&request[0]) else {
         if !session.authenticated {
             return Err(CommandError::NoAuth);
         }
         return Err(unknown_command(&request));
     };
+    let spec = &TABLE[index];
     let argc = request.len() as i32;
     if !session.authenticated && !spec.flags.contains(&"no_auth") {
         return Err(CommandError::NoAuth);
@@ -278,9 +287,10 @@ fn try_dispatch(session: &mut Session, mut request: Vec<Bytes>) -> Result<Plan, 
     if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
-    *crate::state::lock(&session.client.last_cmd) = spec.name;
-    request.remove(0);
-    (spec.plan)(session, Args::new(request))
+    session.client.last_cmd.store(index, Ordering::Relaxed);
+    let mut args = request.into_iter();
+    args.next();
+    (spec.plan)(session, Args::new(args))
 }
 
 /// Parses a subcommand name for container commands (CLIENT, CONFIG,

@@ -26,7 +26,7 @@ impl ReadCommand for DbSize {
     fn parse(_args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(DbSize { db: s.db })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         Ok(Reply::Int(view.dbsize(self.db)? as i64))
     }
 }
@@ -57,7 +57,7 @@ impl WriteCommand for FlushDb {
         flush_mode(args)?;
         Ok(FlushDb { db: s.db })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         txn.flush_db(self.db)?;
         Ok(Reply::Ok)
     }
@@ -71,7 +71,7 @@ impl WriteCommand for FlushAll {
         flush_mode(args)?;
         Ok(FlushAll)
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         txn.flush_all()?;
         Ok(Reply::Ok)
     }
@@ -146,7 +146,7 @@ impl ReadCommand for Info {
             shared: s.shared.clone(),
         })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let want = |name: &str| {
             self.sections.is_empty()
                 || self

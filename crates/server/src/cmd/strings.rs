@@ -30,7 +30,7 @@ impl ReadCommand for Get {
             key: args.next()?,
         })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         Ok(Reply::bulk_or_nil(view.get_string(self.db, &self.key)?))
     }
 }
@@ -51,7 +51,7 @@ impl ReadCommand for MGet {
             keys: args.rest(),
         })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let mut out = Vec::with_capacity(self.keys.len());
         for key in &self.keys {
             out.push(match view.get_string(self.db, key) {
@@ -79,7 +79,7 @@ impl ReadCommand for StrLen {
             key: args.next()?,
         })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let len = view.get_string(self.db, &self.key)?.map_or(0, |v| v.len());
         Ok(Reply::Int(len as i64))
     }
@@ -106,7 +106,7 @@ impl ReadCommand for GetRange {
             end: args.next_i64()?,
         })
     }
-    fn apply(self, view: &View<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let value = view.get_string(self.db, &self.key)?.unwrap_or_default();
         Ok(Reply::bulk(
             substring(&value, self.start, self.end).to_vec(),
@@ -267,7 +267,7 @@ impl WriteCommand for Set {
         })
     }
 
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let db = self.db;
         let old = if self.get || self.expire == ExpireOpt::Keep {
             txn.string_entry(db, &self.key).or_else(|e| match e {
@@ -327,7 +327,7 @@ impl WriteCommand for SetNx {
             value: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         if txn.exists(self.db, &self.key)? {
             return Ok(Reply::Int(0));
         }
@@ -370,7 +370,7 @@ impl<const MILLIS: bool> WriteCommand for SetWithExpire<MILLIS> {
             value,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         txn.put_string(self.db, &self.key, &self.value, Some(self.expire_at))?;
         Ok(Reply::Ok)
     }
@@ -395,7 +395,7 @@ impl WriteCommand for GetSet {
             value: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let old = txn.get_string(self.db, &self.key)?;
         txn.put_string(self.db, &self.key, &self.value, None)?;
         Ok(Reply::bulk_or_nil(old))
@@ -417,7 +417,7 @@ impl WriteCommand for GetDel {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let old = txn.get_string(self.db, &self.key)?;
         if old.is_some() {
             txn.delete(self.db, &self.key)?;
@@ -448,7 +448,7 @@ impl WriteCommand for GetEx {
             clause: ext.clause,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let Some((value, _)) = txn.string_entry(self.db, &self.key)? else {
             return Ok(Reply::Nil);
         };
@@ -495,7 +495,7 @@ impl WriteCommand for MSet {
             pairs: parse_pairs(args, "mset")?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         for (k, v) in &self.pairs {
             txn.put_string(self.db, k, v, None)?;
         }
@@ -518,7 +518,7 @@ impl WriteCommand for MSetNx {
             pairs: parse_pairs(args, "msetnx")?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         for (k, _) in &self.pairs {
             if txn.exists(self.db, k)? {
                 return Ok(Reply::Int(0));
@@ -533,7 +533,7 @@ impl WriteCommand for MSetNx {
 
 /// Adds `delta` to the integer in a string key, keeping its TTL. The shared
 /// step of INCR, DECR, INCRBY, DECRBY.
-fn incr_by(txn: &mut Txn<'_>, db: u32, key: &[u8], delta: i64) -> Result<Reply, EngineError> {
+fn incr_by(txn: &mut Txn<'_, '_>, db: u32, key: &[u8], delta: i64) -> Result<Reply, EngineError> {
     let (current, expire_at) = match txn.string_entry(db, key)? {
         Some((v, at)) => (parse_i64(&v).ok_or(EngineError::NotInteger)?, at),
         None => (0, None),
@@ -558,7 +558,7 @@ impl WriteCommand for Incr {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         incr_by(txn, self.db, &self.key, 1)
     }
 }
@@ -578,7 +578,7 @@ impl WriteCommand for Decr {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         incr_by(txn, self.db, &self.key, -1)
     }
 }
@@ -601,7 +601,7 @@ impl WriteCommand for IncrBy {
             delta: args.next_i64()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         incr_by(txn, self.db, &self.key, self.delta)
     }
 }
@@ -630,7 +630,7 @@ impl WriteCommand for DecrBy {
             delta,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         incr_by(txn, self.db, &self.key, self.delta)
     }
 }
@@ -653,7 +653,7 @@ impl WriteCommand for IncrByFloat {
             delta: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let (current, expire_at) = match txn.string_entry(self.db, &self.key)? {
             Some((v, at)) => (long_double::parse(&v).ok_or(EngineError::NotFloat)?, at),
             None => (long_double::LongDouble::ZERO, None),
@@ -691,7 +691,7 @@ impl WriteCommand for Append {
                 .load(std::sync::atomic::Ordering::Relaxed),
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let (mut current, expire_at) = txn.string_entry(self.db, &self.key)?.unwrap_or_default();
         if current.len() + self.value.len() > self.max_len {
             return Err(EngineError::StringTooLong);
@@ -740,7 +740,7 @@ impl WriteCommand for SetRange {
             max_len,
         })
     }
-    fn apply(self, txn: &mut Txn<'_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let entry = txn.string_entry(self.db, &self.key)?;
         let Some((mut current, expire_at)) = entry else {
             if self.value.is_empty() {
