@@ -50,12 +50,15 @@ struct Turn {
     reads_need_snapshot: bool,
 }
 
+/// `n` replies saying the server is shutting down.
+fn shutting_down(n: usize) -> Vec<Reply> {
+    (0..n)
+        .map(|_| Reply::from(EngineError::ShuttingDown))
+        .collect()
+}
+
 fn read_results(results: Result<Vec<Reply>, oneshot::error::RecvError>, n: usize) -> Vec<Reply> {
-    results.unwrap_or_else(|_| {
-        (0..n)
-            .map(|_| Reply::from(EngineError::ShuttingDown))
-            .collect()
-    })
+    results.unwrap_or_else(|_| shutting_down(n))
 }
 
 fn write_results(
@@ -67,35 +70,37 @@ fn write_results(
             .into_iter()
             .map(|r| r.unwrap_or_else(Reply::from))
             .collect(),
-        Err(_) => (0..n)
-            .map(|_| Reply::from(EngineError::ShuttingDown))
-            .collect(),
+        Err(_) => shutting_down(n),
     }
 }
 
 impl Turn {
-    /// Sends the gathered writes to the writer as one item, waiting for room
-    /// in the bounded write queue first.
+    /// Sends the gathered writes to the writer. Every operation queued or
+    /// being applied holds one permit of the `write_queue_depth` semaphore,
+    /// so the queue never holds more operations than that; a pipeline longer
+    /// than the depth goes in several items, each waiting for room.
     async fn flush_writes(&mut self, shared: &Shared) {
-        if self.writes.is_empty() {
-            return;
+        let depth = shared.config.write_queue_depth.max(1);
+        let mut ops = std::mem::take(&mut self.writes);
+        while !ops.is_empty() {
+            let rest = ops.split_off(ops.len().min(depth));
+            let chunk = std::mem::replace(&mut ops, rest);
+            self.submit_writes(chunk, shared).await;
         }
-        let ops = std::mem::take(&mut self.writes);
+    }
+
+    /// Queues one item of at most `write_queue_depth` operations.
+    async fn submit_writes(&mut self, ops: Vec<WriteOp<Reply>>, shared: &Shared) {
         let n = ops.len();
-        let total = shared.config.write_queue_depth.max(1);
-        let permits = n.min(total) as u32;
-        let permit = match shared
+        let permits = u32::try_from(n).unwrap_or(u32::MAX);
+        let Ok(permit) = shared
             .write_permits
             .clone()
             .acquire_many_owned(permits)
             .await
-        {
-            Ok(p) => p,
-            Err(_) => {
-                self.slots
-                    .push(Slot::Resolved(write_results(Ok(Vec::new()), 0)));
-                return;
-            }
+        else {
+            self.slots.push(Slot::Resolved(shutting_down(n)));
+            return;
         };
         let (tx, rx) = oneshot::channel();
         let item = WriteItem {
@@ -107,11 +112,7 @@ impl Turn {
         };
         match shared.engine.submit_write(item) {
             Ok(()) => self.slots.push(Slot::Writes(rx, n)),
-            Err(_) => self.slots.push(Slot::Resolved(
-                (0..n)
-                    .map(|_| Reply::from(EngineError::ShuttingDown))
-                    .collect(),
-            )),
+            Err(_) => self.slots.push(Slot::Resolved(shutting_down(n))),
         }
     }
 
@@ -155,11 +156,7 @@ impl Turn {
         });
         match shared.engine.submit_read(job, snapshot) {
             Ok(()) => self.slots.push(Slot::Reads(rx, n)),
-            Err(_) => self.slots.push(Slot::Resolved(
-                (0..n)
-                    .map(|_| Reply::from(EngineError::ShuttingDown))
-                    .collect(),
-            )),
+            Err(_) => self.slots.push(Slot::Resolved(shutting_down(n))),
         }
     }
 
