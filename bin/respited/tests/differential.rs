@@ -38,7 +38,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::{raw_for, RedisServer, Respited};
+use common::{encode, raw_for, RedisServer, Respited};
 
 /// One decoded RESP reply, as far as the comparisons need it.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,17 +151,6 @@ fn read_value(r: &mut impl BufRead, raw: &mut Vec<u8>) -> Value {
         }
         _ => Value::Line(*kind, rest.to_vec()),
     }
-}
-
-/// Encodes a command as a RESP array of bulk strings.
-fn encode(args: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 /// Bytes shown readably, for failure messages.

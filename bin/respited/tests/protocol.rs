@@ -8,15 +8,9 @@ use std::time::Duration;
 
 use common::{exchange, read_until_quiet, Respited};
 
-/// Encodes a command as a RESP array of bulk strings.
+/// A command as RESP bytes (byte-string literals of any length).
 fn resp(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
+    common::encode(args)
 }
 
 #[test]

@@ -6,8 +6,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use std::future::Future;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, UnixListener};
+
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinSet;
 
 use crate::config::parse_perm;
@@ -70,41 +72,12 @@ impl Listeners {
         let tasks = Arc::new(Mutex::new(JoinSet::new()));
         let mut accept_loops = JoinSet::new();
         if let Some(l) = self.tcp {
-            let (shared, tasks) = (shared.clone(), tasks.clone());
-            accept_loops.spawn(async move {
-                loop {
-                    let accepted = tokio::select! {
-                        a = l.accept() => a,
-                        _ = shared.wait_for_shutdown() => break,
-                    };
-                    match accepted {
-                        Ok((stream, peer)) => {
-                            let _ = stream.set_nodelay(true);
-                            let local = stream
-                                .local_addr()
-                                .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-                            admit(stream, Peer::Tcp(peer, local), &shared, &tasks).await;
-                        }
-                        Err(e) => accept_failed(e).await,
-                    }
-                }
-            });
+            accept_loops.spawn(accept_loop(l, shared.clone(), tasks.clone()));
         }
         if let Some((l, path)) = self.unix {
             let (shared, tasks) = (shared.clone(), tasks.clone());
             accept_loops.spawn(async move {
-                loop {
-                    let accepted = tokio::select! {
-                        a = l.accept() => a,
-                        _ = shared.wait_for_shutdown() => break,
-                    };
-                    match accepted {
-                        Ok((stream, _)) => {
-                            admit(stream, Peer::Unix(path.clone()), &shared, &tasks).await
-                        }
-                        Err(e) => accept_failed(e).await,
-                    }
-                }
+                accept_loop((l, path.clone()), shared, tasks).await;
                 let _ = std::fs::remove_file(&path);
             });
         }
@@ -118,6 +91,50 @@ impl Listeners {
         if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
             tracing::warn!("connections still open after {SHUTDOWN_GRACE:?}; closing them");
             set.abort_all();
+        }
+    }
+}
+
+/// A listening socket: TCP, or Unix with its path.
+trait Accept: Send + 'static {
+    /// The connection type.
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// Waits for the next client.
+    fn accept_peer(&self) -> impl Future<Output = std::io::Result<(Self::Stream, Peer)>> + Send;
+}
+
+impl Accept for TcpListener {
+    type Stream = TcpStream;
+    async fn accept_peer(&self) -> std::io::Result<(TcpStream, Peer)> {
+        let (stream, peer) = self.accept().await?;
+        // Replies are written once per turn; waiting to coalesce them
+        // further only adds latency.
+        let _ = stream.set_nodelay(true);
+        let local = stream
+            .local_addr()
+            .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+        Ok((stream, Peer::Tcp(peer, local)))
+    }
+}
+
+impl Accept for (UnixListener, String) {
+    type Stream = UnixStream;
+    async fn accept_peer(&self) -> std::io::Result<(UnixStream, Peer)> {
+        let (stream, _) = self.0.accept().await?;
+        Ok((stream, Peer::Unix(self.1.clone())))
+    }
+}
+
+/// Accepts clients on one listener until shutdown begins.
+async fn accept_loop<L: Accept>(listener: L, shared: Arc<Shared>, tasks: Arc<Mutex<JoinSet<()>>>) {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept_peer() => a,
+            _ = shared.wait_for_shutdown() => break,
+        };
+        match accepted {
+            Ok((stream, peer)) => admit(stream, peer, &shared, &tasks).await,
+            Err(e) => accept_failed(e).await,
         }
     }
 }
