@@ -11,10 +11,12 @@
 //! in) for RESP3, otherwise `AUTH`, then `SELECT` when a database is given.
 
 use std::io;
+use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
+use tokio::time::Sleep;
 
 use crate::error::Error;
 use crate::keys::push_u64;
@@ -87,6 +89,9 @@ pub struct Reader {
     pub rbuf: RecvBuf,
     pub target: String,
     pub timeout: Duration,
+    /// The read timeout, one timer per connection re-armed before each read
+    /// (see `fill`).
+    deadline: Pin<Box<Sleep>>,
 }
 
 pub struct Conn {
@@ -138,6 +143,7 @@ impl Conn {
                 rbuf: RecvBuf::new(),
                 target: target.name.clone(),
                 timeout: opts.timeout,
+                deadline: Box::pin(tokio::time::sleep(opts.timeout)),
             },
             wr,
             target: target.name.clone(),
@@ -196,20 +202,36 @@ impl Conn {
 
 impl Reader {
     /// Reads more bytes into the receive buffer, failing on EOF or timeout.
+    ///
+    /// The timeout re-arms this connection's own timer instead of wrapping
+    /// each read in `tokio::time::timeout`: that registered and, on drop,
+    /// unregistered a timer-wheel entry (taking the driver lock) on every
+    /// read, which showed up in profiles of pipelined runs. Moving an
+    /// armed timer's deadline later only records the new deadline; tokio
+    /// re-checks it when the old one fires.
     pub async fn fill(&mut self) -> Result<(), Error> {
-        match tokio::time::timeout(self.timeout, self.rbuf.fill(&mut self.rd)).await {
-            Err(_) => Err(Error::Timeout {
-                target: self.target.clone(),
-                secs: self.timeout.as_secs(),
-            }),
-            Ok(Err(source)) => Err(Error::Io {
+        self.deadline
+            .as_mut()
+            .reset(tokio::time::Instant::now() + self.timeout);
+        let res = tokio::select! {
+            biased;
+            r = self.rbuf.fill(&mut self.rd) => r,
+            () = self.deadline.as_mut() => {
+                return Err(Error::Timeout {
+                    target: self.target.clone(),
+                    secs: self.timeout.as_secs(),
+                })
+            }
+        };
+        match res {
+            Err(source) => Err(Error::Io {
                 target: self.target.clone(),
                 source,
             }),
-            Ok(Ok(0)) => Err(Error::Closed {
+            Ok(0) => Err(Error::Closed {
                 target: self.target.clone(),
             }),
-            Ok(Ok(_)) => Ok(()),
+            Ok(_) => Ok(()),
         }
     }
 

@@ -158,6 +158,45 @@ struct ThreadStats {
 }
 
 impl ThreadStats {
+    /// Everything about one reply except its latency: the check, the
+    /// counters and errors (the latter only when measured).
+    #[inline]
+    fn reply(
+        &mut self,
+        op: usize,
+        tag: &Tag,
+        reply: &Reply<'_>,
+        tx: usize,
+        rx: usize,
+        measured: bool,
+    ) {
+        let s = &mut self.ops[op];
+        if let Some(ch) = &mut self.checker {
+            if ch.check(&s.name, tag, reply) {
+                s.mismatches += 1;
+            }
+        }
+        if !measured {
+            return;
+        }
+        s.ops += 1;
+        s.tx += tx as u64;
+        s.rx += rx as u64;
+        if reply.is_error() {
+            s.errors += 1;
+            self.interval_errors += 1;
+        }
+    }
+
+    /// Records `n` measured replies of `op` that share one latency.
+    #[inline]
+    fn latency(&mut self, op: usize, lat: Duration, n: u64) {
+        let us = (lat.as_micros() as u64).max(1);
+        // `saturating_record_n` clamps like `saturating_record`.
+        self.ops[op].latency.saturating_record_n(us, n);
+        self.interval[op].saturating_record_n(us, n);
+    }
+
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn record(
@@ -171,27 +210,15 @@ impl ThreadStats {
         svc: Option<Duration>,
         measured: bool,
     ) {
-        let s = &mut self.ops[op];
-        if let Some(ch) = &mut self.checker {
-            if ch.check(&s.name, tag, reply) {
-                s.mismatches += 1;
-            }
-        }
+        self.reply(op, tag, reply, tx, rx, measured);
         if !measured {
             return;
         }
-        let us = (lat.as_micros() as u64).max(1);
-        s.latency.saturating_record(us);
-        self.interval[op].saturating_record(us);
+        self.latency(op, lat, 1);
         if let Some(svc) = svc {
-            s.service.saturating_record((svc.as_micros() as u64).max(1));
-        }
-        s.ops += 1;
-        s.tx += tx as u64;
-        s.rx += rx as u64;
-        if reply.is_error() {
-            s.errors += 1;
-            self.interval_errors += 1;
+            self.ops[op]
+                .service
+                .saturating_record((svc.as_micros() as u64).max(1));
         }
     }
 }
@@ -214,6 +241,7 @@ async fn closed_loop(
 ) -> Result<(), Error> {
     let mut wbuf = Vec::with_capacity(4096);
     let mut pend: Vec<(usize, usize, Tag)> = Vec::with_capacity(pipeline);
+    let mut counts: Vec<u64> = vec![0; enc.ops()];
     loop {
         let now = Instant::now();
         if sh.over(now) {
@@ -240,28 +268,47 @@ async fn closed_loop(
         c.send(&wbuf).await?;
         let mut t_read = t0;
         let mut i = 0;
-        while i < k {
-            loop {
-                let parsed = resp::parse(c.reader.rbuf.data()).map_err(|e| proto(&c.target, e))?;
-                let Some((reply, n)) = parsed else { break };
-                if reply != Reply::Push {
-                    let (op, tx, tag) = &pend[i];
-                    st.borrow_mut()
-                        .record(*op, tag, &reply, *tx, n, t_read - t0, None, measured);
-                    i += 1;
+        loop {
+            // Every reply completed by one read shares one latency (the
+            // clock is read once per read, not per reply), so they are
+            // counted per operation here and recorded into the histograms
+            // once per read with `record_n` rather than once per reply.
+            // The borrow is scoped to this block so it spans no await.
+            let complete = {
+                let mut g = st.borrow_mut();
+                loop {
+                    let parsed =
+                        resp::parse(c.reader.rbuf.data()).map_err(|e| proto(&c.target, e))?;
+                    let Some((reply, n)) = parsed else { break };
+                    if reply != Reply::Push {
+                        let (op, tx, tag) = &pend[i];
+                        g.reply(*op, tag, &reply, *tx, n, measured);
+                        counts[*op] += 1;
+                        i += 1;
+                    }
+                    c.reader.rbuf.consume(n);
+                    if i == k {
+                        break;
+                    }
                 }
-                c.reader.rbuf.consume(n);
-                if i == k {
-                    break;
+                for (op, cnt) in counts.iter_mut().enumerate() {
+                    if *cnt > 0 {
+                        if measured {
+                            g.latency(op, t_read - t0, *cnt);
+                        }
+                        *cnt = 0;
+                    }
                 }
+                if i == k && measured {
+                    g.last_done = Some(t_read);
+                }
+                i == k
+            };
+            if complete {
+                break;
             }
-            if i < k {
-                c.reader.fill().await?;
-                t_read = Instant::now();
-            }
-        }
-        if measured {
-            st.borrow_mut().last_done = Some(t_read);
+            c.reader.fill().await?;
+            t_read = Instant::now();
         }
     }
     Ok(())

@@ -786,6 +786,11 @@ impl Encoder {
         }
     }
 
+    /// How many operations the phase has (the range of `pick`).
+    pub fn ops(&self) -> usize {
+        self.phase.ops.len()
+    }
+
     /// Picks the next operation by weight.
     #[inline]
     pub fn pick(&mut self) -> usize {

@@ -177,7 +177,10 @@ mod tests {
         // .cargo/config.toml's LIBSQLITE3_FLAGS reached the build.
         assert!(opts.iter().any(|o| o == "THREADSAFE=2"), "{opts:?}");
         assert!(opts.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"), "{opts:?}");
-        assert!(!opts.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"), "{opts:?}");
+        assert!(
+            !opts.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            "{opts:?}"
+        );
     }
 
     #[test]
