@@ -316,7 +316,12 @@ where
             }
             out.clear();
         }
-        if !keep_open || client.killed.load(Ordering::Relaxed) {
+        // After a kill or once shutdown began, the turn just answered is
+        // the last one, however eagerly the client keeps sending.
+        if !keep_open
+            || client.killed.load(Ordering::Relaxed)
+            || shared.shutting_down.load(Ordering::Relaxed)
+        {
             break;
         }
         // Give back memory a large request left behind.
