@@ -11,8 +11,9 @@
 //! 1. blocks until the first item arrives (an idle server does not spin, and
 //!    no write waits for a timer);
 //! 2. drains whatever else is already queued, up to `max_batch` operations;
-//! 3. runs all of it in one `BEGIN IMMEDIATE` transaction, each operation
-//!    inside its own savepoint so one failing command is rolled back alone;
+//! 3. runs all of it in one `BEGIN IMMEDIATE` transaction; a command that
+//!    fails has checked its inputs before writing anything, so it fails
+//!    alone and the others still commit (see `txn.rs`);
 //! 4. commits once (one fsync for the whole group);
 //! 5. only then hands each operation's result back to its connection.
 //!
@@ -103,6 +104,9 @@ struct Writer<'s, 'c, R> {
     in_txn: Vec<(usize, usize)>,
     /// Failed operations in the open transaction (for the stats).
     failed_in_txn: u64,
+    /// Set when an operation failed after it had started writing: the open
+    /// transaction can no longer be committed and is rolled back whole.
+    poisoned: Option<String>,
     last_sweep: Instant,
     sweep_again: bool,
     last_sync: Instant,
@@ -125,6 +129,7 @@ pub(crate) fn run<R: Send + 'static>(
         pending: Vec::new(),
         in_txn: Vec::new(),
         failed_in_txn: 0,
+        poisoned: None,
         last_sweep: Instant::now(),
         sweep_again: false,
         last_sync: Instant::now(),
@@ -221,37 +226,25 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             }
             self.pending[index].results.push(result);
             self.in_txn.push((index, op_index));
-            if self.in_txn.len() >= self.max_batch() {
+            if self.poisoned.is_some() || self.in_txn.len() >= self.max_batch() {
                 self.finish_txn();
             }
         }
         self.deliver_ready();
     }
 
-    /// Runs one operation inside a savepoint, rolling it back alone if it
-    /// fails.
+    /// Runs one operation in the open transaction. An operation that fails
+    /// before writing has changed nothing; one that fails after writing
+    /// poisons the transaction, which is then rolled back whole.
     fn run_op(&mut self, op: WriteOp<R>) -> Result<R> {
-        self.exec("SAVEPOINT op")?;
-        let result = op(&mut Txn::new(self.stmts));
-        match result {
-            Ok(value) => match self.exec("RELEASE op") {
-                Ok(()) => Ok(value),
-                Err(e) => {
-                    // The reply will be an error, so the change must not
-                    // commit either.
-                    let _ = self.exec("ROLLBACK TO op");
-                    let _ = self.exec("RELEASE op");
-                    Err(e.into())
-                }
-            },
-            Err(e) => {
-                // Rolling back a savepoint cannot leave the outer transaction
-                // in a worse state than the failed operation did.
-                let _ = self.exec("ROLLBACK TO op");
-                let _ = self.exec("RELEASE op");
-                Err(e)
+        let mut txn = Txn::new(self.stmts);
+        let result = op(&mut txn);
+        if let Err(e) = &result {
+            if txn.wrote() {
+                self.poisoned = Some(e.to_string());
             }
         }
+        result
     }
 
     /// Commits the open transaction, if any, and answers the items that are
@@ -261,7 +254,12 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             return;
         }
         let started = Instant::now();
-        let commit = self.exec("COMMIT");
+        let commit = match self.poisoned.take() {
+            None => self.exec("COMMIT").map_err(|e| e.to_string()),
+            Some(cause) => Err(format!(
+                "a command in the same transaction failed while writing ({cause})"
+            )),
+        };
         let micros = started.elapsed().as_micros() as u64;
         let ops = self.in_txn.len() as u64;
         match commit {
