@@ -168,3 +168,35 @@ pub fn parse_perm(text: &str) -> Result<u32, ConfigError> {
             ConfigError::Invalid(format!("unixsocketperm '{text}' is not an octal mode"))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_config_file_parses_and_matches_the_defaults() {
+        let text = include_str!("../../../configs/respite.toml");
+        let parsed: Config = toml::from_str(text).expect("configs/respite.toml parses");
+        parsed.validate().expect("and validates");
+        let default = Config::default();
+        // The file sets every key to its default, except where it points
+        // at the packaged paths.
+        assert_eq!(parsed.port, default.port);
+        assert_eq!(parsed.bind, default.bind);
+        assert_eq!(parsed.appendfsync, default.appendfsync);
+        assert_eq!(parsed.max_batch, default.max_batch);
+        assert_eq!(parsed.maxclients, default.maxclients);
+        assert_eq!(parsed.proto_max_bulk_len, default.proto_max_bulk_len);
+        assert_eq!(parsed.client_query_buffer_limit, default.client_query_buffer_limit);
+        assert_eq!(parsed.write_queue_depth, default.write_queue_depth);
+        assert_eq!(parsed.readers, default.readers);
+        assert_eq!(parsed.databases, default.databases);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        assert!(toml::from_str::<Config>("no_such_key = 1").is_err());
+        assert!(parse_perm("777").is_ok());
+        assert!(parse_perm("999").is_err());
+    }
+}
