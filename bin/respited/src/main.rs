@@ -10,8 +10,17 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
+use mimalloc::MiMalloc;
 use respite_engine::{AppendFsync, Engine};
 use respite_server::{Config, Shared};
+
+/// Buffers cross threads on every command (a connection task allocates a
+/// request, the writer or a reader frees it; a reader allocates a value,
+/// the connection frees it). glibc's allocator spent a quarter of a
+/// pipelined GET's CPU on exactly that; mimalloc frees to the owning
+/// thread's heap without a lock.
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
 
 /// A Redis-protocol server that keeps its data in SQLite, durable by
 /// default.

@@ -187,7 +187,10 @@ mod tests {
         assert_eq!(parsed.max_batch, default.max_batch);
         assert_eq!(parsed.maxclients, default.maxclients);
         assert_eq!(parsed.proto_max_bulk_len, default.proto_max_bulk_len);
-        assert_eq!(parsed.client_query_buffer_limit, default.client_query_buffer_limit);
+        assert_eq!(
+            parsed.client_query_buffer_limit,
+            default.client_query_buffer_limit
+        );
         assert_eq!(parsed.write_queue_depth, default.write_queue_depth);
         assert_eq!(parsed.readers, default.readers);
         assert_eq!(parsed.databases, default.databases);
