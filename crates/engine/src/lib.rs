@@ -23,6 +23,8 @@
 //! What each `appendfsync` setting survives is written down in
 //! `docs/durability.md`.
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod error;
 pub mod glob;

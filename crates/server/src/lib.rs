@@ -14,6 +14,8 @@
 //! unchanged. The difference is underneath: every acknowledged write is
 //! already on disk (with the default `appendfsync always`).
 
+#![warn(missing_docs)]
+
 pub mod args;
 pub mod cmd;
 pub mod config;
