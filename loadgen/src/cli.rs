@@ -16,6 +16,12 @@ use crate::error::ArgError;
 use crate::keys::KeyPattern;
 use crate::workload::Profile;
 
+/// Every flag of the binary, as clap parses it.
+///
+/// Fields are kept close to the raw command line on purpose: cross-flag
+/// rules (one of `--profile`/`--ratio`/`--command`, `__ttl__` needing
+/// `--expire-range`, ...) live in `main` and `workload::build`, where the
+/// error can name the conflict precisely.
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "respite-loadgen",

@@ -23,18 +23,25 @@ use crate::keys::push_u64;
 use crate::resp::{self, Reply};
 use crate::target::{Addr, Target};
 
+/// The read half of a connection, whatever the transport.
 pub type Rd = Box<dyn AsyncRead + Unpin + Send>;
+/// The write half of a connection, whatever the transport.
 pub type Wr = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// A growable receive buffer that is compacted rather than reallocated, so
 /// steady-state reading never allocates.
 pub struct RecvBuf {
+    /// The storage; only ever grows, and only for a reply larger than it.
     buf: Vec<u8>,
+    /// Start of the bytes not yet consumed.
     start: usize,
+    /// End of the bytes read so far.
     end: usize,
 }
 
 impl RecvBuf {
+    /// An empty buffer, sized so that a typical pipeline's replies arrive in
+    /// one read.
     pub fn new() -> RecvBuf {
         RecvBuf {
             buf: vec![0; 64 * 1024],
@@ -42,13 +49,17 @@ impl RecvBuf {
             end: 0,
         }
     }
+    /// The bytes read but not yet consumed, starting at a reply boundary.
     #[inline]
     pub fn data(&self) -> &[u8] {
         &self.buf[self.start..self.end]
     }
+    /// Drops the first `n` bytes of `data()` once a reply has been handled.
     #[inline]
     pub fn consume(&mut self, n: usize) {
         self.start += n;
+        // Rewinding when empty keeps the common case (every reply consumed)
+        // from ever needing the copy in `fill`.
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -73,30 +84,44 @@ impl RecvBuf {
     }
 }
 
+/// How every connection of a run is set up, taken from the command line.
 #[derive(Debug, Clone)]
 pub struct ConnOpts {
+    /// Negotiate RESP3 with `HELLO 3`.
     pub resp3: bool,
+    /// ACL user; only used together with `password`.
     pub user: Option<String>,
+    /// Password for `AUTH` (or `HELLO ... AUTH`); none means no `AUTH`.
     pub password: Option<String>,
+    /// Database to `SELECT`; 0, the server's default, sends nothing.
     pub db: u32,
+    /// How long to wait for a reply before failing the run.
     pub timeout: Duration,
 }
 
 /// The read half with its buffer; owned separately so that the open loop can
 /// read while it writes.
 pub struct Reader {
+    /// The socket's read half.
     pub rd: Rd,
+    /// Bytes received and not yet parsed into replies.
     pub rbuf: RecvBuf,
+    /// The target's name, for error messages.
     pub target: String,
+    /// How long a read may wait before the run fails with `Error::Timeout`.
     pub timeout: Duration,
     /// The read timeout, one timer per connection re-armed before each read
     /// (see `fill`).
     deadline: Pin<Box<Sleep>>,
 }
 
+/// One connection to a target, handshake done and ready for requests.
 pub struct Conn {
+    /// The read half and its buffer.
     pub reader: Reader,
+    /// The socket's write half.
     pub wr: Wr,
+    /// The target's name, for error messages.
     pub target: String,
 }
 
@@ -115,6 +140,7 @@ pub fn encode_args(out: &mut Vec<u8>, args: &[&[u8]]) {
 }
 
 impl Conn {
+    /// Dials `target` and performs the handshake `opts` asks for.
     pub async fn connect(target: &Target, opts: &ConnOpts) -> Result<Conn, Error> {
         let name = target.name.clone();
         let cerr = |source| Error::Connect {
@@ -152,6 +178,9 @@ impl Conn {
         Ok(c)
     }
 
+    /// Sends `HELLO`/`AUTH`/`SELECT` one at a time, failing on the first
+    /// error reply. This runs once per connection, so clarity wins over
+    /// pipelining.
     async fn handshake(&mut self, o: &ConnOpts) -> Result<(), Error> {
         let user = o.user.as_deref().unwrap_or("default").as_bytes();
         let mut cmds: Vec<Vec<&[u8]>> = Vec::new();
@@ -175,14 +204,7 @@ impl Conn {
             let mut buf = Vec::new();
             encode_args(&mut buf, &cmd);
             self.send(&buf).await?;
-            if let Some(err) = self
-                .reader
-                .read_reply(|r| match r {
-                    Reply::Error(e) => Some(String::from_utf8_lossy(e).into_owned()),
-                    _ => None,
-                })
-                .await?
-            {
+            if let Some(err) = self.reader.read_reply(|r| r.error_message()).await? {
                 return Err(Error::Handshake {
                     target: self.target.clone(),
                     reply: err,
@@ -192,6 +214,7 @@ impl Conn {
         Ok(())
     }
 
+    /// Writes all of `buf` (typically a whole pipeline) to the server.
     pub async fn send(&mut self, buf: &[u8]) -> Result<(), Error> {
         self.wr.write_all(buf).await.map_err(|source| Error::Io {
             target: self.target.clone(),

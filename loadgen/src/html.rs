@@ -13,19 +13,34 @@ use std::path::Path;
 use crate::error::Error;
 use crate::report::{Summary, TargetResult};
 
+/// One colour per target, in `--target` order (matplotlib's defaults, which
+/// stay distinguishable in print); they repeat beyond six targets.
 const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
 ];
+/// Width of each plot, in SVG units.
 const W: f64 = 760.0;
+/// Height of each plot, in SVG units.
 const H: f64 = 320.0;
+/// Room left of and below the plot area for tick labels and axis titles.
 const PAD: f64 = 56.0;
 
+/// The colour of the `i`-th target.
+fn color(i: usize) -> &'static str {
+    COLORS[i % COLORS.len()]
+}
+
+/// Escapes text for HTML and SVG content. Names come from the command line
+/// and are put in element text only, never in attributes, so `&`, `<` and
+/// `>` suffice.
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
 
+/// Opens an SVG plot: the title, both axes and their labels. Callers add
+/// ticks and curves, then close it with `finish_plot`.
 fn svg_frame(title: &str, xlabel: &str, ylabel: &str) -> String {
     format!(
         "<svg xmlns='http://www.w3.org/2000/svg' width='{W}' height='{H}' font-family='sans-serif' font-size='11'>\
@@ -48,6 +63,7 @@ fn svg_frame(title: &str, xlabel: &str, ylabel: &str) -> String {
     )
 }
 
+/// One curve, from points already in SVG coordinates.
 fn polyline(points: &[(f64, f64)], color: &str) -> String {
     let mut s = format!("<polyline fill='none' stroke='{color}' stroke-width='1.8' points='");
     for (x, y) in points {
@@ -57,6 +73,7 @@ fn polyline(points: &[(f64, f64)], color: &str) -> String {
     s
 }
 
+/// A colour key in the top-left corner of the plot area, one row per name.
 fn legend(names: &[&str]) -> String {
     let mut s = String::new();
     for (i, n) in names.iter().enumerate() {
@@ -66,7 +83,7 @@ fn legend(names: &[&str]) -> String {
             "<rect x='{}' y='{}' width='10' height='10' fill='{}'/><text x='{}' y='{}'>{}</text>",
             PAD + 10.0,
             y - 9.0,
-            COLORS[i % COLORS.len()],
+            color(i),
             PAD + 24.0,
             y,
             esc(n)
@@ -75,6 +92,30 @@ fn legend(names: &[&str]) -> String {
     s
 }
 
+/// Draws one curve per target (`series[i]` belongs to `ts[i]`, in data
+/// coordinates mapped through `sx`/`sy`), adds the legend and closes the
+/// SVG opened by `svg_frame`.
+fn finish_plot(
+    mut s: String,
+    ts: &[TargetResult],
+    series: &[Vec<(f64, f64)>],
+    sx: impl Fn(f64) -> f64,
+    sy: impl Fn(f64) -> f64,
+) -> String {
+    for (i, c) in series.iter().enumerate() {
+        let pts: Vec<(f64, f64)> = c.iter().map(|(x, y)| (sx(*x), sy(*y))).collect();
+        s.push_str(&polyline(&pts, color(i)));
+    }
+    s.push_str(&legend(
+        &ts.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+    ));
+    s.push_str("</svg>");
+    s
+}
+
+/// Latency against percentile, one curve per target, as HdrHistogram's
+/// plotter draws it: the x axis is log10(1/(1-q)), so each extra nine of
+/// the tail gets the same width as the step from 0% to 90%.
 fn percentile_plot(ts: &[TargetResult]) -> String {
     // x = log10(1/(1-q)), up to 99.999%.
     let xmax = 5.0;
@@ -118,17 +159,11 @@ fn percentile_plot(ts: &[TargetResult]) -> String {
             sy(v) + 4.0
         );
     }
-    for (i, c) in curves.iter().enumerate() {
-        let pts: Vec<(f64, f64)> = c.iter().map(|(x, y)| (sx(*x), sy(*y))).collect();
-        s.push_str(&polyline(&pts, COLORS[i % COLORS.len()]));
-    }
-    s.push_str(&legend(
-        &ts.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-    ));
-    s.push_str("</svg>");
-    s
+    finish_plot(s, ts, &curves, sx, sy)
 }
 
+/// Completed requests per second over the measured run, one curve per
+/// target: it shows stalls and slowdowns that the percentiles blur.
 fn throughput_plot(ts: &[TargetResult]) -> String {
     let series: Vec<Vec<(f64, f64)>> = ts.iter().map(|t| t.throughput()).collect();
     let xmax = series.iter().flatten().map(|p| p.0).fold(1.0f64, f64::max);
@@ -152,17 +187,10 @@ fn throughput_plot(ts: &[TargetResult]) -> String {
             H - PAD + 14.0
         );
     }
-    for (i, pts) in series.iter().enumerate() {
-        let p: Vec<(f64, f64)> = pts.iter().map(|(x, y)| (sx(*x), sy(*y))).collect();
-        s.push_str(&polyline(&p, COLORS[i % COLORS.len()]));
-    }
-    s.push_str(&legend(
-        &ts.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-    ));
-    s.push_str("</svg>");
-    s
+    finish_plot(s, ts, &series, sx, sy)
 }
 
+/// The summary table of one target, per command and overall, in ms.
 fn table(t: &TargetResult) -> String {
     let mut s = format!(
         "<h2>{} <small>({})</small></h2><table><tr><th>command</th><th>ops/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>errors</th><th>MB/s</th></tr>",
@@ -193,6 +221,7 @@ fn table(t: &TargetResult) -> String {
     s
 }
 
+/// Writes the whole report for `ts` to `path`.
 pub fn write_html(path: &Path, ts: &[TargetResult], workload: &str) -> Result<(), Error> {
     let mut s = String::from(
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>respite-loadgen report</title>\

@@ -14,28 +14,42 @@ use rand_distr::{Distribution, Normal, Zipf};
 /// The distribution requested on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
 pub enum KeyPattern {
+    /// Every key equally likely: the cache-unfriendly baseline.
     Uniform,
+    /// Each connection walks the keyspace in order, wrapping around.
     Sequential,
+    /// A bell centred on the middle of the keyspace.
     Gaussian,
+    /// A few hot keys and a long tail (exponent from `--key-zipf`).
     Zipf,
 }
 
+/// A `KeyPattern` made concrete for one keyspace, with the sampler built
+/// once rather than per key.
 enum Dist {
     Uniform,
+    /// The next key this walker will return.
     Sequential(u64),
     Gaussian(Normal<f64>),
     Zipf(Zipf<f64>),
 }
 
+/// Yields key indices for one connection and one operation.
 pub struct KeyGen {
+    /// The keyspace size; never 0.
     n: u64,
     dist: Dist,
+    /// Private to this generator, so keys are repeatable for a given seed.
     rng: SmallRng,
 }
 
 impl KeyGen {
+    /// A generator over `0..keyspace`. `zipf_s` is only used by `Zipf`;
     /// `slot`/`slots` spread sequential walkers over the keyspace so that
     /// connections do not all write the same key at the same moment.
+    ///
+    /// Should a distribution still reject its (already clamped) parameters,
+    /// the generator falls back to uniform rather than failing the run.
     pub fn new(
         pattern: KeyPattern,
         zipf_s: f64,
@@ -66,6 +80,8 @@ impl KeyGen {
         }
     }
 
+    /// The next key index, always below the keyspace size: samples outside
+    /// it (a Gaussian's tails) are clamped to the nearest end.
     #[inline]
     pub fn next_key(&mut self) -> u64 {
         match &mut self.dist {

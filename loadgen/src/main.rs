@@ -34,6 +34,9 @@ use crate::report::TargetResult;
 use crate::runner::RunCfg;
 use crate::target::{Addr, Target};
 
+/// The servers to measure: every `--target` in the order given, or else the
+/// single server described by `--host`/`--port`/`--socket`, named after its
+/// address.
 fn targets(cli: &Cli) -> Result<Vec<Target>, ArgError> {
     if cli.targets.is_empty() {
         let addr = match &cli.socket {
@@ -51,6 +54,11 @@ fn targets(cli: &Cli) -> Result<Vec<Target>, ArgError> {
     cli.targets.iter().map(|t| Target::parse(t)).collect()
 }
 
+/// Runs every phase against every target, prints the tables and writes the
+/// requested report files.
+///
+/// Returns whether every reply passed `--verify` (trivially true without
+/// it), so that `main` can tell a failed run from a wrong server.
 fn run(cli: Cli) -> Result<bool, Error> {
     let targets = targets(&cli)?;
     if cli.connections == 0 || cli.threads == 0 {
@@ -60,6 +68,8 @@ fn run(cli: Cli) -> Result<bool, Error> {
         return Err(ArgError::Conflict("--rate must be a positive number").into());
     }
     let wl = Arc::new(workload::build(&cli)?);
+    // Neither a count nor a duration: fall back to redis-benchmark's habit
+    // of a fixed request count rather than running forever.
     let requests = match (cli.requests, cli.duration) {
         (None, None) => Some(100_000),
         (r, _) => r,
@@ -88,6 +98,8 @@ fn run(cli: Cli) -> Result<bool, Error> {
     for t in &targets {
         let mut tr = TargetResult::new(&t.name, &t.addr.to_string(), cfg.rate.is_some());
         for phase in &wl.phases {
+            // A one-operation phase (each row of `redlite`) is labelled with
+            // its operation so the live line says which row is running.
             let label = if phase.ops.len() == 1 {
                 format!("{} {}", t.name, phase.ops[0].name)
             } else {
@@ -102,6 +114,8 @@ fn run(cli: Cli) -> Result<bool, Error> {
     if results.len() > 1 {
         print!("{}", report::comparison(&results));
     }
+    // The effective settings, recorded in the JSON so that a report can be
+    // reproduced (and compared only with reports made the same way).
     let config = serde_json::json!({
         "threads": cfg.threads,
         "connections": cfg.connections,

@@ -23,9 +23,11 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::runner::{Interval, OpStats, VerifyOutcome};
 
-/// The live progress line.
+/// The live progress line, printed once per measured second.
 #[derive(Debug, Clone)]
 pub struct Live {
+    /// On a terminal the line is redrawn in place; elsewhere (a log, CI)
+    /// each second gets its own line, since escape codes would be noise.
     pub tty: bool,
 }
 
@@ -37,6 +39,10 @@ impl Live {
         (!quiet && (tty || progress)).then_some(Live { tty })
     }
 
+    /// Prints the figures of one second: `h` holds that second's latencies
+    /// (so its count is the second's throughput), `done` the measured
+    /// requests so far. The progress bar follows `-n` when given, else
+    /// `--duration`, and is left out when neither bounds the run.
     #[allow(clippy::too_many_arguments)]
     pub fn print(
         &self,
@@ -80,6 +86,7 @@ impl Live {
         let _ = out.flush();
     }
 
+    /// Erases the in-place line so the final table starts on a clean line.
     pub fn finish(&self) {
         if self.tty {
             let mut out = io::stdout().lock();
@@ -89,6 +96,7 @@ impl Live {
     }
 }
 
+/// Microseconds, as recorded, to milliseconds, as displayed.
 fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
@@ -96,6 +104,7 @@ fn ms(us: u64) -> f64 {
 /// Percentiles of one histogram, in microseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Percentiles {
+    /// Rounded to 0.1 µs: finer digits would only be histogram noise.
     pub mean_us: f64,
     pub p50_us: u64,
     pub p90_us: u64,
@@ -106,6 +115,7 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
+    /// Reads the reported percentiles off `h`.
     pub fn of(h: &Histogram<u64>) -> Percentiles {
         Percentiles {
             mean_us: (h.mean() * 10.0).round() / 10.0,
@@ -122,12 +132,18 @@ impl Percentiles {
 /// The JSON object written per target overall and per command.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// Measured requests (warm-up excluded).
     pub ops: u64,
+    /// `ops` over the measured time, rounded to 0.1.
     pub ops_per_sec: f64,
+    /// Flattened so the JSON reads `p99_us` rather than `latency.p99_us`.
     #[serde(flatten)]
     pub latency: Percentiles,
+    /// Replies that were RESP errors.
     pub errors: u64,
+    /// Replies `--verify` rejected (0 without it).
     pub mismatches: u64,
+    /// Request plus reply bytes per second, as encoded on the wire.
     pub bytes_per_sec: f64,
     /// Open loop only: time from the actual send, not the intended one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,6 +151,7 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Summarises `s` over `elapsed`; `open_loop` adds the service times.
     pub fn of(s: &OpStats, elapsed: Duration, open_loop: bool) -> Summary {
         let secs = elapsed.as_secs_f64().max(1e-9);
         Summary {
@@ -155,19 +172,27 @@ pub type IntervalRow = (f64, Vec<(String, Histogram<u64>)>, u64);
 
 /// Everything measured against one target.
 pub struct TargetResult {
+    /// The target's name.
     pub name: String,
+    /// The target's address, as displayed.
     pub addr: String,
-    /// Per command, with the measured time of the phase it ran in.
+    /// Per command, with the measured time of the phase it ran in: phases
+    /// run one after another, so each command's rate is over its own phase.
     pub commands: Vec<(OpStats, Duration)>,
+    /// Every command of every phase merged.
     pub overall: OpStats,
+    /// The measured time of all phases together.
     pub elapsed: Duration,
-    /// Per second: (seconds since the first measured instant, per-command histograms).
+    /// Every second of every phase, phases laid end to end.
     pub intervals: Vec<IntervalRow>,
+    /// `--verify` results over all phases.
     pub verify: VerifyOutcome,
+    /// Whether the run was open loop (`--rate`), so service times exist.
     pub open_loop: bool,
 }
 
 impl TargetResult {
+    /// An empty result, filled phase by phase with `add_phase`.
     pub fn new(name: &str, addr: &str, open_loop: bool) -> TargetResult {
         TargetResult {
             name: name.to_string(),
@@ -181,6 +206,8 @@ impl TargetResult {
         }
     }
 
+    /// Appends one phase's figures, shifting its intervals to start where
+    /// the previous phase's measured time ended.
     pub fn add_phase(
         &mut self,
         ops: Vec<OpStats>,
@@ -207,10 +234,12 @@ impl TargetResult {
         self.verify.samples.extend(verify.samples);
     }
 
+    /// The summary over all commands and phases.
     pub fn overall_summary(&self) -> Summary {
         Summary::of(&self.overall, self.elapsed, self.open_loop)
     }
 
+    /// One summary per command, in workload order.
     pub fn command_summaries(&self) -> Vec<(String, Summary)> {
         self.commands
             .iter()
@@ -218,7 +247,8 @@ impl TargetResult {
             .collect()
     }
 
-    /// Ops per second for each second of the run.
+    /// Ops per second for each second of the run, as (end of the second,
+    /// ops) so that the first point sits at x = 1.
     pub fn throughput(&self) -> Vec<(f64, f64)> {
         self.intervals
             .iter()
@@ -227,6 +257,7 @@ impl TargetResult {
     }
 }
 
+/// One line of the text table; the columns match the header in `text`.
 fn row(out: &mut String, name: &str, s: &Summary) {
     let p = &s.latency;
     out.push_str(&format!(
@@ -307,6 +338,8 @@ pub fn comparison(ts: &[TargetResult]) -> String {
     if names.len() > 1 {
         names.push("overall".into());
     }
+    // Targets ran the same workload, but look commands up by name anyway:
+    // a missing one shows as `-` rather than misaligning the table.
     let get = |t: &TargetResult, n: &str| -> Option<Summary> {
         if n == "overall" {
             return Some(t.overall_summary());
@@ -346,6 +379,7 @@ pub fn comparison(ts: &[TargetResult]) -> String {
     out
 }
 
+/// Creates a report file, buffered.
 fn create(path: &Path) -> Result<io::BufWriter<File>, Error> {
     File::create(path)
         .map(io::BufWriter::new)
@@ -355,6 +389,7 @@ fn create(path: &Path) -> Result<io::BufWriter<File>, Error> {
         })
 }
 
+/// Maps an I/O error while writing `path` to `Error::Output`.
 fn out_err(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
     move |source| Error::Output {
         path: path.to_path_buf(),
@@ -362,17 +397,22 @@ fn out_err(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
     }
 }
 
+/// One target in the JSON report.
 #[derive(Serialize)]
 struct JsonTarget {
     name: String,
     address: String,
     elapsed_sec: f64,
     overall: Summary,
+    /// A JSON object keyed by command name, so scripts can index it
+    /// (`commands.GET.p99_us`) instead of searching a list.
     commands: serde_json::Map<String, serde_json::Value>,
+    /// Present only with `--verify`.
     #[serde(skip_serializing_if = "Option::is_none")]
     verify: Option<JsonVerify>,
 }
 
+/// The `--verify` section of a JSON target.
 #[derive(Serialize)]
 struct JsonVerify {
     checked: u64,
@@ -380,15 +420,20 @@ struct JsonVerify {
     samples: Vec<String>,
 }
 
+/// The top level of the JSON report.
 #[derive(Serialize)]
 struct JsonReport<'a> {
+    /// Always `respite-loadgen`, so a stray file identifies itself.
     tool: &'static str,
     version: &'static str,
+    /// The workload's one-line description.
     workload: &'a str,
+    /// The effective settings, as assembled by `main`.
     config: serde_json::Value,
     targets: Vec<JsonTarget>,
 }
 
+/// Writes the JSON summary of every target to `path`.
 pub fn write_json(
     path: &Path,
     ts: &[TargetResult],

@@ -18,10 +18,15 @@ use memchr::memchr;
 /// from the caller's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reply<'a> {
+    /// `+...`: a status such as `OK`.
     Simple(&'a [u8]),
+    /// `-...` or a RESP3 blob error `!`: the message, without the type byte.
     Error(&'a [u8]),
+    /// `:...`
     Int(i64),
+    /// `$...` or a RESP3 verbatim string `=` (its `txt:` prefix removed).
     Bulk(&'a [u8]),
+    /// RESP3 `_`, or a RESP2 null bulk string or null array.
     Nil,
     /// An array, map or set with this many top-level elements (skipped).
     Aggregate(usize),
@@ -32,21 +37,38 @@ pub enum Reply<'a> {
 }
 
 impl Reply<'_> {
+    /// Whether the server answered with an error, which reports count.
     pub fn is_error(&self) -> bool {
         matches!(self, Reply::Error(_))
     }
+
+    /// The message of an error reply, owned so it can outlive the receive
+    /// buffer in an `Error`; `None` for any other reply.
+    pub fn error_message(&self) -> Option<String> {
+        match self {
+            Reply::Error(e) => Some(String::from_utf8_lossy(e).into_owned()),
+            _ => None,
+        }
+    }
 }
 
+/// Why some bytes are not RESP. Any of these ends the run: after one bad
+/// reply the stream cannot be resynchronised.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtoError {
+    /// A reply started with a byte that is no RESP2 or RESP3 type.
     #[error("unexpected type byte {0:#04x}")]
     Type(u8),
+    /// A length or integer was empty, not decimal, or overflowed `i64`.
     #[error("malformed length or integer")]
     Number,
+    /// A bulk payload was not followed by CRLF: its length was a lie.
     #[error("missing CRLF after bulk payload")]
     Terminator,
 }
 
+/// Parses a RESP integer or length, by hand because `str::parse` would
+/// first need the bytes checked as UTF-8.
 fn parse_int(s: &[u8]) -> Result<i64, ProtoError> {
     let (neg, digits) = match s.first() {
         Some(b'-') => (true, &s[1..]),
@@ -86,6 +108,8 @@ fn line(buf: &[u8], pos: usize) -> Option<(usize, usize)> {
     }
 }
 
+/// A non-negative length as `usize` (0 if it does not fit, which no real
+/// reply reaches).
 fn count(n: i64) -> usize {
     usize::try_from(n).unwrap_or(0)
 }
@@ -94,10 +118,14 @@ fn count(n: i64) -> usize {
 /// nested elements follow it (for aggregates).
 struct Header<'a> {
     reply: Reply<'a>,
+    /// Where the next frame starts: after the payload for scalars, after
+    /// the header line for aggregates.
     next: usize,
+    /// Frames nested directly inside this one (twice the entries of a map).
     children: usize,
 }
 
+/// Reads the frame header at `pos`; `Ok(None)` when it is not all there yet.
 #[inline]
 fn header(buf: &[u8], pos: usize) -> Result<Option<Header<'_>>, ProtoError> {
     let Some(&t) = buf.get(pos) else {

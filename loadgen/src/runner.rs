@@ -43,40 +43,65 @@ use crate::workload::{Encoder, Phase, Workload};
 /// clamped rather than lost.
 const MAX_US: u64 = 300_000_000;
 
+/// An empty latency histogram (microseconds, three significant digits).
+/// Every histogram of a run comes from here, so any two can be added.
 pub fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, 3).expect("constant histogram bounds are valid")
 }
 
+/// How to run each phase: the command line's settings, minus the workload.
 #[derive(Debug, Clone)]
 pub struct RunCfg {
+    /// OS threads (capped at one per connection).
     pub threads: usize,
+    /// Connections in total, spread round-robin over the threads.
     pub connections: usize,
+    /// Requests per write in the closed loop.
     pub pipeline: usize,
+    /// Open loop: requests per second over all connections; `None` for the
+    /// closed loop.
     pub rate: Option<f64>,
+    /// Stop after this many measured requests (per phase).
     pub requests: Option<u64>,
+    /// Stop after this much measured time (per phase).
     pub duration: Option<Duration>,
+    /// Unmeasured time before each phase's measurement starts.
     pub warmup: Duration,
+    /// Base seed; each connection derives its own from it.
     pub seed: u64,
+    /// Check every reply (`--verify`).
     pub verify: bool,
+    /// Connection setup for every connection.
     pub conn: ConnOpts,
+    /// Where to print per-second progress, if anywhere.
     pub live: Option<crate::report::Live>,
 }
 
 /// Everything measured for one operation of a phase.
 #[derive(Clone)]
 pub struct OpStats {
+    /// The operation's name in reports.
     pub name: String,
+    /// Latency of measured requests, in µs: from the write in the closed
+    /// loop, from the intended send time in the open loop.
     pub latency: Histogram<u64>,
     /// Open loop only: from the actual write.
     pub service: Histogram<u64>,
+    /// Measured replies.
     pub ops: u64,
+    /// Measured replies that were errors.
     pub errors: u64,
+    /// Replies `--verify` rejected, warm-up included: a wrong answer is
+    /// wrong whenever it comes.
     pub mismatches: u64,
+    /// Request bytes sent, as encoded.
     pub tx: u64,
+    /// Reply bytes received, as encoded.
     pub rx: u64,
 }
 
 impl OpStats {
+    /// Empty statistics for the operation `name`.
     pub fn new(name: &str) -> OpStats {
         OpStats {
             name: name.to_string(),
@@ -89,6 +114,7 @@ impl OpStats {
             rx: 0,
         }
     }
+    /// Adds `o`'s figures to these (threads' results, or phases').
     pub fn merge(&mut self, o: &OpStats) {
         // Same bounds on both sides: addition cannot fail.
         let _ = self.latency.add(&o.latency);
@@ -104,31 +130,56 @@ impl OpStats {
 /// One second of the run, per operation.
 #[derive(Clone)]
 pub struct Interval {
+    /// Latencies completed in this second, indexed like the phase's ops.
     pub hists: Vec<Histogram<u64>>,
+    /// Error replies in this second, all operations together.
     pub errors: u64,
 }
 
+/// What `--verify` found, summed over threads (and, in reports, phases).
 #[derive(Default)]
 pub struct VerifyOutcome {
+    /// Replies checked.
     pub checked: u64,
+    /// Replies that failed their check.
     pub mismatches: u64,
+    /// The first few mismatches, described (at most `MAX_SAMPLES`).
     pub samples: Vec<String>,
 }
 
+/// Everything measured in one phase against one target.
 pub struct PhaseResult {
+    /// Per operation, indexed like the phase's ops.
     pub ops: Vec<OpStats>,
+    /// From the start of measurement to the last measured reply; rates are
+    /// computed over this, so shutting down after the last reply does not
+    /// dilute them.
     pub elapsed: Duration,
+    /// One entry per measured second (the last may be partial).
     pub intervals: Vec<Interval>,
+    /// Empty unless `--verify`.
     pub verify: VerifyOutcome,
 }
 
 /// State shared by every thread of a phase.
+///
+/// Created only once every connection is up, so `start` excludes
+/// connecting; published to the threads through a mutex between the two
+/// barrier waits (see `thread_main`).
 struct Shared {
+    /// When the phase begins (warm-up included); the open loop's schedule
+    /// counts from here.
     start: Instant,
+    /// When measurement begins: requests sent earlier are not recorded.
     measure_start: Instant,
+    /// With `--duration`, when sending stops.
     end: Option<Instant>,
+    /// With `-n`, how many measured requests to send in all.
     requests: Option<u64>,
+    /// Measured requests handed out so far (may overshoot `requests`;
+    /// `claim` trims the excess).
     claimed: AtomicU64,
+    /// Set when any connection fails, so the others stop promptly.
     stop: AtomicBool,
 }
 
@@ -144,16 +195,24 @@ impl Shared {
             }
         }
     }
+    /// Whether sending must stop: past `end`, or another connection failed.
     fn over(&self, now: Instant) -> bool {
         self.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| now >= e)
     }
 }
 
+/// One thread's figures, shared by its connections' tasks (see the module
+/// docs for why a `RefCell` suffices).
 struct ThreadStats {
+    /// Per operation, for the whole phase.
     ops: Vec<OpStats>,
+    /// Per operation, for the current second; sent and reset by the ticker.
     interval: Vec<Histogram<u64>>,
+    /// Errors in the current second.
     interval_errors: u64,
+    /// With `--verify`, the thread's checker.
     checker: Option<Checker>,
+    /// When this thread's last measured reply arrived.
     last_done: Option<Instant>,
 }
 
@@ -197,6 +256,8 @@ impl ThreadStats {
         self.interval[op].saturating_record_n(us, n);
     }
 
+    /// Records one reply with its own latency (and, in the open loop, its
+    /// service time); the open loop's path, where replies are timed singly.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn record(
@@ -223,8 +284,10 @@ impl ThreadStats {
     }
 }
 
+/// A thread's statistics as its tasks hold them.
 type Stats = Rc<RefCell<ThreadStats>>;
 
+/// Attributes a parse failure to `target`.
 fn proto(target: &str, source: resp::ProtoError) -> Error {
     Error::Protocol {
         target: target.to_string(),
@@ -232,6 +295,8 @@ fn proto(target: &str, source: resp::ProtoError) -> Error {
     }
 }
 
+/// Drives one connection in the closed loop (see the module docs) until
+/// the request budget or the duration runs out.
 async fn closed_loop(
     mut c: Conn,
     mut enc: Encoder,
@@ -240,6 +305,7 @@ async fn closed_loop(
     pipeline: usize,
 ) -> Result<(), Error> {
     let mut wbuf = Vec::with_capacity(4096);
+    // The requests in flight, in send order: (op, request bytes, tag).
     let mut pend: Vec<(usize, usize, Tag)> = Vec::with_capacity(pipeline);
     let mut counts: Vec<u64> = vec![0; enc.ops()];
     loop {
@@ -247,6 +313,8 @@ async fn closed_loop(
         if sh.over(now) {
             break;
         }
+        // During warm-up requests are free; once measuring, they are
+        // claimed from the shared budget so `-n` is exact across threads.
         let measured = now >= sh.measure_start;
         let k = if measured {
             sh.claim(pipeline)
@@ -314,15 +382,27 @@ async fn closed_loop(
     Ok(())
 }
 
+/// A request the open loop's writer sent, queued for the reader to match
+/// with its reply (replies come back in send order).
 struct Sent {
+    /// Index of the operation in the phase.
     op: usize,
+    /// Request size in bytes.
     tx: usize,
+    /// When the schedule said to send it: latency counts from here.
     intended: Instant,
+    /// When it was written: service time counts from here.
     actual: Instant,
+    /// Whether it was due after warm-up.
     measured: bool,
+    /// What `--verify` expects of the reply.
     tag: Tag,
 }
 
+/// Drives one connection in the open loop (see the module docs): request
+/// `n` is due at `start + offset + n * every`. `offset` staggers the
+/// connections so their sends interleave instead of arriving in bursts;
+/// `max_batch` bounds how much one catch-up write may carry.
 #[allow(clippy::too_many_arguments)]
 async fn open_loop(
     c: Conn,
@@ -407,6 +487,8 @@ async fn open_loop(
         Ok::<(), Error>(())
     };
     let reader_task = async {
+        // Like the closed loop, the clock is read once per read: replies
+        // that arrived together are stamped together.
         let mut t_read = Instant::now();
         while let Some(s) = qrx.recv().await {
             loop {
@@ -450,10 +532,15 @@ async fn open_loop(
     w
 }
 
-struct ThreadOut {
-    stats: ThreadStats,
-}
-
+/// The body of one worker thread: connects its share of the connections
+/// (`conn_ids`), runs them to the end of the phase and returns its figures.
+///
+/// Start-up is a two-step barrier with the main thread. Every thread
+/// connects, then waits once; the main thread, now knowing everyone is
+/// connected (or that someone failed and set `abort`), fixes the start time
+/// in `shared`, and a second wait publishes it. A thread that failed still
+/// takes part in both waits, or the others would block forever. Each
+/// completed second goes to the main thread over `itx`.
 #[allow(clippy::too_many_arguments)]
 fn thread_main(
     conn_ids: Vec<usize>,
@@ -465,7 +552,7 @@ fn thread_main(
     barrier: Arc<Barrier>,
     abort: Arc<AtomicBool>,
     itx: mpsc::Sender<(u64, Interval)>,
-) -> Result<ThreadOut, Error> {
+) -> Result<ThreadStats, Error> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -503,12 +590,14 @@ fn thread_main(
         last_done: None,
     }));
     if abort.load(Ordering::SeqCst) {
-        return Ok(ThreadOut {
-            stats: Rc::try_unwrap(st)
-                .map_err(|_| Error::WorkerPanic)?
-                .into_inner(),
-        });
+        // Another thread failed to connect and will report why; this one
+        // contributes empty figures.
+        return Rc::try_unwrap(st)
+            .map(RefCell::into_inner)
+            .map_err(|_| Error::WorkerPanic);
     }
+    // Sends the current second's histograms as interval `idx` and starts a
+    // new second.
     let flush = {
         let st = Rc::clone(&st);
         move |idx: u64| {
@@ -583,16 +672,20 @@ fn thread_main(
         }
         first_err.map_or(Ok(()), Err)
     });
+    // Drop every other holder of `st` (tasks in the set, the flush
+    // closure) so that the figures can be taken out of the `Rc`.
     drop(local);
     drop(flush);
     result?;
-    let stats = Rc::try_unwrap(st)
-        .map_err(|_| Error::WorkerPanic)?
-        .into_inner();
-    Ok(ThreadOut { stats })
+    Rc::try_unwrap(st)
+        .map(RefCell::into_inner)
+        .map_err(|_| Error::WorkerPanic)
 }
 
-/// Runs the phase's preparation on one connection, pipelined.
+/// Runs the phase's preparation on one connection, pipelined, before any
+/// worker starts: every `Prepare` step runs its ops for each key in turn,
+/// in batches of roughly 512 commands or 1 MiB so neither side buffers
+/// without bound. Any error reply aborts the run (`Error::Prepare`).
 pub fn prepare(
     target: &Target,
     wl: &Workload,
@@ -629,13 +722,7 @@ pub fn prepare(
                 c.send(&buf).await?;
                 buf.clear();
                 for _ in 0..queued {
-                    let err = c
-                        .reader
-                        .read_reply(|r| match r {
-                            Reply::Error(e) => Some(String::from_utf8_lossy(e).into_owned()),
-                            _ => None,
-                        })
-                        .await?;
+                    let err = c.reader.read_reply(|r| r.error_message()).await?;
                     if let Some(reply) = err {
                         return Err(Error::Prepare {
                             target: target.name.clone(),
@@ -666,6 +753,7 @@ pub fn run_phase(
     let (itx, irx) = mpsc::channel::<(u64, Interval)>();
     let mut handles = Vec::new();
     for t in 0..threads {
+        // Round-robin, so every thread gets an equal share (within one).
         let ids: Vec<usize> = (0..cfg.connections.max(1))
             .filter(|i| i % threads == t)
             .collect();
@@ -705,6 +793,9 @@ pub fn run_phase(
     }
     barrier.wait();
 
+    // Gather the threads' seconds until every sender is gone. Waiting a
+    // little past each second boundary gives all threads time to report
+    // that second before the live line prints it.
     let nops = phase.ops.len();
     let mut intervals: Vec<Interval> = Vec::new();
     let mut printed = 0u64;
@@ -760,10 +851,10 @@ pub fn run_phase(
     for h in handles {
         match h.join() {
             Ok(Ok(out)) => {
-                for (a, b) in ops.iter_mut().zip(&out.stats.ops) {
+                for (a, b) in ops.iter_mut().zip(&out.ops) {
                     a.merge(b);
                 }
-                if let Some(ch) = out.stats.checker {
+                if let Some(ch) = out.checker {
                     verify.checked += ch.checked;
                     verify.mismatches += ch.mismatches;
                     for s in ch.samples {
@@ -772,7 +863,7 @@ pub fn run_phase(
                         }
                     }
                 }
-                last_done = last_done.max(out.stats.last_done);
+                last_done = last_done.max(out.last_done);
             }
             Ok(Err(e)) => {
                 first_err.get_or_insert(e);

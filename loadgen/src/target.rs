@@ -12,9 +12,13 @@ use std::path::PathBuf;
 
 use crate::error::ArgError;
 
+/// Where a server listens. Its `Display` form (`HOST:PORT` or `unix:PATH`)
+/// is what reports show as the address and, without a name, as the target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Addr {
+    /// A TCP endpoint; the host may be a name, resolved when dialing.
     Tcp { host: String, port: u16 },
+    /// A Unix domain socket.
     Unix(PathBuf),
 }
 
@@ -27,9 +31,12 @@ impl fmt::Display for Addr {
     }
 }
 
+/// One server to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// The label in tables, file names and JSON (the address when unnamed).
     pub name: String,
+    /// Where to connect.
     pub addr: Addr,
 }
 

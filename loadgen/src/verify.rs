@@ -29,12 +29,17 @@ use crate::resp::Reply;
 pub enum Tag {
     /// Verification is off.
     Unchecked,
+    /// A GET of `key`.
     Get {
         key: Vec<u8>,
+        /// The value this connection last wrote there, if any.
         expect: Expect,
+        /// TTLs are in play, so the key may have expired.
         nil_ok: bool,
     },
+    /// A SET: the reply must be `+OK`.
     Set,
+    /// An INCR of `key`: the reply must be an integer, one above the last.
     Incr {
         key: Vec<u8>,
         /// The previous write to this key was also an INCR on this connection.
@@ -44,9 +49,14 @@ pub enum Tag {
     Other,
 }
 
+/// What a GET should return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {
+    /// Exactly the value `make_value` builds for this key, version and
+    /// length; carrying these instead of the bytes keeps the tag small.
     Value { version: u64, len: usize },
+    /// The run has not written the key (or wrote it through something
+    /// other than SET): any bulk string or nil.
     Anything,
 }
 
@@ -69,15 +79,22 @@ pub const MAX_SAMPLES: usize = 10;
 
 /// Per-thread reply checker.
 pub struct Checker {
+    /// The run's filler, to rebuild expected values.
     filler: Arc<[u8]>,
+    /// The last value each counter returned, for INCR chains.
     incr_last: HashMap<Vec<u8>, i64>,
+    /// Reused for the expected value, so checking a GET does not allocate.
     scratch: Vec<u8>,
+    /// Replies checked.
     pub checked: u64,
+    /// Replies that failed their check.
     pub mismatches: u64,
+    /// The first `MAX_SAMPLES` failures, described.
     pub samples: Vec<String>,
 }
 
 impl Checker {
+    /// A checker for values built from `filler`.
     pub fn new(filler: Arc<[u8]>) -> Checker {
         Checker {
             filler,
@@ -89,6 +106,7 @@ impl Checker {
         }
     }
 
+    /// Counts a mismatch and keeps its description while there is room.
     fn fail(&mut self, cmd: &str, what: String) {
         self.mismatches += 1;
         if self.samples.len() < MAX_SAMPLES {
@@ -167,6 +185,8 @@ impl Checker {
     }
 }
 
+/// A short, printable form of a reply for mismatch samples; payloads are cut
+/// so that a 10 KB value does not flood the report.
 fn show(r: &Reply<'_>) -> String {
     const MAX: usize = 48;
     let cut = |b: &[u8]| {

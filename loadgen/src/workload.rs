@@ -25,7 +25,8 @@ use crate::error::ArgError;
 use crate::keys::{push_u64, KeyGen, KeyPattern};
 use crate::verify::{make_value, Expect, Tag};
 
-/// The named workloads of the seeds.
+/// The named workloads (`--profile`): ready-made mixes for the comparisons
+/// respite is routinely measured on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Profile {
     /// 90% GET, 10% SET over a preloaded keyspace.
@@ -51,9 +52,11 @@ pub struct DataSize {
 }
 
 impl DataSize {
+    /// Always `n` bytes.
     pub fn fixed(n: usize) -> DataSize {
         DataSize { min: n, max: n }
     }
+    /// The size of the next value; fixed sizes skip the RNG.
     #[inline]
     fn pick(&self, rng: &mut SmallRng) -> usize {
         if self.min == self.max {
@@ -64,18 +67,28 @@ impl DataSize {
     }
 }
 
+/// Part of one argument. An argument may mix pieces (`user:__key__`), in
+/// which case they are concatenated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
+    /// Bytes sent as written.
     Lit(Vec<u8>),
+    /// `__key__`: the prefix and the index the key pattern picked.
     Key,
+    /// `__data__`: a value of the operation's size (see `DataSize`).
     Data,
+    /// `__ttl__`: seconds drawn from `--expire-range`.
     Ttl,
     /// A random number below the bound (for members and scores).
     Rand(u64),
 }
 
+/// One argument of a template, or a generated run of them. The runs exist
+/// for the `redlite` profile, which needs commands like a 1000-value RPUSH
+/// that no template can spell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Arg {
+    /// A single argument made of pieces.
     Token(Vec<Piece>),
     /// `f0 <data> f1 <data> ...`
     FieldValues(usize),
@@ -90,25 +103,39 @@ pub enum Arg {
 /// How `--verify` treats an operation's reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpClass {
+    /// `SET key value [EX n]`: writes a value later GETs are checked against.
     Set,
+    /// `GET key`: checked against the last SET.
     Get,
+    /// `INCR key`: checked for counting up by one.
     Incr,
+    /// Anything else: only checked for not being an error.
     Other,
 }
 
+/// One operation of a phase.
 #[derive(Debug, Clone)]
 pub struct OpSpec {
     /// The name in reports, e.g. `SET` or `LRANGE_100`.
     pub name: String,
+    /// The command and its arguments.
     pub args: Vec<Arg>,
+    /// Relative frequency in the phase's mix.
     pub weight: u32,
+    /// Prepended to key indices. Per operation so that, in `redlite`,
+    /// strings, lists and hashes never collide on one key.
     pub prefix: Vec<u8>,
+    /// Number of distinct keys.
     pub keyspace: u64,
+    /// Size of `__data__` values.
     pub data: DataSize,
+    /// How `--verify` checks the reply.
     pub class: OpClass,
 }
 
 impl OpSpec {
+    /// Whether the command names a key, so that in verify mode it makes
+    /// that key's value unknown.
     fn touches_key(&self) -> bool {
         self.args
             .iter()
@@ -123,34 +150,50 @@ pub struct Prepare {
     pub keys: u64,
 }
 
+/// A measured stretch of the run: a weighted mix of operations with its own
+/// figures.
 #[derive(Debug, Clone)]
 pub struct Phase {
+    /// The mix.
     pub ops: Vec<OpSpec>,
+    /// Run in order before measurement (preload, building collections).
     pub prepare: Vec<Prepare>,
 }
 
+/// Everything about what to send, shared read-only by all threads.
 #[derive(Debug, Clone)]
 pub struct Workload {
+    /// Run one after another against each target.
     pub phases: Vec<Arc<Phase>>,
+    /// Requests per write (`-P`, or the profile's default).
     pub pipeline: usize,
+    /// How keys are chosen (`--key-zipf` forces `Zipf`).
     pub pattern: KeyPattern,
+    /// The Zipf exponent.
     pub zipf_s: f64,
+    /// TTL range in seconds for SETs and `__ttl__`, if any.
     pub expire: Option<(u64, u64)>,
     /// Filler for values, at least as long as the largest value.
     pub filler: Arc<[u8]>,
+    /// A one-line summary for reports, e.g. `ratio SET:GET 1:10`.
     pub description: String,
 }
 
+/// A literal argument.
 fn lit(s: &str) -> Arg {
     Arg::Token(vec![Piece::Lit(s.as_bytes().to_vec())])
 }
+/// The `__key__` argument.
 fn key() -> Arg {
     Arg::Token(vec![Piece::Key])
 }
+/// The `__data__` argument.
 fn data() -> Arg {
     Arg::Token(vec![Piece::Data])
 }
 
+/// The command line's key and value settings, from which operations are
+/// built unless a profile overrides them.
 struct Defaults {
     prefix: Vec<u8>,
     keyspace: u64,
@@ -159,6 +202,7 @@ struct Defaults {
 }
 
 impl Defaults {
+    /// An operation of weight 1 with the default key and value settings.
     fn op(&self, name: &str, args: Vec<Arg>, class: OpClass) -> OpSpec {
         OpSpec {
             name: name.to_string(),
@@ -170,6 +214,7 @@ impl Defaults {
             class,
         }
     }
+    /// `SET key value`, with `EX ttl` when an expire range is set.
     fn set(&self, weight: u32) -> OpSpec {
         let mut args = vec![lit("SET"), key(), data()];
         if self.expire.is_some() {
@@ -180,12 +225,15 @@ impl Defaults {
             ..self.op("SET", args, OpClass::Set)
         }
     }
+    /// `GET key`.
     fn get(&self, weight: u32) -> OpSpec {
         OpSpec {
             weight,
             ..self.op("GET", vec![lit("GET"), key()], OpClass::Get)
         }
     }
+    /// SETs every key once, without TTL: preloaded keys that expired
+    /// mid-run would turn GET hits into misses.
     fn preload(&self) -> Prepare {
         let plain = Defaults {
             expire: None,
@@ -247,6 +295,9 @@ pub fn parse_template(s: &str) -> Result<(u32, Vec<Arg>), ArgError> {
     }
 }
 
+/// A template's report name (its command, upper-cased) and how `--verify`
+/// can check it. Only the exact shapes whose reply is predictable get a
+/// class; anything else is `Other`, checked only for errors.
 fn classify(args: &[Arg]) -> (String, OpClass) {
     let tok = |a: &Arg| match a {
         Arg::Token(p) => p.clone(),
@@ -688,14 +739,22 @@ fn redlite(d: &Defaults) -> Vec<Arc<Phase>> {
 
 /// Per-key state the verifying encoder keeps (see `verify`).
 enum KeyState {
+    /// Last written by a SET: a GET must return exactly this.
     Value { version: u64, len: usize },
+    /// Last written by an INCR: the next INCR must count on from it.
     Counter,
+    /// Written some other way (or prepared): nothing can be predicted.
     Unknown,
 }
 
+/// The encoder's side of `--verify`: which keys this connection owns and
+/// what it last wrote to each.
 struct VerifyEnc {
+    /// This connection's index: it only uses keys congruent to it.
     conn: u64,
+    /// The number of connections (the modulus).
     conns: u64,
+    /// The version the next SET embeds in its value.
     next_version: u64,
     keys: HashMap<Vec<u8>, KeyState>,
 }
@@ -703,17 +762,26 @@ struct VerifyEnc {
 /// Encodes operations of one phase for one connection.
 pub struct Encoder {
     phase: Arc<Phase>,
+    /// Cumulative weights of the phase's ops, for `pick`.
     cum: Vec<u32>,
+    /// One per op, since ops may have different keyspaces.
     keygens: Vec<KeyGen>,
+    /// Picks ops, value sizes, TTLs and random arguments.
     rng: SmallRng,
     filler: Arc<[u8]>,
     expire: Option<(u64, u64)>,
+    /// Scratch: the current key.
     key: Vec<u8>,
+    /// Scratch: the current SET's value in verify mode, where each value
+    /// embeds its key and version and so cannot be a slice of the filler.
     val: Vec<u8>,
+    /// Scratch: a multi-piece or numeric argument being assembled.
     tok: Vec<u8>,
+    /// Present with `--verify`.
     verify: Option<VerifyEnc>,
 }
 
+/// Appends `b` as a RESP bulk string.
 #[inline]
 fn bulk(out: &mut Vec<u8>, b: &[u8]) {
     out.push(b'$');
@@ -723,6 +791,8 @@ fn bulk(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Appends `prefix` followed by `n` in decimal as one bulk string, built in
+/// `scratch` so no allocation happens.
 #[inline]
 fn bulk_num(out: &mut Vec<u8>, prefix: &[u8], n: u64, scratch: &mut Vec<u8>) {
     scratch.clear();

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::{assert_sane, redis, run_json};
 
+/// Flags every run shares: the server, four connections and no live line.
 fn base(port: u16) -> Vec<String> {
     vec![
         "--port".into(),
@@ -18,6 +19,8 @@ fn base(port: u16) -> Vec<String> {
     ]
 }
 
+/// Runs with `base` plus `extra`, asserts success, sane figures and no
+/// error replies, and returns the JSON report.
 fn run_ok(port: u16, extra: &[&str]) -> serde_json::Value {
     let mut args = base(port);
     args.extend(extra.iter().map(|s| s.to_string()));
@@ -37,6 +40,9 @@ fn run_ok(port: u16, extra: &[&str]) -> serde_json::Value {
     v
 }
 
+/// Every way of describing a workload (ratio, templates, key patterns,
+/// value sizes, RESP3, pipelining, durations, profiles) runs cleanly against
+/// the reference server and does what it says.
 #[test]
 fn every_workload_and_profile_runs() {
     let Some(r) = redis() else { return };
@@ -133,6 +139,8 @@ fn every_workload_and_profile_runs() {
     );
 }
 
+/// `--verify` must not cry wolf: redis-server is correct by definition, so
+/// any mismatch here is a bug in the checker, pipelined or not.
 #[test]
 fn verify_passes_against_redis() {
     let Some(r) = redis() else { return };
@@ -172,6 +180,7 @@ fn verify_passes_against_redis() {
     assert_eq!(v["targets"][0]["verify"]["mismatches"], 0);
 }
 
+/// The (value, percentile) columns of an `.hgrm` file's rows.
 fn hgrm_rows(text: &str) -> Vec<(f64, f64)> {
     text.lines()
         .skip(2)
@@ -186,6 +195,8 @@ fn hgrm_rows(text: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The report files describe one histogram, so they must agree with each
+/// other and with HdrHistogram's formats.
 #[test]
 fn hgrm_and_json_agree_and_are_monotone() {
     let Some(r) = redis() else { return };
@@ -259,6 +270,7 @@ fn hgrm_and_json_agree_and_are_monotone() {
     );
 }
 
+/// Several `--target`s are run in order, named, and compared.
 #[test]
 fn multiple_targets_print_a_comparison() {
     let Some(r) = redis() else { return };
@@ -314,6 +326,9 @@ fn paused_run(port: u16, pid: u32, extra: &[&str]) -> serde_json::Value {
     v
 }
 
+/// The point of `--rate`: a stalled server shows in the open loop's tail
+/// (coordinated omission is avoided), while the closed loop simply stops
+/// sending and hides it from every percentile but the max.
 #[test]
 fn open_loop_sees_a_stall_that_closed_loop_hides() {
     let Some(r) = redis() else { return };

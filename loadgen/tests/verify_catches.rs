@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use common::run_json;
 
+/// Reads one command as a RESP array of bulk strings (all a client sends);
+/// `None` at end of stream or on anything else.
 fn read_command(r: &mut BufReader<TcpStream>) -> Option<Vec<Vec<u8>>> {
     let mut line = String::new();
     if r.read_line(&mut line).ok()? == 0 {
@@ -30,6 +32,8 @@ fn read_command(r: &mut BufReader<TcpStream>) -> Option<Vec<Vec<u8>>> {
     Some(args)
 }
 
+/// Answers one connection: SET stores, GET returns what was stored (wrong
+/// from the `bad_get`-th GET on), anything else gets `+OK`.
 fn serve(
     stream: TcpStream,
     db: Arc<Mutex<HashMap<Vec<u8>, Vec<u8>>>>,
@@ -70,8 +74,9 @@ fn serve(
     }
 }
 
-/// Serves until the test ends; corrupts GET replies from the `bad_get`-th
-/// on that finds a value (only the first such one when `once`).
+/// Starts the server on a free port and returns it. It serves until the test
+/// process ends and corrupts every GET reply that finds a value from the
+/// `bad_get`-th GET on (`u64::MAX` for an honest server).
 fn start(bad_get: u64) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
@@ -86,6 +91,7 @@ fn start(bad_get: u64) -> u16 {
     port
 }
 
+/// A small verified SET/GET run on few keys, so GETs mostly hit.
 fn run(port: u16) -> (std::process::Output, serde_json::Value) {
     let p = port.to_string();
     run_json(&[
