@@ -321,3 +321,26 @@ fn a_failed_commit_applies_nothing_and_the_server_goes_on() {
     let failed = info_field(&mut con, "persistence", "group_commit_failed_commits");
     assert!(failed >= 1.0);
 }
+
+#[test]
+fn background_checkpoints_restart_the_wal_with_default_settings() {
+    let server = Respited::start(&["--appendfsync", "no"]);
+    let mut con = server.client();
+    let value = vec![b'y'; 4096];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut round = 0;
+    // Keep writing (as a busy server would) until the WAL has been started
+    // over at least once; 8 MiB is twice the restart threshold.
+    while info_field(&mut con, "persistence", "wal_checkpoints") < 1.0 || round < 40 {
+        assert!(Instant::now() < deadline, "the WAL was never checkpointed");
+        let mut pipe = redis::pipe();
+        for i in 0..50 {
+            pipe.cmd("SET").arg(format!("r{round}:{i}")).arg(&value).ignore();
+        }
+        let _: () = pipe.query(&mut con).unwrap();
+        round += 1;
+    }
+    // Far below the 64 MiB hard bound: the WAL is reused, not grown.
+    let wal = info_field(&mut con, "persistence", "wal_size_bytes");
+    assert!(wal < 32.0 * 1048576.0, "WAL is {wal} bytes");
+}

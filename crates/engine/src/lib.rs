@@ -25,6 +25,7 @@
 
 #![warn(missing_docs)]
 
+pub mod checkpointer;
 pub mod config;
 pub mod error;
 pub mod glob;
@@ -82,7 +83,9 @@ impl<R: Send + 'static> Engine<R> {
         // Unbounded here: the server bounds operations in flight with an
         // async semaphore, so connection tasks wait without blocking a thread.
         let (write_tx, write_rx) = crossbeam_channel::unbounded();
+        let checkpointer = checkpointer::Checkpointer::start(&config.path, config.appendfsync)?;
         let settings = writer::WriterSettings {
+            checkpointer,
             wal_path: wal_path.clone(),
             fsync: config.appendfsync,
             max_batch: max_batch.clone(),

@@ -27,9 +27,10 @@
 //! applied; the thread goes on with the next batch.
 //!
 //! Between batches the writer also does the housekeeping that must not race
-//! with writes: deleting expired keys in bounded chunks, checkpointing the WAL
-//! so it stays bounded, and (for `appendfsync everysec`) fsyncing the WAL once
-//! a second.
+//! with writes: deleting expired keys in bounded chunks, bounding the WAL
+//! (routine checkpoints run on their own thread, see `checkpointer.rs`; the
+//! writer only truncates past a hard limit), and (for `appendfsync
+//! everysec`) fsyncing the WAL once a second.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -76,6 +77,7 @@ pub(crate) enum Msg<R> {
 
 /// Settings the writer reads.
 pub(crate) struct WriterSettings {
+    pub checkpointer: crate::checkpointer::Checkpointer,
     pub wal_path: PathBuf,
     pub fsync: AppendFsync,
     pub max_batch: Arc<AtomicUsize>,
@@ -267,6 +269,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 self.stats
                     .record_commit(ops, self.failed_in_txn, micros, true);
                 self.unsynced = true;
+                self.settings.checkpointer.nudge();
             }
             Err(e) => {
                 tracing::error!(error = %e, ops, "commit failed; the whole batch is answered with errors");
@@ -330,6 +333,32 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         if self.wal_size() > self.settings.wal_checkpoint_bytes {
             self.checkpoint();
+        } else if self
+            .settings
+            .checkpointer
+            .restart_due
+            .swap(false, Ordering::Relaxed)
+        {
+            self.restart_wal();
+        }
+    }
+
+    /// Starts the WAL over once the checkpointer has copied nearly all of
+    /// it (see checkpointer.rs). Waits at most a few milliseconds for the
+    /// checkpointer or a reader; if they are busy, tries again later.
+    fn restart_wal(&mut self) {
+        let conn = self.conn();
+        let _ = conn.busy_timeout(Duration::from_millis(5));
+        let result = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0));
+        let _ = conn.busy_timeout(Duration::from_secs(2));
+        match result {
+            Ok(0) => self.stats.record_checkpoint(),
+            Ok(_) => self
+                .settings
+                .checkpointer
+                .restart_due
+                .store(true, Ordering::Relaxed),
+            Err(e) => tracing::warn!(error = %e, "WAL restart failed"),
         }
     }
 
@@ -387,10 +416,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
     }
 
-    /// Copies the WAL into the database and truncates it. TRUNCATE (unlike
-    /// the PASSIVE checkpoints SQLite runs on its own) waits, within the busy
-    /// timeout, for readers to move off the old WAL, so it cannot starve
-    /// while reads never stop. Read transactions here are short.
+    /// Copies the WAL into the database and truncates it: the hard bound,
+    /// for when the background PASSIVE checkpoints (checkpointer.rs) fell
+    /// behind, and at shutdown. TRUNCATE waits, within the busy timeout, for
+    /// readers to move off the old WAL, so it cannot starve while reads
+    /// never stop. Read transactions here are short.
     fn checkpoint(&mut self) {
         let result = self
             .conn()
