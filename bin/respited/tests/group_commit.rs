@@ -335,7 +335,10 @@ fn background_checkpoints_restart_the_wal_with_default_settings() {
         assert!(Instant::now() < deadline, "the WAL was never checkpointed");
         let mut pipe = redis::pipe();
         for i in 0..50 {
-            pipe.cmd("SET").arg(format!("r{round}:{i}")).arg(&value).ignore();
+            pipe.cmd("SET")
+                .arg(format!("r{round}:{i}"))
+                .arg(&value)
+                .ignore();
         }
         let _: () = pipe.query(&mut con).unwrap();
         round += 1;

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::{Receiver, Sender};
 use rusqlite::Connection;
 
 use crate::config::AppendFsync;
@@ -72,7 +72,7 @@ impl Checkpointer {
         let thread = std::thread::Builder::new()
             .name("respite-checkpointer".into())
             .spawn(move || run(conn, rx, flag))
-            .map_err(|e| crate::EngineError::CommitFailed(format!("spawn checkpointer: {e}")))?;
+            .map_err(crate::EngineError::Thread)?;
         Ok(Checkpointer {
             nudge,
             restart_due,
@@ -82,9 +82,9 @@ impl Checkpointer {
 
     /// Asks for a checkpoint soon; never blocks.
     pub(crate) fn nudge(&self) {
-        match self.nudge.try_send(()) {
-            Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
-        }
+        // Full: a checkpoint is already asked for. Disconnected: shutting
+        // down. Neither needs anything done.
+        let _ = self.nudge.try_send(());
     }
 }
 

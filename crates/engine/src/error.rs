@@ -41,6 +41,9 @@ pub enum EngineError {
     /// I/O error). Nothing of the batch was applied.
     #[error("ERR commit failed, nothing of this command was applied: {0}")]
     CommitFailed(String),
+    /// A writer, reader or checkpointer thread could not be started.
+    #[error("ERR cannot start a thread: {0}")]
+    Thread(#[source] std::io::Error),
     /// The engine is shutting down and takes no more work.
     #[error("ERR server is shutting down")]
     ShuttingDown,

@@ -96,7 +96,7 @@ impl<R: Send + 'static> Engine<R> {
         let writer = std::thread::Builder::new()
             .name("respite-writer".into())
             .spawn(move || writer::run(conn, write_rx, settings, writer_stats))
-            .map_err(|e| EngineError::CommitFailed(format!("spawn writer: {e}")))?;
+            .map_err(crate::EngineError::Thread)?;
         let mut threads = pool.threads;
         threads.push(writer);
         Ok(Engine {

@@ -56,7 +56,7 @@ impl ReadPool {
             let handle = std::thread::Builder::new()
                 .name(format!("respite-reader-{i}"))
                 .spawn(move || reader_loop(conn, rx))
-                .map_err(|e| crate::EngineError::CommitFailed(format!("spawn reader: {e}")))?;
+                .map_err(crate::EngineError::Thread)?;
             threads.push(handle);
         }
         Ok(ReadPool { tx, threads })
