@@ -65,7 +65,6 @@ pub struct Engine<R: Send + 'static> {
     max_batch: Arc<AtomicUsize>,
     wal_path: PathBuf,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    config: EngineConfig,
 }
 
 impl<R: Send + 'static> Engine<R> {
@@ -106,7 +105,6 @@ impl<R: Send + 'static> Engine<R> {
             max_batch,
             wal_path,
             threads: Mutex::new(threads),
-            config,
         })
     }
 
@@ -144,11 +142,6 @@ impl<R: Send + 'static> Engine<R> {
         std::fs::metadata(&self.wal_path)
             .map(|m| m.len())
             .unwrap_or(0)
-    }
-
-    /// The configuration the engine was opened with.
-    pub fn config(&self) -> &EngineConfig {
-        &self.config
     }
 
     /// The current cap on operations per commit.

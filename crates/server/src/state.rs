@@ -196,7 +196,8 @@ pub struct Shared {
     pub cursors: Mutex<Cursors>,
     /// When the server started.
     pub started: Instant,
-    /// Set once shutdown begins.
+    /// Set once shutdown begins: a lock-free copy of the `shutdown` watch
+    /// value, read by every connection after every turn.
     pub shutting_down: AtomicBool,
     /// Flips to true once, when shutdown begins; listeners and the daemon's
     /// main wait on it.
