@@ -165,9 +165,13 @@ enum Clause {
 /// `parseExtendedStringArgumentsOrReply` does: an option may repeat (the
 /// last value wins), but NX/XX and the expiry kinds exclude each other.
 struct Extended {
+    /// NX: only set a key that does not exist.
     nx: bool,
+    /// XX: only set a key that exists.
     xx: bool,
+    /// GET: reply with the old value.
     get: bool,
+    /// The expiry clause, its value still unchecked.
     clause: Clause,
 }
 
