@@ -302,3 +302,21 @@ fn reads_in_a_pipeline_never_see_later_writes() {
         String::from_utf8_lossy(&expected)
     );
 }
+
+#[test]
+fn hello_in_a_pipeline_switches_protocol_from_its_own_reply_on() {
+    let server = Respited::start(&[]);
+    let mut s = server.raw();
+    let mut req = resp(&[b"GET", b"missing"]);
+    req.extend(resp(&[b"HELLO", b"3"]));
+    req.extend(resp(&[b"GET", b"missing"]));
+    std::io::Write::write_all(&mut s, &req).unwrap();
+    let (got, _) = read_until_quiet(&mut s, Duration::from_millis(500));
+    // RESP2 nil, then HELLO's reply as a RESP3 map, then a RESP3 null.
+    assert!(
+        got.starts_with(b"$-1\r\n%7\r\n"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    assert!(got.ends_with(b"_\r\n"), "{}", String::from_utf8_lossy(&got));
+}

@@ -19,7 +19,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use respite_engine::{EngineError, WriteItem, WriteOp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
@@ -29,21 +29,55 @@ use crate::reply::Reply;
 use crate::request::{next_request, Limits};
 use crate::state::{lock, ClientHandle, Shared};
 
-/// A reply position in the current turn, in request order.
+/// Replies already encoded, with how many of them are errors (for INFO).
+struct Encoded {
+    bytes: Bytes,
+    errors: u64,
+}
+
+impl Encoded {
+    /// Encodes `replies` in the given protocol.
+    fn from_replies<'r>(replies: impl IntoIterator<Item = &'r Reply>, resp3: bool) -> Encoded {
+        let mut buf = BytesMut::new();
+        let mut errors = 0;
+        for r in replies {
+            if matches!(r, Reply::Error(_)) {
+                errors += 1;
+            }
+            r.encode(&mut buf, resp3);
+        }
+        Encoded {
+            bytes: buf.freeze(),
+            errors,
+        }
+    }
+}
+
+/// A reply position in the current turn, in request order. Each slot
+/// remembers the protocol its replies are encoded in: HELLO in the middle
+/// of a pipeline switches it for the commands after it only.
 enum Slot {
     /// Known now.
-    Ready(Reply),
+    Ready(Reply, bool),
     /// The replies of a group of writes, once the writer has committed them.
-    Writes(oneshot::Receiver<Vec<Result<Reply, EngineError>>>, usize),
-    /// The replies of a group of reads, once the read pool has run them.
-    Reads(oneshot::Receiver<Vec<Reply>>, usize),
+    Writes(
+        oneshot::Receiver<Vec<Result<Reply, EngineError>>>,
+        usize,
+        bool,
+    ),
+    /// The replies of a group of reads, encoded by the reader thread that
+    /// ran them (so the values are built, encoded and freed on one thread,
+    /// and this task only copies bytes).
+    Reads(oneshot::Receiver<Encoded>, usize, bool),
     /// A group already awaited.
-    Resolved(Vec<Reply>),
+    Done(Encoded),
 }
 
 /// The per-turn work list.
 struct Turn {
     slots: Vec<Slot>,
+    /// The protocol of the replies being gathered (RESP3 after HELLO 3).
+    resp3: bool,
     writes: Vec<WriteOp<Reply>>,
     reads: Vec<ReadFn>,
     /// Whether a gathered read needs a multi-statement snapshot.
@@ -57,8 +91,12 @@ fn shutting_down(n: usize) -> Vec<Reply> {
         .collect()
 }
 
-fn read_results(results: Result<Vec<Reply>, oneshot::error::RecvError>, n: usize) -> Vec<Reply> {
-    results.unwrap_or_else(|_| shutting_down(n))
+fn read_results(
+    results: Result<Encoded, oneshot::error::RecvError>,
+    n: usize,
+    resp3: bool,
+) -> Encoded {
+    results.unwrap_or_else(|_| Encoded::from_replies(&shutting_down(n), resp3))
 }
 
 fn write_results(
@@ -99,7 +137,7 @@ impl Turn {
             .acquire_many_owned(permits)
             .await
         else {
-            self.slots.push(Slot::Resolved(shutting_down(n)));
+            self.push_replies(&shutting_down(n));
             return;
         };
         let (tx, rx) = oneshot::channel();
@@ -111,30 +149,35 @@ impl Turn {
             }),
         };
         match shared.engine.submit_write(item) {
-            Ok(()) => self.slots.push(Slot::Writes(rx, n)),
-            Err(_) => self.slots.push(Slot::Resolved(shutting_down(n))),
+            Ok(()) => self.slots.push(Slot::Writes(rx, n, self.resp3)),
+            Err(_) => self.push_replies(&shutting_down(n)),
         }
     }
 
     /// Waits for every write sent so far on this connection.
     async fn settle_writes(&mut self) {
         for slot in self.slots.iter_mut() {
-            if let Slot::Writes(rx, n) = slot {
-                let n = *n;
+            if let Slot::Writes(rx, n, resp3) = slot {
+                let (n, resp3) = (*n, *resp3);
                 let replies = write_results(rx.await, n);
-                *slot = Slot::Resolved(replies);
+                *slot = Slot::Done(Encoded::from_replies(&replies, resp3));
             }
         }
+    }
+
+    /// Adds replies known now, in the current protocol.
+    fn push_replies(&mut self, replies: &[Reply]) {
+        self.slots
+            .push(Slot::Done(Encoded::from_replies(replies, self.resp3)));
     }
 
     /// Waits for every read sent so far on this connection, so that a write
     /// that follows them in the pipeline cannot commit before they ran.
     async fn settle_reads(&mut self) {
         for slot in self.slots.iter_mut() {
-            if let Slot::Reads(rx, n) = slot {
-                let n = *n;
-                let replies = read_results(rx.await, n);
-                *slot = Slot::Resolved(replies);
+            if let Slot::Reads(rx, n, resp3) = slot {
+                let (n, resp3) = (*n, *resp3);
+                *slot = Slot::Done(read_results(rx.await, n, resp3));
             }
         }
     }
@@ -150,13 +193,14 @@ impl Turn {
         let n = fns.len();
         let snapshot = n > 1 || std::mem::take(&mut self.reads_need_snapshot);
         let (tx, rx) = oneshot::channel();
+        let resp3 = self.resp3;
         let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
             let replies: Vec<Reply> = fns.into_iter().map(|f| f(view)).collect();
-            let _ = tx.send(replies);
+            let _ = tx.send(Encoded::from_replies(&replies, resp3));
         });
         match shared.engine.submit_read(job, snapshot) {
-            Ok(()) => self.slots.push(Slot::Reads(rx, n)),
-            Err(_) => self.slots.push(Slot::Resolved(shutting_down(n))),
+            Ok(()) => self.slots.push(Slot::Reads(rx, n, resp3)),
+            Err(_) => self.push_replies(&shutting_down(n)),
         }
     }
 
@@ -167,7 +211,9 @@ impl Turn {
 
     /// Adds one planned command. Returns false when the connection must
     /// close after this turn.
-    async fn add(&mut self, plan: Plan, shared: &Shared) -> bool {
+    /// `resp3` is the protocol after the command ran (HELLO's own reply is
+    /// in the protocol it switched to).
+    async fn add(&mut self, plan: Plan, shared: &Shared, resp3: bool) -> bool {
         match plan {
             Plan::Write(op) => {
                 // Reads earlier in the pipeline must not see this write.
@@ -185,11 +231,13 @@ impl Turn {
             }
             Plan::Reply(r) => {
                 self.flush(shared).await;
-                self.slots.push(Slot::Ready(r));
+                self.resp3 = resp3;
+                self.slots.push(Slot::Ready(r, resp3));
             }
             Plan::ReplyAndClose(r) => {
                 self.flush(shared).await;
-                self.slots.push(Slot::Ready(r));
+                self.resp3 = resp3;
+                self.slots.push(Slot::Ready(r, resp3));
                 return false;
             }
             Plan::Close => {
@@ -201,24 +249,30 @@ impl Turn {
     }
 
     /// Waits for every reply and encodes them, in order, into `out`.
-    async fn finish(&mut self, shared: &Shared, out: &mut BytesMut, resp3: bool) {
+    async fn finish(&mut self, shared: &Shared, out: &mut BytesMut) {
         self.flush(shared).await;
+        let mut errors = 0;
         for slot in self.slots.drain(..) {
-            let replies = match slot {
-                Slot::Ready(r) => vec![r],
-                Slot::Resolved(rs) => rs,
-                Slot::Writes(rx, n) => write_results(rx.await, n),
-                Slot::Reads(rx, n) => read_results(rx.await, n),
-            };
-            for r in &replies {
-                if matches!(r, Reply::Error(_)) {
-                    shared
-                        .counters
-                        .error_replies
-                        .fetch_add(1, Ordering::Relaxed);
+            let encoded = match slot {
+                Slot::Ready(r, resp3) => {
+                    errors += u64::from(matches!(r, Reply::Error(_)));
+                    r.encode(out, resp3);
+                    continue;
                 }
-                r.encode(out, resp3);
-            }
+                Slot::Done(e) => e,
+                Slot::Writes(rx, n, resp3) => {
+                    Encoded::from_replies(&write_results(rx.await, n), resp3)
+                }
+                Slot::Reads(rx, n, resp3) => read_results(rx.await, n, resp3),
+            };
+            errors += encoded.errors;
+            out.extend_from_slice(&encoded.bytes);
+        }
+        if errors > 0 {
+            shared
+                .counters
+                .error_replies
+                .fetch_add(errors, Ordering::Relaxed);
         }
     }
 }
@@ -245,6 +299,7 @@ where
         writes: Vec::new(),
         reads: Vec::new(),
         reads_need_snapshot: false,
+        resp3: false,
     };
     'conn: loop {
         let read = tokio::select! {
@@ -286,7 +341,7 @@ where
                 Ok(Some(request)) => {
                     processed += 1;
                     let plan = dispatch(&mut session, request);
-                    if !turn.add(plan, &shared).await {
+                    if !turn.add(plan, &shared, session.resp3).await {
                         keep_open = false;
                         break;
                     }
@@ -298,8 +353,12 @@ where
                         .protocol_errors
                         .fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(client = client.id, error = %e, "protocol error");
-                    turn.add(Plan::ReplyAndClose(Reply::error(e.to_string())), &shared)
-                        .await;
+                    turn.add(
+                        Plan::ReplyAndClose(Reply::error(e.to_string())),
+                        &shared,
+                        session.resp3,
+                    )
+                    .await;
                     keep_open = false;
                     break;
                 }
@@ -309,7 +368,7 @@ where
             .counters
             .commands_processed
             .fetch_add(processed, Ordering::Relaxed);
-        turn.finish(&shared, &mut out, session.resp3).await;
+        turn.finish(&shared, &mut out).await;
         if !out.is_empty() {
             if stream.write_all(&out).await.is_err() {
                 break 'conn;
