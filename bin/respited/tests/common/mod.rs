@@ -97,9 +97,16 @@ impl Respited {
                 break port.expect("port in log line");
             }
         };
-        // The Unix listener is bound right after TCP.
-        while !socket.exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
+        // The Unix listener is bound (and its permissions set) right after
+        // TCP, and logged once it is ready.
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx
+                .recv_timeout(left)
+                .expect("respited did not report its Unix socket in time");
+            if line.contains("listening on unix ") {
+                break;
+            }
         }
         Respited {
             child,
