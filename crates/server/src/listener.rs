@@ -46,13 +46,21 @@ impl Listeners {
                 if path.exists() {
                     std::fs::remove_file(path)?;
                 }
-                let l = UnixListener::bind(path)?;
+                // Bound under a temporary name and renamed into place once
+                // its permissions are set, so no client can connect while
+                // the socket still has the default mode.
+                let mut staging = path.clone().into_os_string();
+                staging.push(format!(".{}.tmp", std::process::id()));
+                let staging = std::path::PathBuf::from(staging);
+                let _ = std::fs::remove_file(&staging);
+                let l = UnixListener::bind(&staging)?;
                 if let Some(perm) = &c.unixsocketperm {
                     let mode = parse_perm(perm).map_err(|e| {
                         std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
                     })?;
-                    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+                    std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(mode))?;
                 }
+                std::fs::rename(&staging, path)?;
                 tracing::info!("listening on unix {}", path.display());
                 Some((l, path.display().to_string()))
             }
