@@ -54,6 +54,9 @@ struct Cli {
     /// Read-only connections in the read pool.
     #[arg(long)]
     readers: Option<usize>,
+    /// Memory for the cache of hot string values, in bytes; 0 turns it off.
+    #[arg(long)]
+    read_cache_bytes: Option<usize>,
     /// Password clients must AUTH with.
     #[arg(long)]
     requirepass: Option<String>,
@@ -82,6 +85,7 @@ impl Cli {
             appendfsync,
             max_batch,
             readers,
+            read_cache_bytes,
             maxclients,
             log_level
         );

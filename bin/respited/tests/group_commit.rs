@@ -276,11 +276,17 @@ fn wal_stays_bounded_under_load() {
         // Reads keep going while the WAL grows.
         let _: Option<Vec<u8>> = redis::cmd("GET").arg("w0:0").query(&mut reader).unwrap();
     }
-    // ~8 MB were written; the WAL must have been checkpointed and cut back.
-    let checkpoints = info_field(&mut con, "persistence", "wal_checkpoints");
+    // ~8 MB were written; the WAL must have been kept far below that.
     let wal = info_field(&mut con, "persistence", "wal_size_bytes");
-    assert!(checkpoints >= 1.0, "no checkpoint ran");
     assert!(wal < 4.0 * 1048576.0, "WAL is {wal} bytes");
+    // The writer's own checkpoint runs between batches, and yields when the
+    // background checkpointer is busy copying, so it may land just after
+    // the last reply: wait for it rather than race it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut con, "persistence", "wal_checkpoints") < 1.0 {
+        assert!(Instant::now() < deadline, "no checkpoint ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]

@@ -73,6 +73,9 @@ pub struct EngineConfig {
     pub journal_size_limit: i64,
     /// The most expired keys the writer deletes in one sweep between batches.
     pub expire_chunk: usize,
+    /// Bytes of memory the value cache of hot strings may use; 0 turns it
+    /// off (every GET then goes to the read pool).
+    pub read_cache_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -86,6 +89,7 @@ impl Default for EngineConfig {
             wal_checkpoint_bytes: 64 * 1024 * 1024,
             journal_size_limit: 64 * 1024 * 1024,
             expire_chunk: 256,
+            read_cache_bytes: 64 * 1024 * 1024,
         }
     }
 }

@@ -17,6 +17,10 @@
 //!   connections ([`read_pool`]), each job in a fresh snapshot, never waiting
 //!   for the writer.
 //!
+//! - Hot **string reads** can skip the pool: [`Engine::cache`] is a bounded
+//!   in-memory [`cache`] of values the readers found, which the writer empties
+//!   of every key a transaction changes just before committing it.
+//!
 //! The keyspace layout is in [`schema`]; the typed operations are in
 //! [`view`] (reads, expiry-aware) and [`txn`] (writes). [`glob`] is Redis's
 //! pattern matching, and [`stats`] the group-commit figures INFO reports.
@@ -25,6 +29,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod checkpointer;
 pub mod config;
 pub mod error;
@@ -44,6 +49,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
 
+pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, EngineConfig};
 pub use error::{EngineError, Result};
 pub use read_pool::ReadJob;
@@ -64,6 +70,7 @@ pub struct Engine<R: Send + 'static> {
     stats: Arc<Stats>,
     max_batch: Arc<AtomicUsize>,
     wal_path: PathBuf,
+    cache: Arc<ValueCache>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -78,7 +85,8 @@ impl<R: Send + 'static> Engine<R> {
         let wal_path = PathBuf::from(wal);
         let stats = Arc::new(Stats::new());
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
-        let pool = read_pool::ReadPool::start(&config.path, config.readers)?;
+        let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
+        let pool = read_pool::ReadPool::start(&config.path, config.readers, cache.clone())?;
         // Unbounded here: the server bounds operations in flight with an
         // async semaphore, so connection tasks wait without blocking a thread.
         let (write_tx, write_rx) = crossbeam_channel::unbounded();
@@ -90,6 +98,7 @@ impl<R: Send + 'static> Engine<R> {
             max_batch: max_batch.clone(),
             wal_checkpoint_bytes: config.wal_checkpoint_bytes,
             expire_chunk: config.expire_chunk,
+            cache: cache.clone(),
         };
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
@@ -104,6 +113,7 @@ impl<R: Send + 'static> Engine<R> {
             stats,
             max_batch,
             wal_path,
+            cache,
             threads: Mutex::new(threads),
         })
     }
@@ -127,6 +137,12 @@ impl<R: Send + 'static> Engine<R> {
             .map_err(|e| e.0.job)
     }
 
+    /// The value cache: a string read can be answered from it, without the
+    /// read pool, when it holds the key (see [`cache`]).
+    pub fn cache(&self) -> &ValueCache {
+        &self.cache
+    }
+
     /// Messages waiting for the writer.
     pub fn write_queue_len(&self) -> usize {
         self.write_tx.len()
@@ -135,6 +151,13 @@ impl<R: Send + 'static> Engine<R> {
     /// Group-commit statistics.
     pub fn stats(&self) -> StatsSnapshot {
         self.stats.snapshot()
+    }
+
+    /// Zeroes the group-commit statistics and the value cache's hit and
+    /// miss counters (CONFIG RESETSTAT).
+    pub fn reset_stats(&self) {
+        self.stats.reset();
+        self.cache.reset_stats();
     }
 
     /// The WAL file's current size in bytes.

@@ -16,11 +16,13 @@
 //! an async runtime's workers.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
 use rusqlite::Connection;
 
+use crate::cache::ValueCache;
 use crate::error::Result;
 use crate::schema::open_reader;
 use crate::stmt_cache::Statements;
@@ -47,15 +49,16 @@ pub(crate) struct ReadPool {
 
 impl ReadPool {
     /// Opens `size` read-only connections and starts a thread for each.
-    pub(crate) fn start(path: &Path, size: usize) -> Result<ReadPool> {
+    pub(crate) fn start(path: &Path, size: usize, cache: Arc<ValueCache>) -> Result<ReadPool> {
         let (tx, rx) = crossbeam_channel::unbounded::<ReadRequest>();
         let mut threads = Vec::new();
         for i in 0..size.max(1) {
             let conn = open_reader(path)?;
             let rx = rx.clone();
+            let cache = cache.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("respite-reader-{i}"))
-                .spawn(move || reader_loop(conn, rx))
+                .spawn(move || reader_loop(conn, rx, cache))
                 .map_err(crate::EngineError::Thread)?;
             threads.push(handle);
         }
@@ -63,13 +66,16 @@ impl ReadPool {
     }
 }
 
-fn reader_loop(conn: Connection, rx: Receiver<ReadRequest>) {
+fn reader_loop(conn: Connection, rx: Receiver<ReadRequest>, cache: Arc<ValueCache>) {
     let stmts = Statements::new(&conn);
     while let Ok(ReadRequest { job, snapshot }) = rx.recv() {
+        // Taken before the snapshot starts: a value read here may enter the
+        // value cache only if no commit began since (see cache.rs).
+        let since = cache.read_started();
         // One snapshot per job when it runs several statements, so its reads
         // agree with each other.
         let began = snapshot && stmts.get("BEGIN").and_then(|mut s| s.execute([])).is_ok();
-        job(&View::new(&stmts));
+        job(&View::filling(&stmts, &cache, since));
         if began {
             if let Err(e) = stmts.get("COMMIT").and_then(|mut s| s.execute([])) {
                 tracing::warn!(error = %e, "ending a read transaction failed");

@@ -103,6 +103,20 @@ impl Stats {
         self.with(|s| s.checkpoints += 1);
     }
 
+    /// Zeroes every counter and histogram (CONFIG RESETSTAT).
+    pub(crate) fn reset(&self) {
+        self.with(|s| {
+            s.batches = 0;
+            s.ops = 0;
+            s.failed_ops = 0;
+            s.failed_commits = 0;
+            s.expired_keys = 0;
+            s.checkpoints = 0;
+            s.ops_per_batch.reset();
+            s.commit_us.reset();
+        });
+    }
+
     /// A consistent copy of every figure.
     pub fn snapshot(&self) -> StatsSnapshot {
         self.with(|s| StatsSnapshot {

@@ -12,6 +12,10 @@
 //! ever committed, and no per-command savepoint is paid for on the hot path
 //! (a savepoint and its release were a sixth of the writer's time).
 //!
+//! Every method that changes a key also records it in the `Txn`'s
+//! [`Touched`] list, which the writer uses to drop those keys from the value
+//! cache just before it commits (see `cache.rs`).
+//!
 //! Writes treat an expired row exactly like a missing key: they overwrite it
 //! (clearing its old expiry and its elements), never revive it.
 
@@ -19,6 +23,7 @@ use std::ops::Deref;
 
 use rusqlite::{params, Connection};
 
+use crate::cache::Touched;
 use crate::error::{EngineError, Result};
 use crate::schema::Kind;
 use crate::stmt_cache::Statements;
@@ -29,6 +34,10 @@ pub struct Txn<'s, 'c> {
     view: View<'s, 'c>,
     /// Set by every write method before it changes anything.
     wrote: bool,
+    /// Whether to record touched keys (the value cache is on).
+    record: bool,
+    /// The keys this operation changed.
+    touched: Touched,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -39,10 +48,24 @@ impl<'s, 'c> Deref for Txn<'s, 'c> {
 }
 
 impl<'s, 'c> Txn<'s, 'c> {
-    pub(crate) fn new(stmts: &'s Statements<'c>) -> Self {
+    pub(crate) fn new(stmts: &'s Statements<'c>, record: bool) -> Self {
         Txn {
             view: View::new(stmts),
             wrote: false,
+            record,
+            touched: Touched::default(),
+        }
+    }
+
+    /// The keys this operation changed, for the writer.
+    pub(crate) fn take_touched(&mut self) -> Touched {
+        std::mem::take(&mut self.touched)
+    }
+
+    /// Notes that the key's row or elements change.
+    fn touch(&mut self, db: u32, key: &[u8]) {
+        if self.record {
+            self.touched.key(db, key);
         }
     }
 
@@ -80,7 +103,8 @@ impl<'s, 'c> Txn<'s, 'c> {
 
     /// Removes the row and elements stored under the key, live or expired.
     /// Returns the type that was stored.
-    fn purge(&self, db: u32, key: &[u8]) -> Result<Option<Kind>> {
+    fn purge(&mut self, db: u32, key: &[u8]) -> Result<Option<Kind>> {
+        self.touch(db, key);
         let kind = self.stored_kind(db, key)?;
         if let Some(kind) = kind {
             self.delete_elements(db, key, kind)?;
@@ -102,6 +126,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         expire_at: Option<i64>,
     ) -> Result<()> {
         self.wrote = true;
+        self.touch(db, key);
         // One statement for the common cases: a new key is inserted, a
         // string is overwritten. Over another type the conflict update is
         // skipped (no row changes), and the slow path below clears the old
@@ -147,6 +172,7 @@ impl<'s, 'c> Txn<'s, 'c> {
                 return Ok(true);
             }
         }
+        self.touch(db, key);
         self.stmt("UPDATE keys SET expire_at = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, key, expire_at])?;
         Ok(true)
@@ -167,6 +193,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             return Ok(false);
         }
         self.wrote = true;
+        self.touch(db, from);
         self.purge(db, to)?;
         self.stmt("UPDATE keys SET key = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, from, to])?;
@@ -231,6 +258,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         if db == dst_db || !self.exists(db, key)? || self.exists(dst_db, key)? {
             return Ok(false);
         }
+        self.touch(db, key);
         self.purge(dst_db, key)?;
         self.stmt("UPDATE keys SET db = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, key, dst_db])?;
@@ -246,6 +274,7 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// Empties one database (FLUSHDB).
     pub fn flush_db(&mut self, db: u32) -> Result<()> {
         self.wrote = true;
+        self.touched.all();
         for table in ["keys", "hashes", "lists", "sets", "zsets"] {
             let sql = format!("DELETE FROM {table} WHERE db = ?1");
             self.conn().prepare_cached(&sql)?.execute(params![db])?;
@@ -256,6 +285,7 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// Empties every database (FLUSHALL).
     pub fn flush_all(&mut self) -> Result<()> {
         self.wrote = true;
+        self.touched.all();
         self.conn()
             .execute_batch("DELETE FROM keys; DELETE FROM hashes; DELETE FROM lists; DELETE FROM sets; DELETE FROM zsets;")?;
         Ok(())
@@ -278,6 +308,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             rows.collect::<std::result::Result<_, _>>()?
         };
         for (db, key, code) in &due {
+            self.touch(*db, key);
             self.delete_elements(*db, key, Kind::from_code(*code))?;
             self.stmt("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
                 .execute(params![db, key])?;

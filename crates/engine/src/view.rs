@@ -8,8 +8,10 @@
 //! connection, to write commands, so a command that reads before it writes
 //! uses exactly the same reads.
 
+use bytes::Bytes;
 use rusqlite::{params, OptionalExtension};
 
+use crate::cache::ValueCache;
 use crate::error::Result;
 use crate::glob::glob_match;
 use crate::schema::Kind;
@@ -48,6 +50,11 @@ pub struct ScanPage {
 pub struct View<'s, 'c> {
     pub(crate) stmts: &'s Statements<'c>,
     pub(crate) now: i64,
+    /// On a read-pool view: the value cache, and its sequence number taken
+    /// before this view's first read, for [`View::get_string_shared`] to
+    /// fill it. `None` on the writer's view, whose reads include
+    /// uncommitted writes.
+    fill: Option<(&'s ValueCache, u64)>,
 }
 
 /// The current wall-clock time in Unix milliseconds.
@@ -64,6 +71,17 @@ impl<'s, 'c> View<'s, 'c> {
         View {
             stmts,
             now: now_ms(),
+            fill: None,
+        }
+    }
+
+    /// A read-pool view that offers the strings it reads to `cache`;
+    /// `since` is [`ValueCache::read_started`], taken before any read.
+    pub(crate) fn filling(stmts: &'s Statements<'c>, cache: &'s ValueCache, since: u64) -> Self {
+        View {
+            stmts,
+            now: now_ms(),
+            fill: Some((cache, since)),
         }
     }
 
@@ -134,6 +152,19 @@ impl<'s, 'c> View<'s, 'c> {
     /// A string key's value (GET).
     pub fn get_string(&self, db: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.string_entry(db, key)?.map(|(v, _)| v))
+    }
+
+    /// A string key's value (GET), as shared bytes; on a read-pool view
+    /// the value is also offered to the value cache.
+    pub fn get_string_shared(&self, db: u32, key: &[u8]) -> Result<Option<Bytes>> {
+        let Some((value, expire_at)) = self.string_entry(db, key)? else {
+            return Ok(None);
+        };
+        let value = Bytes::from(value);
+        if let Some((cache, since)) = self.fill {
+            cache.fill(since, db, key, &value, expire_at);
+        }
+        Ok(Some(value))
     }
 
     /// Number of live keys in `db` (DBSIZE).

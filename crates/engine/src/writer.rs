@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use rusqlite::Connection;
 
+use crate::cache::{Touched, ValueCache};
 use crate::config::AppendFsync;
 use crate::error::{EngineError, Result};
 use crate::stats::Stats;
@@ -83,6 +84,7 @@ pub(crate) struct WriterSettings {
     pub max_batch: Arc<AtomicUsize>,
     pub wal_checkpoint_bytes: u64,
     pub expire_chunk: usize,
+    pub cache: Arc<ValueCache>,
 }
 
 /// How often the writer looks for expired keys and everysec work when idle.
@@ -109,6 +111,9 @@ struct Writer<'s, 'c, R> {
     /// Set when an operation failed after it had started writing: the open
     /// transaction can no longer be committed and is rolled back whole.
     poisoned: Option<String>,
+    /// Keys the open transaction changed, dropped from the value cache
+    /// just before it commits.
+    touched: Touched,
     last_sweep: Instant,
     sweep_again: bool,
     last_sync: Instant,
@@ -132,6 +137,7 @@ pub(crate) fn run<R: Send + 'static>(
         in_txn: Vec::new(),
         failed_in_txn: 0,
         poisoned: None,
+        touched: Touched::default(),
         last_sweep: Instant::now(),
         sweep_again: false,
         last_sync: Instant::now(),
@@ -239,8 +245,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// before writing has changed nothing; one that fails after writing
     /// poisons the transaction, which is then rolled back whole.
     fn run_op(&mut self, op: WriteOp<R>) -> Result<R> {
-        let mut txn = Txn::new(self.stmts);
+        let mut txn = Txn::new(self.stmts, self.settings.cache.enabled());
         let result = op(&mut txn);
+        self.touched.absorb(txn.take_touched());
         if let Err(e) = &result {
             if txn.wrote() {
                 self.poisoned = Some(e.to_string());
@@ -257,10 +264,13 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         let started = Instant::now();
         let commit = match self.poisoned.take() {
-            None => self.exec("COMMIT").map_err(|e| e.to_string()),
-            Some(cause) => Err(format!(
-                "a command in the same transaction failed while writing ({cause})"
-            )),
+            None => self.commit().map_err(|e| e.to_string()),
+            Some(cause) => {
+                self.touched = Touched::default();
+                Err(format!(
+                    "a command in the same transaction failed while writing ({cause})"
+                ))
+            }
         };
         let micros = started.elapsed().as_micros() as u64;
         let ops = self.in_txn.len() as u64;
@@ -306,6 +316,19 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         for entry in &mut self.in_txn {
             entry.0 -= ready;
         }
+    }
+
+    /// Commits the open transaction. The keys it changed leave the value
+    /// cache first, and no reader may fill the cache until the commit is
+    /// over (see `cache.rs`): from the moment the new values are visible in
+    /// SQLite, the cache holds nothing older.
+    fn commit(&mut self) -> rusqlite::Result<()> {
+        let touched = std::mem::take(&mut self.touched);
+        let cache = &self.settings.cache;
+        cache.commit_started(&touched);
+        let result = self.exec("COMMIT");
+        cache.commit_done();
+        result
     }
 
     fn set_fsync(&mut self, mode: AppendFsync) {
@@ -372,14 +395,16 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // DEFERRED: a sweep that finds nothing takes no write lock and
             // costs no fsync.
             self.exec("BEGIN")?;
-            let n = match Txn::new(self.stmts).expire_due(chunk) {
+            let mut txn = Txn::new(self.stmts, self.settings.cache.enabled());
+            let n = match txn.expire_due(chunk) {
                 Ok(n) => n,
                 Err(e) => {
                     let _ = self.exec("ROLLBACK");
                     return Err(e);
                 }
             };
-            self.exec("COMMIT")?;
+            self.touched = txn.take_touched();
+            self.commit()?;
             Ok(n)
         })();
         match result {

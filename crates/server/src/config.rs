@@ -49,6 +49,8 @@ pub struct Config {
     pub journal_size_limit: i64,
     /// Most expired keys deleted in one sweep between batches.
     pub expire_chunk: usize,
+    /// Memory for the cache of hot string values, in bytes; 0 turns it off.
+    pub read_cache_bytes: usize,
     /// Tokio worker threads for connections; 0 means half the cores (at
     /// least one), leaving the rest to the writer and the read pool.
     pub io_threads: usize,
@@ -77,6 +79,7 @@ impl Default for Config {
             wal_checkpoint_bytes: engine.wal_checkpoint_bytes,
             journal_size_limit: engine.journal_size_limit,
             expire_chunk: engine.expire_chunk,
+            read_cache_bytes: engine.read_cache_bytes,
             io_threads: 0,
             log_level: "info".into(),
         }
@@ -155,6 +158,7 @@ impl Config {
             wal_checkpoint_bytes: self.wal_checkpoint_bytes,
             journal_size_limit: self.journal_size_limit,
             expire_chunk: self.expire_chunk,
+            read_cache_bytes: self.read_cache_bytes,
         }
     }
 }
@@ -194,6 +198,7 @@ mod tests {
         assert_eq!(parsed.write_queue_depth, default.write_queue_depth);
         assert_eq!(parsed.readers, default.readers);
         assert_eq!(parsed.databases, default.databases);
+        assert_eq!(parsed.read_cache_bytes, default.read_cache_bytes);
     }
 
     #[test]

@@ -24,7 +24,8 @@ use respite_engine::{EngineError, WriteItem, WriteOp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 
-use crate::cmd::{dispatch, Plan, ReadFn, Session};
+use crate::cmd::strings::Get;
+use crate::cmd::{dispatch, Plan, ReadCommand, ReadFn, Session};
 use crate::reply::Reply;
 use crate::request::{next_request, Limits};
 use crate::state::{lock, ClientHandle, Shared};
@@ -214,6 +215,25 @@ impl Turn {
     /// `resp3` is the protocol after the command ran (HELLO's own reply is
     /// in the protocol it switched to).
     async fn add(&mut self, plan: Plan, shared: &Shared, resp3: bool) -> bool {
+        let plan = match plan {
+            Plan::Get(get) => match self.try_cache(&get, shared) {
+                Some(reply) => {
+                    if self.reads.is_empty() {
+                        self.slots.push(Slot::Ready(reply, self.resp3));
+                    } else {
+                        // Keep request order: ride along with the reads
+                        // gathered before it.
+                        self.reads.push(Box::new(move |_| reply));
+                    }
+                    return true;
+                }
+                None => Plan::Read(
+                    Box::new(move |view| get.apply(view).unwrap_or_else(Reply::from)),
+                    false,
+                ),
+            },
+            plan => plan,
+        };
         match plan {
             Plan::Write(op) => {
                 // Reads earlier in the pipeline must not see this write.
@@ -244,8 +264,25 @@ impl Turn {
                 self.flush(shared).await;
                 return false;
             }
+            Plan::Get(_) => unreachable!("turned into a read above"),
         }
         true
+    }
+
+    /// A GET's reply from the value cache, when it may be used: only while
+    /// no write of this connection is gathered or in flight, since the
+    /// cache shows committed values and a pipelined `SET k v` then `GET k`
+    /// must return `v`. (Once a write is acknowledged its keys are out of
+    /// the cache, so settled writes need no care.)
+    fn try_cache(&self, get: &Get, shared: &Shared) -> Option<Reply> {
+        let cache = shared.engine.cache();
+        if !cache.enabled()
+            || !self.writes.is_empty()
+            || self.slots.iter().any(|s| matches!(s, Slot::Writes(..)))
+        {
+            return None;
+        }
+        get.cached_reply(cache)
     }
 
     /// Waits for every reply and encodes them, in order, into `out`.

@@ -48,6 +48,10 @@ pub enum Plan {
     Read(ReadFn, bool),
     /// Run on the writer.
     Write(WriteOp<Reply>),
+    /// A GET: answered from the engine's value cache when it holds the key
+    /// and this connection has no write in flight, else run on the read
+    /// pool like any read.
+    Get(strings::Get),
 }
 
 /// Per-connection state commands can see and change.
@@ -111,6 +115,10 @@ fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, Comman
         Box::new(move |view| cmd.apply(view).unwrap_or_else(Reply::from)),
         C::MULTI_STATEMENT,
     ))
+}
+
+fn plan_get(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    Ok(Plan::Get(parse_all(args, s, strings::Get::parse)?))
 }
 
 fn plan_write<C: WriteCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
@@ -186,7 +194,7 @@ pub static TABLE: &[Spec] = &[
     spec!("expiretime", 2, ["readonly", "fast"], 1, 1, 1, "generic", "Returns the expiration time of a key as a Unix timestamp.", plan_read::<k::ExpireTime>),
     spec!("flushall", -1, ["write"], 0, 0, 0, "server", "Removes all keys from all databases.", plan_write::<sv::FlushAll>),
     spec!("flushdb", -1, ["write"], 0, 0, 0, "server", "Remove all keys from the current database.", plan_write::<sv::FlushDb>),
-    spec!("get", 2, ["readonly", "fast"], 1, 1, 1, "string", "Returns the string value of a key.", plan_read::<st::Get>),
+    spec!("get", 2, ["readonly", "fast"], 1, 1, 1, "string", "Returns the string value of a key.", plan_get),
     spec!("getdel", 2, ["write", "fast"], 1, 1, 1, "string", "Returns the string value of a key after deleting the key.", plan_write::<st::GetDel>),
     spec!("getex", -2, ["write", "fast"], 1, 1, 1, "string", "Returns the string value of a key after setting its expiration time.", plan_write::<st::GetEx>),
     spec!("getrange", 4, ["readonly"], 1, 1, 1, "string", "Returns a substring of the string stored at a key.", plan_read::<st::GetRange>),

@@ -181,15 +181,21 @@ impl ReadCommand for Info {
         let stats = sh.engine.stats();
         if want("stats") {
             let c = &sh.counters;
+            let cache = sh.engine.cache().stats();
             let _ = write!(
                 out,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:{}\r\nprotocol_errors:{}\r\n\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:{}\r\nprotocol_errors:{}\r\nread_cache_hits:{}\r\nread_cache_misses:{}\r\nread_cache_entries:{}\r\nread_cache_used_bytes:{}\r\nread_cache_max_bytes:{}\r\n\r\n",
                 c.connections_received.load(Ordering::Relaxed),
                 c.commands_processed.load(Ordering::Relaxed),
                 c.rejected_connections.load(Ordering::Relaxed),
                 stats.expired_keys,
                 c.error_replies.load(Ordering::Relaxed),
                 c.protocol_errors.load(Ordering::Relaxed),
+                cache.hits,
+                cache.misses,
+                cache.entries,
+                cache.bytes,
+                cache.budget,
             );
         }
         if want("persistence") {
@@ -381,6 +387,7 @@ const PARAMS: &[&str] = &[
     "wal-checkpoint-bytes",
     "journal-size-limit",
     "expire-chunk",
+    "read-cache-bytes",
 ];
 
 fn param_value(sh: &Shared, name: &str) -> String {
@@ -417,6 +424,7 @@ fn param_value(sh: &Shared, name: &str) -> String {
         "wal-checkpoint-bytes" => c.wal_checkpoint_bytes.to_string(),
         "journal-size-limit" => c.journal_size_limit.to_string(),
         "expire-chunk" => c.expire_chunk.to_string(),
+        "read-cache-bytes" => c.read_cache_bytes.to_string(),
         _ => String::new(),
     }
 }
@@ -585,6 +593,7 @@ impl LocalCommand for Config {
             }
             Config::ResetStat => {
                 sh.counters.reset();
+                sh.engine.reset_stats();
                 Reply::Ok
             }
             Config::Help => help_reply(&[

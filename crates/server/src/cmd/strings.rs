@@ -1,12 +1,14 @@
 //! String commands: GET, SET and its family, counters, ranges.
 //!
-//! Reads (GET, MGET, STRLEN, GETRANGE) run on the read pool. Everything that
+//! Reads (GET, MGET, STRLEN, GETRANGE) run on the read pool, except a GET
+//! the engine's value cache can answer: the connection answers that itself
+//! (see [`Get::cached_reply`]). Everything that
 //! writes, including the commands that read first (INCR, APPEND, SET ... GET,
 //! GETDEL, GETEX, SETNX), runs on the writer inside the group commit, so the
 //! read and the write are one atomic step and see every earlier write.
 
 use bytes::Bytes;
-use respite_engine::{EngineError, Txn, View};
+use respite_engine::{now_ms, EngineError, Txn, ValueCache, View};
 
 use super::keys::{absolute_expire, ExpireUnit};
 use super::{ReadCommand, Session, WriteCommand};
@@ -31,7 +33,19 @@ impl ReadCommand for Get {
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
-        Ok(Reply::bulk_or_nil(view.get_string(self.db, &self.key)?))
+        // The shared form offers the value to the cache on its way out.
+        let value = view.get_string_shared(self.db, &self.key)?;
+        Ok(value.map_or(Reply::Nil, Reply::Bulk))
+    }
+}
+
+impl Get {
+    /// The reply, if the value cache holds the key. Only a string is ever
+    /// cached, so a hit is the same reply `apply` would give; a miss (the
+    /// key absent, of another type, expired, or just not cached) goes to the
+    /// read pool. The caller must have no write of its own in flight.
+    pub fn cached_reply(&self, cache: &ValueCache) -> Option<Reply> {
+        cache.get(self.db, &self.key, now_ms).map(Reply::Bulk)
     }
 }
 
@@ -54,8 +68,8 @@ impl ReadCommand for MGet {
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let mut out = Vec::with_capacity(self.keys.len());
         for key in &self.keys {
-            out.push(match view.get_string(self.db, key) {
-                Ok(v) => Reply::bulk_or_nil(v),
+            out.push(match view.get_string_shared(self.db, key) {
+                Ok(v) => v.map_or(Reply::Nil, Reply::Bulk),
                 Err(EngineError::WrongType) => Reply::Nil,
                 Err(e) => return Err(e.into()),
             });

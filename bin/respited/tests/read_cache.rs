@@ -1,0 +1,220 @@
+//! The value cache's promises: a GET answered from memory is never older
+//! than a write acknowledged before it, a client's reads never go back in
+//! time, a pipelined write is seen by the GET after it, expiry holds, and
+//! the cache stays within its budget (or off when told).
+//!
+//! The differential suite (`cached_reads_follow_every_write`) checks every
+//! write command against redis-server with warm cache entries; these tests
+//! need no redis-server and attack the races instead.
+
+mod common;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{encode, exchange, info_field, Respited};
+
+fn get(con: &mut redis::Connection, key: &str) -> Option<String> {
+    redis::cmd("GET").arg(key).query(con).expect("GET")
+}
+
+#[test]
+fn a_cached_value_never_outlives_an_acknowledged_write() {
+    let server = Respited::start(&[]);
+    let mut writer = server.client();
+    let mut reader = server.client();
+    for i in 0..1000 {
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg(i)
+            .query(&mut writer)
+            .unwrap();
+        // The first GET may fill the cache, the second is then a hit: both
+        // must show the write acknowledged just before.
+        assert_eq!(get(&mut reader, "k"), Some(i.to_string()));
+        assert_eq!(get(&mut reader, "k"), Some(i.to_string()));
+    }
+    let hits = info_field(&mut reader, "stats", "read_cache_hits");
+    assert!(hits >= 500.0, "the cache answered only {hits} GETs");
+}
+
+#[test]
+fn reads_never_go_back_in_time_under_concurrent_writes() {
+    let server = Respited::start(&[]);
+    let writers = 4;
+    let per_writer = 300;
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let port = server.port;
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut con = common::client_for(port);
+                let mut last = 0i64;
+                let mut reads = 0;
+                while !done.load(Ordering::Relaxed) {
+                    let v: Option<i64> = redis::cmd("GET").arg("n").query(&mut con).unwrap();
+                    let v = v.unwrap_or(0);
+                    assert!(v >= last, "read {v} after {last}");
+                    last = v;
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    let handles: Vec<_> = (0..writers)
+        .map(|_| {
+            let port = server.port;
+            std::thread::spawn(move || {
+                let mut con = common::client_for(port);
+                let mut other = common::client_for(port);
+                for _ in 0..per_writer {
+                    let n: i64 = redis::cmd("INCR").arg("n").query(&mut con).unwrap();
+                    // Acknowledged, so any client reading now sees at
+                    // least this value.
+                    let seen: i64 = redis::cmd("GET").arg("n").query(&mut other).unwrap();
+                    assert!(seen >= n, "GET returned {seen} after INCR returned {n}");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let mut con = server.client();
+    assert_eq!(get(&mut con, "n"), Some((writers * per_writer).to_string()));
+}
+
+#[test]
+fn a_pipelined_write_is_seen_by_the_get_after_it() {
+    let server = Respited::start(&[]);
+    let mut raw = server.raw();
+    assert_eq!(
+        exchange(&mut raw, &encode(&["SET", "k", "old"]), 5),
+        b"+OK\r\n"
+    );
+    // A GET in its own turn fills the cache; the next ones are hits.
+    for _ in 0..3 {
+        let reply = exchange(&mut raw, &encode(&["GET", "k"]), 9);
+        assert_eq!(reply, b"$3\r\nold\r\n");
+    }
+    let mut con = server.client();
+    assert!(info_field(&mut con, "stats", "read_cache_hits") >= 1.0);
+    // One write to the socket: the GET must not be answered from the
+    // cache entry the SET is about to replace.
+    let mut pipeline = encode(&["SET", "k", "new"]);
+    pipeline.extend(encode(&["GET", "k"]));
+    pipeline.extend(encode(&["APPEND", "k", "er"]));
+    pipeline.extend(encode(&["GET", "k"]));
+    raw.write_all(&pipeline).unwrap();
+    let reply = exchange(&mut raw, b"", 5 + 9 + 4 + 11);
+    assert_eq!(reply, b"+OK\r\n$3\r\nnew\r\n:5\r\n$5\r\nnewer\r\n");
+}
+
+#[test]
+fn cached_values_expire_on_time() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .arg("PX")
+        .arg(300)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(get(&mut con, "k"), Some("v".into()));
+    assert_eq!(get(&mut con, "k"), Some("v".into()));
+    assert!(info_field(&mut con, "stats", "read_cache_hits") >= 1.0);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(get(&mut con, "k"), None);
+    assert_eq!(get(&mut con, "k"), None);
+}
+
+#[test]
+fn the_cache_stays_within_its_budget() {
+    // 1 MiB in all: values over 8 KiB are never cached.
+    let server = Respited::start(&["--read-cache-bytes", "1048576"]);
+    let mut con = server.client();
+    let big = "x".repeat(20_000);
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(get(&mut con, "big").as_deref(), Some(big.as_str()));
+    assert_eq!(get(&mut con, "big").as_deref(), Some(big.as_str()));
+    assert_eq!(info_field(&mut con, "stats", "read_cache_entries"), 0.0);
+    let value = "v".repeat(1000);
+    for i in 0..3000 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k{i}"))
+            .arg(&value)
+            .query(&mut con)
+            .unwrap();
+    }
+    for i in 0..3000 {
+        assert_eq!(
+            get(&mut con, &format!("k{i}")).as_deref(),
+            Some(value.as_str())
+        );
+    }
+    let used = info_field(&mut con, "stats", "read_cache_used_bytes");
+    let max = info_field(&mut con, "stats", "read_cache_max_bytes");
+    let entries = info_field(&mut con, "stats", "read_cache_entries");
+    assert_eq!(max, 1048576.0);
+    assert!(used <= max, "cache holds {used} bytes, budget {max}");
+    assert!(entries > 100.0 && entries < 3000.0, "{entries} entries");
+}
+
+#[test]
+fn the_cache_can_be_turned_off() {
+    let server = Respited::start(&["--read-cache-bytes", "0"]);
+    let mut con = server.client();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
+    for _ in 0..10 {
+        assert_eq!(get(&mut con, "k"), Some("v".into()));
+    }
+    assert_eq!(info_field(&mut con, "stats", "read_cache_hits"), 0.0);
+    assert_eq!(info_field(&mut con, "stats", "read_cache_max_bytes"), 0.0);
+    let value: String = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("read-cache-bytes")
+        .query::<Vec<String>>(&mut con)
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(value, "0");
+}
+
+#[test]
+fn config_resetstat_zeroes_cache_and_group_commit_figures() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
+    for _ in 0..3 {
+        assert_eq!(get(&mut con, "k"), Some("v".into()));
+    }
+    assert!(info_field(&mut con, "stats", "read_cache_hits") >= 1.0);
+    assert!(info_field(&mut con, "persistence", "group_commit_batches") >= 1.0);
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(info_field(&mut con, "stats", "read_cache_hits"), 0.0);
+    assert_eq!(info_field(&mut con, "stats", "read_cache_misses"), 0.0);
+    assert_eq!(
+        info_field(&mut con, "persistence", "group_commit_batches"),
+        0.0
+    );
+    assert_eq!(info_field(&mut con, "persistence", "group_commit_ops"), 0.0);
+    // The cached value itself stays.
+    assert_eq!(get(&mut con, "k"), Some("v".into()));
+    assert_eq!(info_field(&mut con, "stats", "read_cache_hits"), 1.0);
+}

@@ -1,0 +1,417 @@
+//! The value cache: recently read string values, kept in memory so that a
+//! hot GET is answered without a trip to the read pool.
+//!
+//! Every GET that reaches SQLite costs two thread hand-offs (connection task
+//! to reader thread and back) and a B-tree lookup, where redis-server pays a
+//! hash lookup. For the keys a workload reads over and over, that is most of
+//! the work; this cache lets the connection task answer them itself. It is
+//! bounded in bytes (`read_cache_bytes`; 0 turns it off) and holds only
+//! strings, with their expiry.
+//!
+//! The cache must never answer with a value older than a write that was
+//! already acknowledged, nor let one client see a value that SQLite no
+//! longer holds after another saw the new one. Two rules give that:
+//!
+//! - **The writer invalidates before it commits.** Every key a transaction
+//!   touched is removed from the cache just before `COMMIT`, and the write
+//!   is acknowledged only after. Until the commit, SQLite and the cache both
+//!   still hold the old value; from the commit on, the cache holds nothing
+//!   for that key.
+//! - **A reader may fill only across a quiet interval.** A sequence number
+//!   is odd while the writer is committing and moves at every commit. A
+//!   reader notes it (even) before its SQLite read and inserts what it read
+//!   only if the number is still the same, checked under the shard lock the
+//!   writer's invalidation also takes. So a filled value was read with no
+//!   commit in between: it is the newest committed value, and the next
+//!   commit that touches the key removes it again.
+//!
+//! Eviction drops an arbitrary eighth of a shard when it passes its share of
+//! the budget (like Redis's `allkeys-random`); expired entries are dropped
+//! when met.
+
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use bytes::Bytes;
+use hashbrown::HashTable;
+
+/// Shards, so the connection tasks and the readers rarely meet on a lock.
+const SHARDS: usize = 16;
+
+/// Bytes counted per entry on top of its key and value (table slot, `Bytes`
+/// headers, allocation rounding).
+const ENTRY_OVERHEAD: usize = 96;
+
+/// The keys a transaction changed, for the writer to invalidate before it
+/// commits.
+#[derive(Debug, Default)]
+pub struct Touched {
+    /// `(db, key)` of each key written.
+    keys: Vec<(u32, Bytes)>,
+    /// Whole databases were emptied (FLUSHDB, FLUSHALL): drop everything.
+    all: bool,
+}
+
+impl Touched {
+    /// Records one key.
+    pub(crate) fn key(&mut self, db: u32, key: &[u8]) {
+        if !self.all {
+            self.keys.push((db, Bytes::copy_from_slice(key)));
+        }
+    }
+
+    /// Records that any key may have changed.
+    pub(crate) fn all(&mut self) {
+        self.all = true;
+        self.keys = Vec::new();
+    }
+
+    /// Adds what another operation touched.
+    pub(crate) fn absorb(&mut self, other: Touched) {
+        if other.all {
+            self.all();
+        } else if !self.all {
+            self.keys.extend(other.keys);
+        }
+    }
+}
+
+/// A cached string: its key, value and absolute expiry (Unix ms).
+struct Cached {
+    db: u32,
+    key: Bytes,
+    value: Bytes,
+    expire_at: Option<i64>,
+}
+
+impl Cached {
+    fn size(&self) -> usize {
+        self.key.len() + self.value.len() + ENTRY_OVERHEAD
+    }
+}
+
+/// One shard: a table addressed by a hash computed once per call (it also
+/// picks the shard), so a lookup hashes the key once and clones nothing.
+#[derive(Default)]
+struct Shard {
+    table: HashTable<Cached>,
+    bytes: usize,
+}
+
+impl Shard {
+    fn find(&self, hash: u64, db: u32, key: &[u8]) -> Option<&Cached> {
+        self.table.find(hash, |e| e.db == db && e.key == key)
+    }
+
+    fn remove(&mut self, hash: u64, db: u32, key: &[u8]) {
+        if let Ok(entry) = self.table.find_entry(hash, |e| e.db == db && e.key == key) {
+            let (old, _) = entry.remove();
+            self.bytes -= old.size();
+        }
+    }
+
+    /// Drops entries, in the table's arbitrary order, until the shard is at
+    /// seven eighths of `budget`.
+    fn evict(&mut self, budget: usize) {
+        let target = budget - budget / 8;
+        let mut bytes = self.bytes;
+        self.table.retain(|e| {
+            if bytes <= target {
+                return true;
+            }
+            bytes -= e.size();
+            false
+        });
+        self.bytes = bytes;
+    }
+}
+
+/// Counters for INFO.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CacheStats {
+    /// GETs answered from the cache.
+    pub hits: u64,
+    /// GETs that had to go to the read pool.
+    pub misses: u64,
+    /// Entries held.
+    pub entries: u64,
+    /// Bytes held (keys, values and per-entry overhead).
+    pub bytes: u64,
+    /// The budget in bytes (0: off).
+    pub budget: u64,
+}
+
+/// The value cache. Shared by the connection tasks (lookups), the readers
+/// (fills) and the writer (invalidation).
+pub struct ValueCache {
+    shards: Box<[Mutex<Shard>]>,
+    /// Seeded per process, so keys a client picks cannot be aimed at one
+    /// slot chain.
+    hasher: foldhash::quality::RandomState,
+    /// Odd while the writer is committing; moves by two per commit.
+    seq: AtomicU64,
+    /// Each shard's share of the budget; 0 when the cache is off.
+    shard_budget: usize,
+    /// Values larger than this are not cached, so one big value cannot
+    /// wipe a shard.
+    max_entry: usize,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl ValueCache {
+    /// A cache holding at most about `budget` bytes (0: off).
+    pub fn new(budget: usize) -> ValueCache {
+        let shard_budget = budget / SHARDS;
+        ValueCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            hasher: foldhash::quality::RandomState::default(),
+            seq: AtomicU64::new(0),
+            shard_budget,
+            max_entry: shard_budget / 8,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the cache holds anything at all.
+    pub fn enabled(&self) -> bool {
+        self.shard_budget > 0
+    }
+
+    /// The key's hash and its shard, locked.
+    fn shard(&self, db: u32, key: &[u8]) -> (u64, MutexGuard<'_, Shard>) {
+        let hash = self.hasher.hash_one((db, key));
+        // The table uses the low bits to pick a slot and the top seven as a
+        // tag; bits from the middle pick the shard.
+        let i = (hash >> 32) as usize % SHARDS;
+        // A panic while holding a shard lock cannot leave a half-made entry
+        // (every change is one table call), so a poisoned lock is still good.
+        (
+            hash,
+            self.shards[i].lock().unwrap_or_else(|e| e.into_inner()),
+        )
+    }
+
+    /// The live value cached for `key`, if any; `now` gives the time (Unix
+    /// ms) to judge an expiry by, read only for a key that has one. Counts
+    /// a hit or a miss.
+    pub fn get(&self, db: u32, key: &[u8], now: impl FnOnce() -> i64) -> Option<Bytes> {
+        if !self.enabled() {
+            return None;
+        }
+        let found = {
+            let (hash, mut shard) = self.shard(db, key);
+            match shard.find(hash, db, key) {
+                None => None,
+                Some(e) => match e.expire_at {
+                    Some(at) if at <= now() => {
+                        shard.remove(hash, db, key);
+                        None
+                    }
+                    _ => Some(e.value.clone()),
+                },
+            }
+        };
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// Called by a reader before its SQLite read; the value returned is
+    /// passed to [`ValueCache::fill`].
+    pub(crate) fn read_started(&self) -> u64 {
+        self.seq.load(Ordering::SeqCst)
+    }
+
+    /// Offers a string a reader found, read after `since` was taken. Kept
+    /// only if no commit started since then (see the module docs).
+    pub(crate) fn fill(
+        &self,
+        since: u64,
+        db: u32,
+        key: &[u8],
+        value: &Bytes,
+        expire_at: Option<i64>,
+    ) {
+        if !self.enabled() || since % 2 == 1 || key.len() + value.len() > self.max_entry {
+            return;
+        }
+        let entry = Cached {
+            db,
+            key: Bytes::copy_from_slice(key),
+            value: value.clone(),
+            expire_at,
+        };
+        let (hash, mut shard) = self.shard(db, key);
+        if self.seq.load(Ordering::SeqCst) != since {
+            return;
+        }
+        shard.remove(hash, db, key);
+        shard.bytes += entry.size();
+        let hasher = &self.hasher;
+        shard
+            .table
+            .insert_unique(hash, entry, |e| hasher.hash_one((e.db, &e.key[..])));
+        if shard.bytes > self.shard_budget {
+            shard.evict(self.shard_budget);
+        }
+    }
+
+    /// The writer is about to commit a transaction that changed `touched`:
+    /// stop fills and drop those keys. Must be followed by
+    /// [`ValueCache::commit_done`] whatever the commit's outcome.
+    pub(crate) fn commit_started(&self, touched: &Touched) {
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        if !self.enabled() {
+            return;
+        }
+        if touched.all {
+            for shard in self.shards.iter() {
+                let mut s = shard.lock().unwrap_or_else(|e| e.into_inner());
+                s.table = HashTable::new();
+                s.bytes = 0;
+            }
+            return;
+        }
+        for (db, key) in &touched.keys {
+            let (hash, mut shard) = self.shard(*db, key);
+            shard.remove(hash, *db, key);
+        }
+    }
+
+    /// The commit announced by [`ValueCache::commit_started`] is over.
+    pub(crate) fn commit_done(&self) {
+        self.seq.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Hit, miss and size figures.
+    pub fn stats(&self) -> CacheStats {
+        let mut entries = 0;
+        let mut bytes = 0;
+        for shard in self.shards.iter() {
+            let s = shard.lock().unwrap_or_else(|e| e.into_inner());
+            entries += s.table.len() as u64;
+            bytes += s.bytes as u64;
+        }
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            entries,
+            bytes,
+            budget: (self.shard_budget * SHARDS) as u64,
+        }
+    }
+
+    /// Zeroes the hit and miss counters (CONFIG RESETSTAT).
+    pub fn reset_stats(&self) {
+        self.hits.store(0, Ordering::Relaxed);
+        self.misses.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn fill_then_hit() {
+        let c = ValueCache::new(1 << 20);
+        let since = c.read_started();
+        c.fill(since, 0, b"k", &b("v"), None);
+        assert_eq!(c.get(0, &b("k"), || 0), Some(b("v")));
+        assert_eq!(c.get(1, b"k", || 0), None, "databases are separate");
+        let s = c.stats();
+        assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_commit_between_read_and_fill_refuses_the_fill() {
+        let c = ValueCache::new(1 << 20);
+        let since = c.read_started();
+        c.commit_started(&Touched::default());
+        c.fill(since, 0, b"k", &b("old"), None);
+        c.commit_done();
+        c.fill(since, 0, b"k", &b("old"), None);
+        assert_eq!(c.get(0, b"k", || 0), None);
+        // A read that started during a commit cannot fill either.
+        c.commit_started(&Touched::default());
+        let during = c.read_started();
+        c.fill(during, 0, b"k", &b("old"), None);
+        c.commit_done();
+        assert_eq!(c.get(0, b"k", || 0), None);
+    }
+
+    #[test]
+    fn commit_drops_touched_keys_and_flush_drops_all() {
+        let c = ValueCache::new(1 << 20);
+        for k in ["a", "b", "c"] {
+            c.fill(c.read_started(), 0, k.as_bytes(), &b("v"), None);
+        }
+        let mut t = Touched::default();
+        t.key(0, b"a");
+        c.commit_started(&t);
+        c.commit_done();
+        assert_eq!(c.get(0, b"a", || 0), None);
+        assert_eq!(c.get(0, &b("b"), || 0), Some(b("v")));
+        let mut t = Touched::default();
+        t.key(0, b"b");
+        t.all();
+        t.key(0, b"x");
+        c.commit_started(&t);
+        c.commit_done();
+        assert_eq!(c.get(0, b"b", || 0), None);
+        assert_eq!(c.get(0, b"c", || 0), None);
+        assert_eq!(c.stats().bytes, 0);
+    }
+
+    #[test]
+    fn expired_entries_are_not_returned() {
+        let c = ValueCache::new(1 << 20);
+        c.fill(c.read_started(), 0, b"k", &b("v"), Some(1000));
+        assert_eq!(c.get(0, b"k", || 999), Some(b("v")));
+        assert_eq!(c.get(0, b"k", || 1000), None);
+        assert_eq!(c.stats().entries, 0);
+    }
+
+    #[test]
+    fn stays_within_budget() {
+        let budget = 64 * 1024;
+        let c = ValueCache::new(budget);
+        let value = Bytes::from(vec![b'x'; 100]);
+        for i in 0..10_000 {
+            c.fill(
+                c.read_started(),
+                0,
+                format!("key:{i}").as_bytes(),
+                &value,
+                None,
+            );
+        }
+        let s = c.stats();
+        assert!(s.bytes <= budget as u64, "{s:?}");
+        assert!(s.entries > 100, "{s:?}");
+        // Too big for a shard's eighth: not cached.
+        c.fill(
+            c.read_started(),
+            0,
+            b"big",
+            &Bytes::from(vec![0; budget]),
+            None,
+        );
+        assert_eq!(c.get(0, b"big", || 0), None);
+        // Off means off.
+        let off = ValueCache::new(0);
+        off.fill(off.read_started(), 0, b"k", &value, None);
+        assert_eq!(off.get(0, b"k", || 0), None);
+    }
+}
