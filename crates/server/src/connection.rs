@@ -298,7 +298,12 @@ impl Turn {
                 }
                 Slot::Done(e) => e,
                 Slot::Writes(rx, n, resp3) => {
-                    Encoded::from_replies(&write_results(rx.await, n), resp3)
+                    // Straight into the output buffer: no intermediate copy.
+                    for r in write_results(rx.await, n) {
+                        errors += u64::from(matches!(r, Reply::Error(_)));
+                        r.encode(out, resp3);
+                    }
+                    continue;
                 }
                 Slot::Reads(rx, n, resp3) => read_results(rx.await, n, resp3),
             };
