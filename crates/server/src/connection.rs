@@ -343,13 +343,20 @@ where
         reads_need_snapshot: false,
         resp3: false,
     };
+    // Made once and kept across turns: a fresh `notified()` or `wait_for`
+    // each turn would register and unregister a waiter (a lock each) for
+    // every request.
+    let killed = client.kill_notify.notified();
+    tokio::pin!(killed);
+    let stopping = shutdown.wait_for(|down| *down);
+    tokio::pin!(stopping);
     'conn: loop {
         let read = tokio::select! {
             // Polled in order: no random number per read, and data first.
             biased;
             r = stream.read_buf(&mut input) => r,
-            _ = client.kill_notify.notified() => break,
-            _ = shutdown.wait_for(|down| *down) => break,
+            _ = &mut killed => break,
+            _ = &mut stopping => break,
         };
         match read {
             Ok(0) | Err(_) => break,
