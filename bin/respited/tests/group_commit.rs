@@ -353,3 +353,59 @@ fn background_checkpoints_restart_the_wal_with_default_settings() {
     let wal = info_field(&mut con, "persistence", "wal_size_bytes");
     assert!(wal < 32.0 * 1048576.0, "WAL is {wal} bytes");
 }
+
+#[test]
+fn pipelines_longer_than_a_batch_mixed_with_single_writes() {
+    // Long pipelines span several commits (max_batch 64) while other
+    // clients' single writes share those commits and are answered first:
+    // every write is answered, in order, and the writer keeps going.
+    let server = Respited::start(&["--max-batch", "64", "--appendfsync", "no"]);
+    let mut handles: Vec<_> = (0..3)
+        .map(|c| {
+            let port = server.port;
+            std::thread::spawn(move || {
+                let mut s = common::raw_for(port);
+                for round in 0..5 {
+                    let mut req = Vec::new();
+                    for i in 0..1000 {
+                        let v = (round * 1000 + i).to_string();
+                        req.extend(common::encode(&["SET", &format!("p{c}"), &v]));
+                    }
+                    let reply = common::exchange(&mut s, &req, 1000 * 5);
+                    assert_eq!(reply, b"+OK\r\n".repeat(1000));
+                }
+            })
+        })
+        .collect();
+    handles.extend((0..8).map(|c| {
+        let port = server.port;
+        std::thread::spawn(move || {
+            let mut con = common::client_for(port);
+            for i in 0..300 {
+                let _: () = redis::cmd("SET")
+                    .arg(format!("s{c}"))
+                    .arg(i)
+                    .query(&mut con)
+                    .unwrap();
+            }
+        })
+    }));
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut con = server.client();
+    for c in 0..3 {
+        let v: String = redis::cmd("GET")
+            .arg(format!("p{c}"))
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(v, "4999");
+    }
+    for c in 0..8 {
+        let v: String = redis::cmd("GET")
+            .arg(format!("s{c}"))
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(v, "299");
+    }
+}

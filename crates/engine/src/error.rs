@@ -33,8 +33,9 @@ pub enum EngineError {
     /// A SCAN cursor this server never handed out (or forgot).
     #[error("ERR invalid cursor")]
     InvalidCursor,
-    /// SQLite failed while running this one operation; the operation was
-    /// rolled back to its savepoint and nothing of it is visible.
+    /// SQLite failed while running this one operation. If it had started
+    /// writing, its whole transaction is rolled back (see `txn.rs`); either
+    /// way nothing of it is visible.
     #[error("ERR storage error: {0}")]
     Storage(#[from] rusqlite::Error),
     /// The batch this operation belonged to could not be committed (disk full,
@@ -47,6 +48,10 @@ pub enum EngineError {
     /// The engine is shutting down and takes no more work.
     #[error("ERR server is shutting down")]
     ShuttingDown,
+    /// The operation panicked: a bug. Its transaction is rolled back and the
+    /// server goes on; the message says where.
+    #[error("ERR internal error: {0}")]
+    Internal(String),
 }
 
 /// Result alias used throughout the engine.

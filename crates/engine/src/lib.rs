@@ -57,6 +57,17 @@ pub use schema::Kind;
 pub use stats::StatsSnapshot;
 pub use txn::Txn;
 pub use view::{now_ms, DbCounts, Entry, ScanPage, View};
+
+/// The message of a caught panic, for logs and error replies.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_string()
+    }
+}
 pub use writer::{WriteDone, WriteItem, WriteOp};
 
 use stats::Stats;
@@ -103,7 +114,24 @@ impl<R: Send + 'static> Engine<R> {
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
             .name("respite-writer".into())
-            .spawn(move || writer::run(conn, write_rx, settings, writer_stats))
+            .spawn(move || {
+                let run = std::panic::AssertUnwindSafe(|| {
+                    writer::run(conn, write_rx, settings, writer_stats)
+                });
+                if let Err(payload) = std::panic::catch_unwind(run) {
+                    // A panic inside an operation is caught in `run_op`;
+                    // one here is in the writer's own bookkeeping, which
+                    // cannot be trusted any more. Without a writer no write
+                    // can ever be answered, so stop the whole process and
+                    // let the service manager restart it: every
+                    // acknowledged write is already in the database.
+                    tracing::error!(
+                        panic = %panic_message(&*payload),
+                        "the writer thread failed; aborting"
+                    );
+                    std::process::abort();
+                }
+            })
             .map_err(crate::EngineError::Thread)?;
         let mut threads = pool.threads;
         threads.push(writer);

@@ -75,7 +75,13 @@ fn reader_loop(conn: Connection, rx: Receiver<ReadRequest>, cache: Arc<ValueCach
         // One snapshot per job when it runs several statements, so its reads
         // agree with each other.
         let began = snapshot && stmts.get("BEGIN").and_then(|mut s| s.execute([])).is_ok();
-        job(&View::filling(&stmts, &cache, since));
+        // A panicking job (a bug in a command) must not take the thread
+        // with it: the pool would shrink with every such bug.
+        let view = View::filling(&stmts, &cache, since);
+        if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&view)))
+        {
+            tracing::error!(panic = %crate::panic_message(&*payload), "a read job panicked");
+        }
         if began {
             if let Err(e) = stmts.get("COMMIT").and_then(|mut s| s.execute([])) {
                 tracing::warn!(error = %e, "ending a read transaction failed");

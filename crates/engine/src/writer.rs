@@ -211,13 +211,16 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// Runs every operation of `item`, committing whenever the open
     /// transaction reaches `max_batch` operations.
     fn apply(&mut self, item: WriteItem<R>) {
-        let index = self.pending.len();
         self.pending.push(Pending {
             done: item.done,
             total: item.ops.len(),
             results: Vec::with_capacity(item.ops.len()),
         });
         for (op_index, op) in item.ops.into_iter().enumerate() {
+            // This item is the last pending one until its last op has run,
+            // but not always at the same index: a commit in the middle of
+            // it (below) answers and removes the items queued before it.
+            let index = self.pending.len() - 1;
             if self.in_txn.is_empty() {
                 if let Err(e) = self.exec("BEGIN IMMEDIATE") {
                     // Nothing can be applied now; answer this op and go on.
@@ -246,7 +249,18 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// poisons the transaction, which is then rolled back whole.
     fn run_op(&mut self, op: WriteOp<R>) -> Result<R> {
         let mut txn = Txn::new(self.stmts, self.settings.cache.enabled());
-        let result = op(&mut txn);
+        // A panicking operation (a bug in a command) fails alone, and takes
+        // its transaction down like a failure after writing: what it did
+        // before panicking is unknown.
+        let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(&mut txn))) {
+            Ok(result) => result,
+            Err(payload) => {
+                let msg = crate::panic_message(&*payload);
+                tracing::error!(panic = %msg, "a write operation panicked");
+                self.poisoned = Some(format!("internal error: {msg}"));
+                return Err(EngineError::Internal(msg));
+            }
+        };
         self.touched.absorb(txn.take_touched());
         if let Err(e) = &result {
             if txn.wrote() {

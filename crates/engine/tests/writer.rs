@@ -91,3 +91,90 @@ fn failing_after_writing_rolls_back_its_transaction() {
     assert!(get(&engine, "c").is_some());
     assert_eq!(engine.stats().failed_commits, 1);
 }
+
+/// Submits one item without waiting; its results arrive on the receiver.
+fn submit(
+    engine: &Engine<&'static str>,
+    ops: Vec<WriteOp<&'static str>>,
+) -> crossbeam_channel::Receiver<Outcome> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let item = WriteItem {
+        ops,
+        done: Box::new(move |results| {
+            let _ = tx.send(results);
+        }),
+    };
+    assert!(engine.submit_write(item).is_ok());
+    rx
+}
+
+#[test]
+fn an_item_longer_than_max_batch_after_others_in_the_same_drain() {
+    // Found by a pipeline of thousands of SETs from several clients: an
+    // item that spans commits must keep track of itself when the commits
+    // it triggers answer (and remove) the items queued before it.
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(EngineConfig {
+        path: dir.path().join("t.db"),
+        max_batch: 4,
+        ..EngineConfig::default()
+    })
+    .expect("open");
+    // Keep the writer busy so the next two items are drained together.
+    let blocker: WriteOp<&'static str> = Box::new(|txn: &mut Txn<'_, '_>| {
+        std::thread::sleep(Duration::from_millis(300));
+        txn.put_string(0, b"blocker", b"v", None)?;
+        Ok("OK")
+    });
+    let first = submit(&engine, vec![blocker]);
+    std::thread::sleep(Duration::from_millis(50));
+    // The blocker and these two ops stay under max_batch, so the long item
+    // joins their transaction and its first op commits it.
+    let short = submit(&engine, vec![set("a1"), set("a2")]);
+    let long = submit(&engine, (0..10).map(|_| set("b")).collect());
+    for (rx, n) in [(first, 1), (short, 2), (long, 10)] {
+        let out = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("writer answered");
+        assert_eq!(out.len(), n);
+        assert!(out.iter().all(|r| matches!(r, Ok("OK"))), "{out:?}");
+    }
+    // The writer is alive and still applying.
+    assert!(matches!(write(&engine, vec![set("after")])[..], [Ok("OK")]));
+    assert_eq!(get(&engine, "after").as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn a_panicking_operation_fails_alone_and_the_engine_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(EngineConfig {
+        path: dir.path().join("t.db"),
+        readers: 1,
+        ..EngineConfig::default()
+    })
+    .expect("open");
+    let panics: WriteOp<&'static str> = Box::new(|txn: &mut Txn<'_, '_>| {
+        txn.put_string(0, b"half", b"done", None)?;
+        panic!("a bug in a command");
+    });
+    let out = write(&engine, vec![set("a"), panics, set("c")]);
+    // Like a failure after writing: its transaction is rolled back whole,
+    // and the error says why.
+    for r in &out[..2] {
+        assert!(
+            matches!(r, Err(EngineError::CommitFailed(m)) if m.contains("internal error: a bug in a command")),
+            "{out:?}"
+        );
+    }
+    assert!(matches!(out[2], Ok("OK")), "{out:?}");
+    assert_eq!(get(&engine, "half"), None);
+    assert_eq!(get(&engine, "a"), None);
+    assert!(get(&engine, "c").is_some());
+    // The only reader survives jobs that panic.
+    for _ in 0..3 {
+        let job = Box::new(|_: &respite_engine::View<'_, '_>| panic!("a bug in a read"));
+        assert!(engine.submit_read(job, false).is_ok());
+    }
+    assert!(get(&engine, "c").is_some());
+    assert!(matches!(write(&engine, vec![set("d")])[..], [Ok("OK")]));
+}

@@ -83,6 +83,24 @@ struct Turn {
     reads: Vec<ReadFn>,
     /// Whether a gathered read needs a multi-statement snapshot.
     reads_need_snapshot: bool,
+    /// `Slot::Writes` / `Slot::Reads` not awaited yet, and where in `slots`
+    /// the next settle must start looking for them: with these, a pipeline
+    /// of thousands of commands never rescans the slots before it (which
+    /// would make a long pipeline quadratic).
+    open_writes: usize,
+    open_reads: usize,
+    writes_from: usize,
+    reads_from: usize,
+}
+
+/// Runs one command's step; a panic (a bug) becomes that command's error
+/// reply instead of taking the connection, or a reader thread, down.
+fn guarded<T>(f: impl FnOnce() -> T, on_panic: impl FnOnce(Reply) -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let msg = respite_engine::panic_message(&*payload);
+        tracing::error!(panic = %msg, "a command panicked");
+        on_panic(Reply::from(EngineError::Internal(msg)))
+    })
 }
 
 /// `n` replies saying the server is shutting down.
@@ -150,20 +168,27 @@ impl Turn {
             }),
         };
         match shared.engine.submit_write(item) {
-            Ok(()) => self.slots.push(Slot::Writes(rx, n, self.resp3)),
+            Ok(()) => {
+                self.slots.push(Slot::Writes(rx, n, self.resp3));
+                self.open_writes += 1;
+            }
             Err(_) => self.push_replies(&shutting_down(n)),
         }
     }
 
     /// Waits for every write sent so far on this connection.
     async fn settle_writes(&mut self) {
-        for slot in self.slots.iter_mut() {
-            if let Slot::Writes(rx, n, resp3) = slot {
-                let (n, resp3) = (*n, *resp3);
-                let replies = write_results(rx.await, n);
-                *slot = Slot::Done(Encoded::from_replies(&replies, resp3));
+        if self.open_writes > 0 {
+            for slot in self.slots[self.writes_from..].iter_mut() {
+                if let Slot::Writes(rx, n, resp3) = slot {
+                    let (n, resp3) = (*n, *resp3);
+                    let replies = write_results(rx.await, n);
+                    *slot = Slot::Done(Encoded::from_replies(&replies, resp3));
+                }
             }
+            self.open_writes = 0;
         }
+        self.writes_from = self.slots.len();
     }
 
     /// Adds replies known now, in the current protocol.
@@ -175,12 +200,16 @@ impl Turn {
     /// Waits for every read sent so far on this connection, so that a write
     /// that follows them in the pipeline cannot commit before they ran.
     async fn settle_reads(&mut self) {
-        for slot in self.slots.iter_mut() {
-            if let Slot::Reads(rx, n, resp3) = slot {
-                let (n, resp3) = (*n, *resp3);
-                *slot = Slot::Done(read_results(rx.await, n, resp3));
+        if self.open_reads > 0 {
+            for slot in self.slots[self.reads_from..].iter_mut() {
+                if let Slot::Reads(rx, n, resp3) = slot {
+                    let (n, resp3) = (*n, *resp3);
+                    *slot = Slot::Done(read_results(rx.await, n, resp3));
+                }
             }
+            self.open_reads = 0;
         }
+        self.reads_from = self.slots.len();
     }
 
     /// Sends the gathered reads to the read pool as one job, after this
@@ -196,11 +225,17 @@ impl Turn {
         let (tx, rx) = oneshot::channel();
         let resp3 = self.resp3;
         let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
-            let replies: Vec<Reply> = fns.into_iter().map(|f| f(view)).collect();
+            let replies: Vec<Reply> = fns
+                .into_iter()
+                .map(|f| guarded(|| f(view), |e| e))
+                .collect();
             let _ = tx.send(Encoded::from_replies(&replies, resp3));
         });
         match shared.engine.submit_read(job, snapshot) {
-            Ok(()) => self.slots.push(Slot::Reads(rx, n, resp3)),
+            Ok(()) => {
+                self.slots.push(Slot::Reads(rx, n, resp3));
+                self.open_reads += 1;
+            }
             Err(_) => self.push_replies(&shutting_down(n)),
         }
     }
@@ -237,8 +272,7 @@ impl Turn {
         match plan {
             Plan::Write(op) => {
                 // Reads earlier in the pipeline must not see this write.
-                if !self.reads.is_empty() || self.slots.iter().any(|s| matches!(s, Slot::Reads(..)))
-                {
+                if !self.reads.is_empty() || self.open_reads > 0 {
                     self.flush_reads(shared).await;
                     self.settle_reads().await;
                 }
@@ -276,10 +310,7 @@ impl Turn {
     /// the cache, so settled writes need no care.)
     fn try_cache(&self, get: &Get, shared: &Shared) -> Option<Reply> {
         let cache = shared.engine.cache();
-        if !cache.enabled()
-            || !self.writes.is_empty()
-            || self.slots.iter().any(|s| matches!(s, Slot::Writes(..)))
-        {
+        if !cache.enabled() || !self.writes.is_empty() || self.open_writes > 0 {
             return None;
         }
         get.cached_reply(cache)
@@ -289,6 +320,8 @@ impl Turn {
     async fn finish(&mut self, shared: &Shared, out: &mut BytesMut) {
         self.flush(shared).await;
         let mut errors = 0;
+        (self.open_writes, self.open_reads) = (0, 0);
+        (self.writes_from, self.reads_from) = (0, 0);
         for slot in self.slots.drain(..) {
             let encoded = match slot {
                 Slot::Ready(r, resp3) => {
@@ -342,6 +375,10 @@ where
         reads: Vec::new(),
         reads_need_snapshot: false,
         resp3: false,
+        open_writes: 0,
+        open_reads: 0,
+        writes_from: 0,
+        reads_from: 0,
     };
     // Made once and kept across turns: a fresh `notified()` or `wait_for`
     // each turn would register and unregister a waiter (a lock each) for
@@ -389,7 +426,7 @@ where
                 Ok(Some(request)) if request.is_empty() => continue,
                 Ok(Some(request)) => {
                     processed += 1;
-                    let plan = dispatch(&mut session, request);
+                    let plan = guarded(|| dispatch(&mut session, request), Plan::Reply);
                     if !turn.add(plan, &shared, session.resp3).await {
                         keep_open = false;
                         break;
