@@ -55,7 +55,7 @@ bench N="200000" ROUNDS="3" REDKA="" REDLITE="":
     # rps PORT ARGS...: requests per second of one redis-benchmark run.
     rps() {
         local port=$1; shift
-        redis-benchmark -p "$port" --csv -q "$@" | awk -F'"' 'NR==2 {print $4}'
+        redis-benchmark -p "$port" --csv -q "$@" 2>/dev/null | awk -F'"' 'NR==2 {print $4}'
     }
     median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
     # medians PORTS -- ARGS...: the median rate of each port, rounds taken

@@ -11,7 +11,8 @@
 //! The [`Encoder`] turns an operation into RESP directly into the caller's
 //! pipeline buffer. It is the hot path of the generator, so it never
 //! allocates after warm-up: keys are formatted into a reused buffer, values
-//! are slices of one pre-generated block of filler, and the whole pipeline
+//! are slices of one pre-generated block of filler (at a random offset, so
+//! rewrites of a key change its value), and the whole pipeline
 //! becomes one flat buffer written with one syscall.
 
 use std::collections::HashMap;
@@ -449,7 +450,9 @@ pub fn build(cli: &Cli) -> Result<Workload, ArgError> {
         .unwrap_or(0);
     let mut rng = SmallRng::seed_from_u64(cli.seed ^ 0xda7a);
     const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let filler: Vec<u8> = (0..max_data.max(1))
+    // FILLER_SLACK bytes more than the longest value, so each value can
+    // start at a random offset (see `Encoder::encode`).
+    let filler: Vec<u8> = (0..max_data.max(1) + FILLER_SLACK)
         .map(|_| ALNUM[rng.random_range(0..ALNUM.len())])
         .collect();
     Ok(Workload {
@@ -466,6 +469,13 @@ pub fn build(cli: &Cli) -> Result<Workload, ArgError> {
         description,
     })
 }
+
+/// How far into the filler a value may start. Values are slices of one
+/// block, taken at a random offset so that two SETs of the same key almost
+/// never store the same bytes: a store that skips rewriting identical data
+/// (SQLite does: an unchanged row dirties no page and its commit costs no
+/// fsync) would otherwise be measured doing no work at all.
+const FILLER_SLACK: usize = 4096;
 
 /// Redlite's benchmark table, one phase per row.
 fn redlite(d: &Defaults) -> Vec<Arc<Phase>> {
@@ -899,7 +909,9 @@ impl Encoder {
         let value: &[u8] = if set_version.is_some() {
             &self.val
         } else {
-            &self.filler[..len.min(self.filler.len())]
+            let start = self.rng.random_range(0..=FILLER_SLACK);
+            let end = (start + len).min(self.filler.len());
+            &self.filler[start.min(end)..end]
         };
         let ttl = match self.expire {
             Some((a, b)) if a < b => self.rng.random_range(a..=b),
@@ -1038,5 +1050,30 @@ mod tests {
         assert!(parse_template("").is_err());
         assert!(parse_template("__key__ GET").is_err());
         assert!(parse_template("0:GET x").is_err());
+    }
+
+    #[test]
+    fn rewrites_of_a_key_carry_new_bytes() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "respite-loadgen",
+            "--target",
+            "x=127.0.0.1:1",
+            "--ratio",
+            "1:0",
+            "--keyspace",
+            "1",
+        ])
+        .unwrap();
+        let wl = build(&cli).unwrap();
+        let mut enc = Encoder::new(&wl, wl.phases[0].clone(), 7, 0, 1, false);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..50 {
+            let mut out = Vec::new();
+            enc.encode(0, &mut out, None);
+            // One key: the requests differ only by their values.
+            seen.insert(out);
+        }
+        assert!(seen.len() >= 45, "only {} distinct SETs of 50", seen.len());
     }
 }
