@@ -1348,3 +1348,50 @@ fn reply_reader_reads_exactly_one_reply() {
         Value::Line(b'-', b"ERR x".to_vec())
     );
 }
+
+/// Inline commands (as typed into telnet or nc) with the bytes C treats
+/// specially: the same raw bytes go to both servers, and the replies must be
+/// the same bytes, including no reply at all and whether the connection was
+/// closed. A NUL before the newline leaves the line unfinished for
+/// redis-server (it searches for the newline with `strchr`).
+#[test]
+fn inline_edge_cases_raw() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let payloads: &[&[u8]] = &[
+        b"\x0bPING\r\n",
+        b"ECHO a\x0bb\r\n",
+        b"ECHO a\x0cb\r\n",
+        b"ECHO \"x\"\x0b\r\n",
+        b"  PING  \r\n",
+        b"\r\n\r\nPING\r\n",
+        b"ECHO 'it\\'s' \"tab\\there\\x41\"\r\n",
+        b"ECHO \"a\"b\r\n",
+        b"ECHO \"unterminated\r\nPING\r\n",
+        b"ECHO \"a\x00b\"\r\n",
+        b"SET a\x00b c\r\nPING\r\n",
+        b"\x00\r\nPING\r\n",
+    ];
+    let mut bad = Vec::new();
+    for p in payloads {
+        let exchange = |port: u16| {
+            let mut s = raw_for(port);
+            s.write_all(p).unwrap();
+            common::read_until_quiet(&mut s, Duration::from_millis(300))
+        };
+        let (ours, theirs) = (exchange(respite.port), exchange(redis.port));
+        if ours != theirs {
+            bad.push(format!(
+                "{}: respite {} (closed {}), redis {} (closed {})",
+                show(p),
+                show(&ours.0),
+                ours.1,
+                show(&theirs.0),
+                theirs.1
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

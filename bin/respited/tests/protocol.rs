@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{exchange, read_until_quiet, Respited};
+use common::{exchange, info_field, read_until_quiet, Respited};
 
 /// A command as RESP bytes (byte-string literals of any length).
 fn resp(args: &[&[u8]]) -> Vec<u8> {
@@ -319,4 +319,78 @@ fn hello_in_a_pipeline_switches_protocol_from_its_own_reply_on() {
         String::from_utf8_lossy(&got)
     );
     assert!(got.ends_with(b"_\r\n"), "{}", String::from_utf8_lossy(&got));
+}
+
+/// One request-like blob: random bytes, or a valid command with something
+/// broken in it (a flipped byte, a wrong length, a cut), or a valid one.
+fn garbage(rng: &mut impl rand::Rng) -> Vec<u8> {
+    let commands: [&[&[u8]]; 6] = [
+        &[b"SET", b"k", b"value"],
+        &[b"GET", b"k"],
+        &[b"INCRBY", b"n", b"3"],
+        &[b"MSET", b"a", b"1", b"b", b"2"],
+        &[b"EXPIRE", b"k", b"100"],
+        &[b"SCAN", b"0", b"COUNT", b"5"],
+    ];
+    let mut blob = Vec::new();
+    for _ in 0..rng.random_range(1..6) {
+        let mut req = resp(commands[rng.random_range(0..commands.len())]);
+        match rng.random_range(0..6) {
+            0 => {
+                let i = rng.random_range(0..req.len());
+                req[i] = rng.random();
+            }
+            1 => req.truncate(rng.random_range(0..req.len())),
+            2 => {
+                // A length or count made huge, negative or not a number.
+                if let Some(i) = req.iter().position(|&b| b == b'$' || b == b'*') {
+                    let bad: &[u8] =
+                        [&b"99999999999"[..], b"-5", b"x1", b""][rng.random_range(0..4)];
+                    req.splice(i + 1..i + 2, bad.iter().copied());
+                }
+            }
+            3 => {
+                req = (0..rng.random_range(1..200))
+                    .map(|_| rng.random())
+                    .collect()
+            }
+            4 => req = b"SET \"unbalanced k v\r\n".to_vec(),
+            _ => {}
+        }
+        blob.extend(req);
+    }
+    blob
+}
+
+#[test]
+fn random_garbage_never_takes_the_server_down() {
+    use rand::SeedableRng;
+    let server = Respited::start(&[]);
+    let handles: Vec<_> = (0..4u64)
+        .map(|t| {
+            let port = server.port;
+            std::thread::spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed + t);
+                for _ in 0..60 {
+                    let mut s = common::raw_for(port);
+                    let _ = std::io::Write::write_all(&mut s, &garbage(&mut rng));
+                    // Whatever comes back (replies, an error, a close), the
+                    // server must answer the next client.
+                    let _ = read_until_quiet(&mut s, Duration::from_millis(20));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut con = server.client();
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("ok")
+        .query(&mut con)
+        .unwrap();
+    let got: String = redis::cmd("GET").arg("after").query(&mut con).unwrap();
+    assert_eq!(got, "ok");
+    assert!(info_field(&mut con, "stats", "protocol_errors") > 0.0);
 }

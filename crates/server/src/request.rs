@@ -182,7 +182,13 @@ fn multibulk(buf: &mut BytesMut, limits: Limits) -> Result<Option<Vec<Bytes>>, P
 }
 
 fn inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
-    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+    // redis-server looks for the newline with `strchr`, which stops at a
+    // NUL byte: a line with a NUL before its newline is never complete, and
+    // the client waits until 64 KiB have piled up and it is told "too big
+    // inline request". Doing the same keeps the two byte-for-byte alike (and
+    // no NUL ever reaches `split_args`).
+    let end = buf.iter().position(|&b| b == b'\n' || b == 0);
+    let Some(nl) = end.filter(|&i| buf[i] == b'\n') else {
         return if buf.len() > MAX_INLINE {
             Err(ProtocolError::TooBigInline)
         } else {
@@ -197,6 +203,12 @@ fn inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
     split_args(text).map(|args| Some(args.into_iter().map(Bytes::from).collect()))
 }
 
+/// C's `isspace`, which `sdssplitargs` uses: Rust's `is_ascii_whitespace`
+/// leaves out the vertical tab.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
 /// Splits an inline command line the way Redis's `sdssplitargs` does:
 /// whitespace separates arguments; "double quotes" take `\n \r \t \b \a \\
 /// \" \xHH` escapes; 'single quotes' take `\'`; a closing quote must be
@@ -204,9 +216,10 @@ fn inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
 pub fn split_args(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
     let mut args = Vec::new();
     let mut i = 0;
-    let n = line.len();
+    // A C string ends at its first NUL, and so does the line for Redis.
+    let n = line.iter().position(|&b| b == 0).unwrap_or(line.len());
     loop {
-        while i < n && line[i].is_ascii_whitespace() {
+        while i < n && is_c_space(line[i]) {
             i += 1;
         }
         if i >= n {
@@ -241,7 +254,7 @@ pub fn split_args(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
                         other => other,
                     });
                 } else if c == b'"' {
-                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < n && !is_c_space(line[i + 1]) {
                         return Err(ProtocolError::UnbalancedQuotes);
                     }
                     i += 1;
@@ -258,7 +271,7 @@ pub fn split_args(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
                     i += 1;
                     cur.push(b'\'');
                 } else if c == b'\'' {
-                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < n && !is_c_space(line[i + 1]) {
                         return Err(ProtocolError::UnbalancedQuotes);
                     }
                     i += 1;
@@ -336,5 +349,37 @@ mod tests {
             Err(ProtocolError::UnbalancedQuotes)
         );
         assert!(split_args(b"   ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn inline_nul_and_c_whitespace_as_redis() {
+        // A NUL ended the line (this once looped forever, pushing empty
+        // arguments until the process ran out of memory).
+        assert_eq!(
+            split_args(b"set a\0b c").unwrap(),
+            vec![b"set".to_vec(), b"a".to_vec()]
+        );
+        assert_eq!(split_args(b"\0 x").unwrap(), Vec::<Vec<u8>>::new());
+        assert_eq!(
+            split_args(b"get \"a\0b\""),
+            Err(ProtocolError::UnbalancedQuotes)
+        );
+        // The vertical tab is whitespace between arguments and after a
+        // closing quote, but part of an unquoted argument.
+        assert_eq!(split_args(b"\x0bping").unwrap(), vec![b"ping".to_vec()]);
+        assert_eq!(
+            split_args(b"echo \"x\"\x0b").unwrap(),
+            vec![b"echo".to_vec(), b"x".to_vec()]
+        );
+        assert_eq!(
+            split_args(b"echo a\x0bb").unwrap(),
+            vec![b"echo".to_vec(), b"a\x0bb".to_vec()]
+        );
+        // Before the newline, a NUL makes the line incomplete, as redis-server's
+        // strchr sees it; past 64 KiB that is "too big inline request".
+        assert_eq!(parse(b"SET a\0b c\r\nPING\r\n"), Ok(None));
+        let mut big = b"x\0".to_vec();
+        big.resize(MAX_INLINE + 10, b'y');
+        assert_eq!(parse(&big), Err(ProtocolError::TooBigInline));
     }
 }
