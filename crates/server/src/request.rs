@@ -382,4 +382,51 @@ mod tests {
         big.resize(MAX_INLINE + 10, b'y');
         assert_eq!(parse(&big), Err(ProtocolError::TooBigInline));
     }
+
+    /// Random bytes, and valid requests with random damage, fed to the
+    /// framer the way the connection loop does: every call must either take
+    /// a request off the front, ask for more bytes, or fail, and a request
+    /// never has more arguments than its bytes could hold.
+    #[test]
+    fn framing_always_makes_progress() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let pieces: [&[u8]; 10] = [
+            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+            b"*",
+            b"$",
+            b"\r\n",
+            b"\n",
+            b"\0",
+            b"\"",
+            b"'",
+            b"-1",
+            b"PING ",
+        ];
+        for _ in 0..20_000 {
+            let mut input = Vec::new();
+            for _ in 0..next() % 12 {
+                match next() % 3 {
+                    0 => input.push(next() as u8),
+                    _ => input.extend_from_slice(pieces[(next() % 10) as usize]),
+                }
+            }
+            let mut buf = BytesMut::from(&input[..]);
+            for _ in 0..=input.len() {
+                let before = buf.len();
+                match next_request(&mut buf, AUTHED) {
+                    Ok(Some(args)) => {
+                        assert!(buf.len() < before, "no progress on {input:?}");
+                        assert!(args.len() <= before, "{input:?}");
+                    }
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }
+    }
 }
