@@ -1265,6 +1265,26 @@ const CACHED_READS: &[&str] = &[
     "SELECT 0",
 ];
 
+/// Errors that quote what the client sent: as sent (case kept), up to a
+/// NUL byte (C's `%s`), raw bytes otherwise, line breaks as spaces.
+const ERROR_QUOTING: &[&str] = &[
+    "CONFIG fooBar",
+    "CONFIG \"\\x00ab\"",
+    "CONFIG \"get\\xff\"",
+    "CLIENT NoSuch",
+    "COMMAND \"Bad\\xfe\"",
+    "\"FOO\\x00X\" a",
+    "\"\\xffbar\" \"a\\r\\nb\" \"c\\x00d\"",
+    "SET k v",
+    "EXPIRE k 10 \"Bad\\xfe\"",
+    "EXPIRE k 10 \"a\\x00b\"",
+    "EXPIRE k 10 Nx2",
+    "CONFIG SET FooBar 1",
+    "CONFIG SET \"fo\\x00o\" 1",
+    "HELLO 3 Auth",
+    "HELLO 3 \"AUTH\\xff\"",
+];
+
 #[test]
 fn strings_set_options() {
     check(&[SET_OPTIONS]);
@@ -1303,6 +1323,11 @@ fn keys_glob_and_scan() {
 #[test]
 fn connection_commands() {
     check(&[CONNECTION, QUIT_WITH_ARGS]);
+}
+
+#[test]
+fn errors_quote_arguments_as_redis_does() {
+    check(&[ERROR_QUOTING]);
 }
 
 #[test]

@@ -26,7 +26,18 @@ pub enum CommandError {
         /// The container command, upper case.
         cmd: &'static str,
         /// The subcommand as sent.
-        sub: String,
+        sub: Lossy,
+    },
+    /// An error text that quotes a client's argument (`before`, the
+    /// argument, `after`), which goes out as Redis's `%s` prints it.
+    #[error("{before}{arg}{after}")]
+    Quoted {
+        /// The text before the argument, `ERR` included.
+        before: &'static str,
+        /// The argument as sent.
+        arg: Lossy,
+        /// The text after it.
+        after: &'static str,
     },
     /// Too few or too many arguments.
     #[error("ERR wrong number of arguments for '{0}' command")]
@@ -66,8 +77,16 @@ pub enum CommandError {
     Engine(#[from] EngineError),
 }
 
+/// What C's `%s` shows of a client's argument: everything before its first
+/// NUL byte. redis-server formats the arguments it quotes in errors that
+/// way; every other byte goes out as sent (line breaks become spaces when
+/// the reply is encoded, as redis-server does too).
+pub fn c_str(b: &[u8]) -> &[u8] {
+    b.iter().position(|&c| c == 0).map_or(b, |i| &b[..i])
+}
+
 /// Client bytes quoted in an error: shown lossily by `Display` (logs), sent
-/// to the client exactly as received.
+/// to the client as `c_str` shows them.
 #[derive(Debug)]
 pub struct Lossy(pub Vec<u8>);
 
@@ -86,6 +105,20 @@ impl From<CommandError> for Reply {
                 text.extend_from_slice(&name.0);
                 text.extend_from_slice(b"', with args beginning with: ");
                 text.extend_from_slice(&args.0);
+                Reply::Error(text.into())
+            }
+            // `%.128s`: at most 128 bytes, up to a NUL.
+            CommandError::UnknownSubcommand { cmd, sub } => {
+                let sub = c_str(&sub.0);
+                let mut text = b"ERR unknown subcommand '".to_vec();
+                text.extend_from_slice(&sub[..sub.len().min(128)]);
+                text.extend_from_slice(format!("'. Try {cmd} HELP.").as_bytes());
+                Reply::Error(text.into())
+            }
+            CommandError::Quoted { before, arg, after } => {
+                let mut text = before.as_bytes().to_vec();
+                text.extend_from_slice(c_str(&arg.0));
+                text.extend_from_slice(after.as_bytes());
                 Reply::Error(text.into())
             }
             e => Reply::error(e.to_string()),

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{subcommand, LocalCommand, Plan, Session};
-use crate::args::Args;
-use crate::error::CommandError;
+use crate::args::{upper, Args};
+use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::lock;
 
@@ -126,15 +126,16 @@ impl LocalCommand for Hello {
             CommandError::Other("Protocol version is not an integer or out of range".into())
         })?);
         while args.remaining() > 0 {
-            let opt = args.next_upper()?;
-            match opt.as_str() {
+            let opt_raw = args.next()?;
+            match upper(&opt_raw).as_str() {
                 "AUTH" if args.remaining() >= 2 => cmd.auth = Some((args.next()?, args.next()?)),
                 "SETNAME" if args.remaining() >= 1 => cmd.name = Some(args.next()?),
                 _ => {
-                    return Err(CommandError::Other(format!(
-                        "Syntax error in HELLO option '{}'",
-                        opt.to_lowercase()
-                    )))
+                    return Err(CommandError::Quoted {
+                        before: "ERR Syntax error in HELLO option '",
+                        arg: Lossy(opt_raw.to_vec()),
+                        after: "'",
+                    })
                 }
             }
         }
@@ -299,7 +300,7 @@ impl LocalCommand for Client {
     fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
         let sub = subcommand(args)?;
         let n = args.remaining();
-        let cmd = match sub.as_str() {
+        let cmd = match sub.name.as_str() {
             "ID" if n == 0 => Client::Id,
             "GETNAME" if n == 0 => Client::GetName,
             "INFO" if n == 0 => Client::Info,
@@ -414,13 +415,10 @@ impl LocalCommand for Client {
                 Client::Kill(f)
             }
             "ID" | "GETNAME" | "INFO" | "SETNAME" | "SETINFO" => {
-                return Err(wrong_client_arity(&sub))
+                return Err(wrong_client_arity(&sub.name))
             }
             _ => {
-                return Err(CommandError::UnknownSubcommand {
-                    cmd: "CLIENT",
-                    sub: sub.clone(),
-                });
+                return Err(sub.unknown("CLIENT"));
             }
         };
         Ok(cmd)

@@ -5,7 +5,7 @@ use respite_engine::{now_ms, EngineError, Kind, Txn, View};
 
 use super::{ReadCommand, Session, WriteCommand};
 use crate::args::{upper, Args};
-use crate::error::CommandError;
+use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::{lock, Shared};
 use std::sync::Arc;
@@ -136,8 +136,11 @@ impl Condition {
                 "GT" => c.gt = true,
                 "LT" => c.lt = true,
                 _ => {
-                    let opt = String::from_utf8_lossy(&opt);
-                    return Err(CommandError::Other(format!("Unsupported option {opt}")));
+                    return Err(CommandError::Quoted {
+                        before: "ERR Unsupported option ",
+                        arg: Lossy(opt.to_vec()),
+                        after: "",
+                    })
                 }
             }
         }

@@ -28,7 +28,7 @@ use bytes::Bytes;
 use respite_engine::{EngineError, Txn, View, WriteOp};
 
 use crate::args::{upper, Args};
-use crate::error::{CommandError, Lossy};
+use crate::error::{c_str, CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::{ClientHandle, Shared};
 
@@ -253,14 +253,18 @@ pub fn lookup_index(name: &[u8]) -> Option<usize> {
 }
 
 /// Redis's "unknown command" error, quoting at most 128 bytes of arguments.
+/// Formatted as Redis's `'%.*s'` does, so each name and argument stops at
+/// a NUL byte.
 fn unknown_command(request: &[Bytes]) -> CommandError {
-    let name = request[0][..request[0].len().min(128)].to_vec();
+    let name = c_str(&request[0]);
+    let name = name[..name.len().min(128)].to_vec();
     let mut args = Vec::new();
     for a in &request[1..] {
         if args.len() >= 128 {
             break;
         }
         let room = 128 - args.len();
+        let a = c_str(a);
         args.push(b'\'');
         args.extend_from_slice(&a[..a.len().min(room)]);
         args.extend_from_slice(b"' ");
@@ -303,6 +307,29 @@ fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, Comm
 
 /// Parses a subcommand name for container commands (CLIENT, CONFIG,
 /// COMMAND).
-pub(crate) fn subcommand(args: &mut Args) -> Result<String, CommandError> {
-    Ok(upper(&args.next()?))
+pub(crate) fn subcommand(args: &mut Args) -> Result<Sub, CommandError> {
+    let raw = args.next()?;
+    Ok(Sub {
+        name: upper(&raw),
+        raw,
+    })
+}
+
+/// A subcommand: upper case for matching, and as sent, for the error that
+/// names an unknown one (Redis quotes it as the client wrote it).
+pub(crate) struct Sub {
+    /// Upper case.
+    pub name: String,
+    /// As sent.
+    raw: Bytes,
+}
+
+impl Sub {
+    /// `ERR unknown subcommand '...'. Try CMD HELP.`
+    pub(crate) fn unknown(&self, cmd: &'static str) -> CommandError {
+        CommandError::UnknownSubcommand {
+            cmd,
+            sub: Lossy(self.raw.to_vec()),
+        }
+    }
 }

@@ -12,7 +12,7 @@ use super::{
     lookup, subcommand, LocalCommand, Plan, ReadCommand, Session, Spec, WriteCommand, TABLE,
 };
 use crate::args::{upper, Args};
-use crate::error::CommandError;
+use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::{lock, Shared};
 
@@ -284,7 +284,7 @@ impl LocalCommand for Command {
             return Ok(Command::All);
         }
         let sub = subcommand(args)?;
-        match sub.as_str() {
+        match sub.name.as_str() {
             "COUNT" if args.remaining() == 0 => Ok(Command::Count),
             "LIST" => {
                 let _ = args.rest();
@@ -294,10 +294,7 @@ impl LocalCommand for Command {
             "DOCS" => Ok(Command::Docs(args.rest())),
             "HELP" if args.remaining() == 0 => Ok(Command::Help),
             "COUNT" => Err(CommandError::WrongArity("command|count".into())),
-            _ => Err(CommandError::UnknownSubcommand {
-                cmd: "COMMAND",
-                sub,
-            }),
+            _ => Err(sub.unknown("COMMAND")),
         }
     }
     fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
@@ -537,7 +534,7 @@ fn help_reply(lines: &[&str]) -> Reply {
 impl LocalCommand for Config {
     fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
         let sub = subcommand(args)?;
-        match sub.as_str() {
+        match sub.name.as_str() {
             "GET" => {
                 if args.remaining() == 0 {
                     return Err(CommandError::WrongArity("config|get".into()));
@@ -553,9 +550,11 @@ impl LocalCommand for Config {
                 for kv in rest.chunks_exact(2) {
                     let name = String::from_utf8_lossy(&kv[0]).to_ascii_lowercase();
                     if !PARAMS.contains(&name.as_str()) {
-                        return Err(CommandError::Other(format!(
-                            "Unknown option or number of arguments for CONFIG SET - '{name}'"
-                        )));
+                        return Err(CommandError::Quoted {
+                            before: "ERR Unknown option or number of arguments for CONFIG SET - '",
+                            arg: Lossy(kv[0].to_vec()),
+                            after: "'",
+                        });
                     }
                     pairs.push((name, String::from_utf8_lossy(&kv[1]).into_owned()));
                 }
@@ -563,7 +562,7 @@ impl LocalCommand for Config {
             }
             "RESETSTAT" if args.remaining() == 0 => Ok(Config::ResetStat),
             "HELP" if args.remaining() == 0 => Ok(Config::Help),
-            _ => Err(CommandError::UnknownSubcommand { cmd: "CONFIG", sub }),
+            _ => Err(sub.unknown("CONFIG")),
         }
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
