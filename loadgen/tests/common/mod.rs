@@ -27,15 +27,21 @@ impl Drop for Redis {
     }
 }
 
-fn on_path(bin: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+/// Whether `bin --version` runs and succeeds (a missing or broken install
+/// both count as absent), as the daemon's test harness decides too.
+fn runs(bin: &str) -> bool {
+    Command::new(bin)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Starts redis-server, or returns None (after saying so) when it is not
 /// installed, unless RESPITE_REQUIRE_REDIS=1 demands it.
 pub fn redis() -> Option<Redis> {
-    if !on_path("redis-server") {
+    if !runs("redis-server") {
         if std::env::var("RESPITE_REQUIRE_REDIS").as_deref() == Ok("1") {
             panic!("redis-server not found but RESPITE_REQUIRE_REDIS=1");
         }
