@@ -91,10 +91,17 @@ pub fn next_request(
 
 /// Finds `\r\n` at or after `from`; returns the index of the `\r`.
 fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
-    buf.get(from..)?
-        .windows(2)
-        .position(|w| w == b"\r\n")
-        .map(|i| from + i)
+    let mut at = from;
+    // memchr finds each `\r` with SIMD; headers are short, so this is
+    // usually one call.
+    while let Some(i) = memchr::memchr(b'\r', buf.get(at..)?) {
+        let r = at + i;
+        if buf.get(r + 1) == Some(&b'\n') {
+            return Some(r);
+        }
+        at = r + 1;
+    }
+    None
 }
 
 /// Parses a decimal integer strictly, as Redis's `string2ll` does.
@@ -187,7 +194,7 @@ fn inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
     // the client waits until 64 KiB have piled up and it is told "too big
     // inline request". Doing the same keeps the two byte-for-byte alike (and
     // no NUL ever reaches `split_args`).
-    let end = buf.iter().position(|&b| b == b'\n' || b == 0);
+    let end = memchr::memchr2(b'\n', 0, buf);
     let Some(nl) = end.filter(|&i| buf[i] == b'\n') else {
         return if buf.len() > MAX_INLINE {
             Err(ProtocolError::TooBigInline)
