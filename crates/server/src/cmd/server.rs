@@ -178,6 +178,21 @@ impl ReadCommand for Info {
                 sh.settings.maxclients.load(Ordering::Relaxed),
             );
         }
+        if want("memory") {
+            // The process's resident memory: respite has no allocator-level
+            // count like Redis's `used_memory`, and the RSS is what an
+            // operator (and `redis-cli --stat`) wants to watch.
+            let rss = resident_bytes();
+            let cache = sh.engine.cache().stats();
+            let _ = write!(
+                out,
+                "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nread_cache_used_bytes:{}\r\nread_cache_max_bytes:{}\r\n\r\n",
+                bytes_to_human(rss),
+                bytes_to_human(rss),
+                cache.bytes,
+                cache.budget,
+            );
+        }
         let stats = sh.engine.stats();
         if want("stats") {
             let c = &sh.counters;
@@ -236,6 +251,35 @@ impl ReadCommand for Info {
         }
         Ok(Reply::Verbatim(out))
     }
+}
+
+/// Resident set size of this process in bytes (0 where /proc is absent).
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb * 1024)
+        })
+        .unwrap_or(0)
+}
+
+/// Redis's `bytesToHuman`: `512B`, `1.50K`, `23.45M`, `1.00G`.
+fn bytes_to_human(n: u64) -> String {
+    const UNITS: [(u64, &str); 5] = [
+        (1 << 50, "P"),
+        (1 << 40, "T"),
+        (1 << 30, "G"),
+        (1 << 20, "M"),
+        (1 << 10, "K"),
+    ];
+    for (size, unit) in UNITS {
+        if n >= size {
+            return format!("{:.2}{unit}", n as f64 / size as f64);
+        }
+    }
+    format!("{n}B")
 }
 
 /// The COMMAND INFO entry of one command.
