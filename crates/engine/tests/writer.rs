@@ -9,12 +9,16 @@ use respite_engine::{Engine, EngineConfig, EngineError, Result, Txn, WriteItem, 
 
 type Outcome = Vec<Result<&'static str>>;
 
-fn engine(dir: &tempfile::TempDir) -> Engine<&'static str> {
-    Engine::open(EngineConfig {
+/// The default configuration, on a file in `dir`.
+fn config(dir: &tempfile::TempDir) -> EngineConfig {
+    EngineConfig {
         path: dir.path().join("t.db"),
         ..EngineConfig::default()
-    })
-    .expect("open")
+    }
+}
+
+fn engine(dir: &tempfile::TempDir) -> Engine<&'static str> {
+    Engine::open(config(dir)).expect("open")
 }
 
 /// Submits one item and waits for its results.
@@ -115,9 +119,8 @@ fn an_item_longer_than_max_batch_after_others_in_the_same_drain() {
     // it triggers answer (and remove) the items queued before it.
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(EngineConfig {
-        path: dir.path().join("t.db"),
         max_batch: 4,
-        ..EngineConfig::default()
+        ..config(&dir)
     })
     .expect("open");
     // Keep the writer busy so the next two items are drained together.
@@ -148,9 +151,8 @@ fn an_item_longer_than_max_batch_after_others_in_the_same_drain() {
 fn a_panicking_operation_fails_alone_and_the_engine_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(EngineConfig {
-        path: dir.path().join("t.db"),
         readers: 1,
-        ..EngineConfig::default()
+        ..config(&dir)
     })
     .expect("open");
     let panics: WriteOp<&'static str> = Box::new(|txn: &mut Txn<'_, '_>| {

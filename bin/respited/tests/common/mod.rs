@@ -227,6 +227,20 @@ pub fn read_until_quiet(stream: &mut TcpStream, quiet: Duration) -> (Vec<u8>, bo
     }
 }
 
+/// Asserts the server still takes a write and reads it back.
+pub fn assert_still_serves(con: &mut redis::Connection) {
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("ok")
+        .query(con)
+        .expect("SET after");
+    let got: String = redis::cmd("GET")
+        .arg("after")
+        .query(con)
+        .expect("GET after");
+    assert_eq!(got, "ok");
+}
+
 /// Reads one `INFO` field as a number.
 pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> f64 {
     let text: String = redis::cmd("INFO").arg(section).query(con).expect("INFO");
