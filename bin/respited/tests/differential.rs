@@ -1285,6 +1285,84 @@ const ERROR_QUOTING: &[&str] = &[
     "HELLO 3 \"AUTH\\xff\"",
 ];
 
+/// MULTI/EXEC/DISCARD: queueing, what dooms a transaction (unknown
+/// command, wrong arity) and what only fails its own command inside EXEC
+/// (bad options, WRONGTYPE), nesting, SELECT inside a transaction.
+const TRANSACTIONS: &[&str] = &[
+    "MULTI",
+    "SET a 1",
+    "GET a",
+    "INCR a",
+    "EXEC",
+    "MULTI",
+    "MULTI",
+    "SET a 2",
+    "EXEC",
+    "EXEC",
+    "DISCARD",
+    "MULTI",
+    "NOSUCH x",
+    "SET a 3",
+    "EXEC",
+    "GET a",
+    "MULTI",
+    "GET",
+    "EXEC",
+    "MULTI",
+    "SET a 4 EX abc",
+    "INCR a",
+    "GET a",
+    "SET s hello",
+    "INCR s",
+    "APPEND s !",
+    "EXEC",
+    "MULTI",
+    "SELECT 1",
+    "SET b 1",
+    "DISCARD",
+    "GET b",
+    "MULTI",
+    "SELECT 1",
+    "SET b 1",
+    "EXEC",
+    "GET b",
+    "SELECT 0",
+    "MULTI",
+    "PING",
+    "ECHO hi",
+    "DBSIZE",
+    "MGET a s b",
+    "EXISTS a s",
+    "EXEC",
+    "MULTI",
+    "EXEC",
+    "MULTI",
+    "DISCARD",
+    "DISCARD",
+    "MULTI",
+    "WATCH a",
+    "SET w 1",
+    "EXEC",
+    "MULTI",
+    "CLIENT SETNAME tx",
+    "CLIENT GETNAME",
+    "AUTH x",
+    "EXEC",
+    "MULTI",
+    "SET a 5",
+    "RESET",
+    "EXEC",
+    "GET a",
+    "MULTI",
+    "FLUSHALL",
+    "EXEC",
+    "DBSIZE",
+    "MULTI",
+    "SET q 1",
+    "QUIT",
+    "@closed",
+];
+
 #[test]
 fn strings_set_options() {
     check(&[SET_OPTIONS]);
@@ -1323,6 +1401,11 @@ fn keys_glob_and_scan() {
 #[test]
 fn connection_commands() {
     check(&[CONNECTION, QUIT_WITH_ARGS]);
+}
+
+#[test]
+fn transactions() {
+    check(&[TRANSACTIONS]);
 }
 
 #[test]

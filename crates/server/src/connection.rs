@@ -271,6 +271,13 @@ impl Turn {
         };
         match plan {
             Plan::Write(op) => {
+                // A write planned under a protocol switch (HELLO inside
+                // EXEC) is answered in the new protocol; the writes before
+                // it keep theirs.
+                if resp3 != self.resp3 {
+                    self.flush_writes(shared).await;
+                    self.resp3 = resp3;
+                }
                 // Reads earlier in the pipeline must not see this write.
                 if !self.reads.is_empty() || self.open_reads > 0 {
                     self.flush_reads(shared).await;
@@ -365,6 +372,7 @@ where
         db: 0,
         resp3: false,
         authenticated,
+        multi: None,
     };
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut out = BytesMut::with_capacity(16 * 1024);

@@ -231,6 +231,7 @@ impl LocalCommand for Reset {
         s.client.resp.store(2, Ordering::Relaxed);
         *lock(&s.client.name) = None;
         s.authenticated = s.shared.requirepass().is_none();
+        s.multi = None;
         Ok(Plan::Reply(Reply::Simple("RESET")))
     }
 }

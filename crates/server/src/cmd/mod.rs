@@ -13,13 +13,14 @@
 //!   connection or server rather than the data (PING, SELECT, CLIENT, CONFIG).
 //!
 //! The families live one per file: [`strings`], [`keys`], [`connection`],
-//! [`server`]. [`TABLE`] lists every command with its arity, flags and key
-//! positions, as COMMAND reports them.
+//! [`server`], [`transactions`]. [`TABLE`] lists every command with its
+//! arity, flags and key positions, as COMMAND reports them.
 
 pub mod connection;
 pub mod keys;
 pub mod server;
 pub mod strings;
+pub mod transactions;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -66,6 +67,8 @@ pub struct Session {
     pub resp3: bool,
     /// Passed AUTH (always true when no password is set).
     pub authenticated: bool,
+    /// The commands queued since MULTI, while a transaction is open.
+    pub multi: Option<transactions::Queue>,
 }
 
 /// A command whose `apply` reads the keyspace on the read pool.
@@ -174,6 +177,7 @@ use connection as c;
 use keys as k;
 use server as sv;
 use strings as st;
+use transactions as tx;
 
 /// Every command respite knows, in alphabetical order.
 pub static TABLE: &[Spec] = &[
@@ -187,7 +191,9 @@ pub static TABLE: &[Spec] = &[
     spec!("decr", 2, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Decrements the integer value of a key by one.", plan_write::<st::Decr>),
     spec!("decrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Decrements a number from the integer value of a key.", plan_write::<st::DecrBy>),
     spec!("del", -2, ["write"], 1, -1, 1, "generic", "Deletes one or more keys.", plan_write::<k::Del>),
+    spec!("discard", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, "transactions", "Discards a transaction.", plan_local::<tx::Discard>),
     spec!("echo", 2, ["fast"], 0, 0, 0, "connection", "Returns the given string.", plan_local::<c::Echo>),
+    spec!("exec", 1, ["noscript", "loading", "stale", "skip_slowlog"], 0, 0, 0, "transactions", "Executes all commands in a transaction.", plan_local::<tx::Exec>),
     spec!("exists", -2, ["readonly", "fast"], 1, -1, 1, "generic", "Determines whether one or more keys exist.", plan_read::<k::Exists>),
     spec!("expire", -3, ["write", "fast"], 1, 1, 1, "generic", "Sets the expiration time of a key in seconds.", plan_write::<k::Expire>),
     spec!("expireat", -3, ["write", "fast"], 1, 1, 1, "generic", "Sets the expiration time of a key to a Unix timestamp.", plan_write::<k::ExpireAt>),
@@ -209,6 +215,7 @@ pub static TABLE: &[Spec] = &[
     spec!("move", 3, ["write", "fast"], 1, 1, 1, "generic", "Moves a key to another database.", plan_write::<k::Move>),
     spec!("mset", -3, ["write", "denyoom"], 1, -1, 2, "string", "Atomically creates or modifies the string values of one or more keys.", plan_write::<st::MSet>),
     spec!("msetnx", -3, ["write", "denyoom"], 1, -1, 2, "string", "Atomically modifies the string values of one or more keys only when all keys don't exist.", plan_write::<st::MSetNx>),
+    spec!("multi", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, "transactions", "Starts a transaction.", plan_local::<tx::Multi>),
     spec!("persist", 2, ["write", "fast"], 1, 1, 1, "generic", "Removes the expiration time of a key.", plan_write::<k::Persist>),
     spec!("pexpire", -3, ["write", "fast"], 1, 1, 1, "generic", "Sets the expiration time of a key in milliseconds.", plan_write::<k::PExpire>),
     spec!("pexpireat", -3, ["write", "fast"], 1, 1, 1, "generic", "Sets the expiration time of a key to a Unix milliseconds timestamp.", plan_write::<k::PExpireAt>),
@@ -278,18 +285,39 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 /// Turns one request into a plan: looks the command up, checks arity and
 /// authentication, and parses it.
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
-    match try_dispatch(session, request) {
+    let planned = if session.multi.is_some() {
+        transactions::queue(session, request)
+    } else {
+        try_dispatch(session, request)
+    };
+    match planned {
         Ok(plan) => plan,
         Err(e) => Plan::Reply(e.into()),
     }
 }
 
 fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
-    let Some(index) = lookup_index(&request[0]) else {
+    let found = lookup_index(&request[0]);
+    check(session, &request, found)?;
+    let Some(index) = found else {
+        unreachable!("check refuses unknown commands");
+    };
+    let spec = &TABLE[index];
+    session.client.last_cmd.store(index, Ordering::Relaxed);
+    let mut args = request.into_iter();
+    args.next();
+    (spec.plan)(session, Args::new(args))
+}
+
+/// What can be refused without running the command: an unknown name, no
+/// authentication, a wrong number of arguments. (Inside MULTI these doom
+/// the transaction; everything else is found when it runs.)
+fn check(session: &Session, request: &[Bytes], found: Option<usize>) -> Result<(), CommandError> {
+    let Some(index) = found else {
         if !session.authenticated {
             return Err(CommandError::NoAuth);
         }
-        return Err(unknown_command(&request));
+        return Err(unknown_command(request));
     };
     let spec = &TABLE[index];
     let argc = request.len() as i32;
@@ -299,10 +327,7 @@ fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, Comm
     if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
-    session.client.last_cmd.store(index, Ordering::Relaxed);
-    let mut args = request.into_iter();
-    args.next();
-    (spec.plan)(session, Args::new(args))
+    Ok(())
 }
 
 /// Parses a subcommand name for container commands (CLIENT, CONFIG,

@@ -1,0 +1,114 @@
+//! MULTI/EXEC from a real client library and under concurrency: a
+//! transaction's commands run together, no other client ever sees part of
+//! one, and a whole transaction sent in one write is answered in order.
+//! (Replies and error rules are compared with redis-server in
+//! differential.rs, script TRANSACTIONS.)
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::{encode, exchange, Respited};
+
+#[test]
+fn atomic_pipelines_from_the_redis_crate() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    // `atomic()` wraps the pipeline in MULTI ... EXEC.
+    let (value, n, old): (String, i64, Option<String>) = redis::pipe()
+        .atomic()
+        .set("a", 1)
+        .ignore()
+        .incr("a", 2)
+        .ignore()
+        .get("a")
+        .incr("n", 5)
+        .getset("a", "x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!((value.as_str(), n, old.as_deref()), ("3", 5, Some("3")));
+    let a: String = redis::cmd("GET").arg("a").query(&mut con).unwrap();
+    assert_eq!(a, "x");
+}
+
+#[test]
+fn no_client_sees_half_a_transaction() {
+    let server = Respited::start(&[]);
+    let writers = 4;
+    let rounds = 150;
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let port = server.port;
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut con = common::client_for(port);
+                let mut seen = 0;
+                while !done.load(Ordering::Relaxed) {
+                    let (x, y): (Option<i64>, Option<i64>) = redis::cmd("MGET")
+                        .arg("x")
+                        .arg("y")
+                        .query(&mut con)
+                        .unwrap();
+                    assert_eq!(x, y, "a transaction was seen half applied");
+                    seen += 1;
+                }
+                seen
+            })
+        })
+        .collect();
+    let handles: Vec<_> = (0..writers)
+        .map(|_| {
+            let port = server.port;
+            std::thread::spawn(move || {
+                let mut con = common::client_for(port);
+                for _ in 0..rounds {
+                    let (x, y): (i64, i64) = redis::pipe()
+                        .atomic()
+                        .incr("x", 1)
+                        .incr("y", 1)
+                        .query(&mut con)
+                        .unwrap();
+                    // Inside the transaction nothing came between the two.
+                    assert_eq!(x, y);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let mut con = server.client();
+    let (x, y): (i64, i64) = redis::cmd("MGET")
+        .arg("x")
+        .arg("y")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!((x, y), (writers * rounds, writers * rounds));
+}
+
+#[test]
+fn a_transaction_in_one_write_is_answered_in_order() {
+    let server = Respited::start(&[]);
+    let mut s = server.raw();
+    let mut req = Vec::new();
+    for cmd in [
+        &["SET", "k", "before"][..],
+        &["MULTI"],
+        &["SET", "k", "v"],
+        &["GET", "k"],
+        &["INCR", "k"],
+        &["EXEC"],
+        &["GET", "k"],
+    ] {
+        req.extend(encode(cmd));
+    }
+    let expected: &[u8] = b"+OK\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n\
+        *3\r\n+OK\r\n$1\r\nv\r\n-ERR value is not an integer or out of range\r\n$1\r\nv\r\n";
+    assert_eq!(exchange(&mut s, &req, expected.len()), expected);
+}
