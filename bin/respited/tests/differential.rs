@@ -1188,10 +1188,10 @@ const CACHED_READS: &[&str] = &[
     "GET k",
     "PEXPIRE k 0",
     "GET k",
-    "SET k v8 PX 100",
+    "SET k v8 PX 400",
     "GET k",
     "GET k",
-    "@sleep 150",
+    "@sleep 500",
     "GET k",
     "SET k v9",
     "GET k",
@@ -1235,9 +1235,9 @@ const CACHED_READS: &[&str] = &[
     "PERSIST k5",
     "SET k5 w KEEPTTL",
     "GET k5",
-    "GETEX k5 PX 100",
+    "GETEX k5 PX 400",
     "GET k5",
-    "@sleep 150",
+    "@sleep 500",
     "GET k5",
     "SETNX k6 a",
     "GET k6",
@@ -1363,6 +1363,91 @@ const TRANSACTIONS: &[&str] = &[
     "@closed",
 ];
 
+/// WATCH on one connection: its own writes break its watches too, only a
+/// real change counts (DEL of a missing key, PERSIST without a TTL and a
+/// FLUSHDB that finds the key missing do not), and EXEC, DISCARD and
+/// UNWATCH end every watch.
+const WATCHES: &[&str] = &[
+    "SET k 1",
+    "WATCH k",
+    "SET k 2",
+    "MULTI",
+    "GET k",
+    "EXEC",
+    "WATCH k",
+    "MULTI",
+    "SET k 3",
+    "EXEC",
+    "SET k 4",
+    "MULTI",
+    "GET k",
+    "EXEC",
+    "WATCH k",
+    "UNWATCH",
+    "SET k 5",
+    "MULTI",
+    "GET k",
+    "EXEC",
+    "WATCH k missing",
+    "DEL missing",
+    "PERSIST k",
+    "GETEX k PERSIST",
+    "EXPIRE missing 100",
+    "SETNX k no",
+    "SET k x NX",
+    "MULTI",
+    "GET k",
+    "EXEC",
+    "WATCH k",
+    "MULTI",
+    "WATCH k",
+    "EXEC",
+    "WATCH k",
+    "SET k 6",
+    "MULTI",
+    "NOSUCH",
+    "EXEC",
+    "WATCH k",
+    "MULTI",
+    "DISCARD",
+    "SET k 7",
+    "MULTI",
+    "GET k",
+    "EXEC",
+    "WATCH nothere",
+    "FLUSHDB",
+    "MULTI",
+    "PING",
+    "EXEC",
+    "SET k 8",
+    "WATCH k",
+    "FLUSHALL",
+    "MULTI",
+    "PING",
+    "EXEC",
+    "SET k 9",
+    "WATCH k",
+    "SELECT 1",
+    "SET k other-db",
+    "MULTI",
+    "GET k",
+    "EXEC",
+    "SELECT 0",
+    "WATCH k",
+    "RENAME k k2",
+    "MULTI",
+    "PING",
+    "EXEC",
+    "SET src v",
+    "WATCH dst",
+    "COPY src dst",
+    "MULTI",
+    "PING",
+    "EXEC",
+    "WATCH",
+    "UNWATCH extra",
+];
+
 #[test]
 fn strings_set_options() {
     check(&[SET_OPTIONS]);
@@ -1401,6 +1486,11 @@ fn keys_glob_and_scan() {
 #[test]
 fn connection_commands() {
     check(&[CONNECTION, QUIT_WITH_ARGS]);
+}
+
+#[test]
+fn watches() {
+    check(&[WATCHES]);
 }
 
 #[test]

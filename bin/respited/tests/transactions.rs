@@ -112,3 +112,48 @@ fn a_transaction_in_one_write_is_answered_in_order() {
         *3\r\n+OK\r\n$1\r\nv\r\n-ERR value is not an integer or out of range\r\n$1\r\nv\r\n";
     assert_eq!(exchange(&mut s, &req, expected.len()), expected);
 }
+
+#[test]
+fn watch_prevents_lost_updates() {
+    // The classic optimistic-locking counter: read, compute, write back
+    // under WATCH, retry when EXEC says the key changed. With 4 clients
+    // racing, not one increment may be lost, and some EXECs must have been
+    // refused (else the test proved nothing).
+    let server = Respited::start(&[]);
+    let clients = 4;
+    let rounds = 60;
+    let handles: Vec<_> = (0..clients)
+        .map(|_| {
+            let port = server.port;
+            std::thread::spawn(move || {
+                let mut con = common::client_for(port);
+                let mut retries = 0;
+                for _ in 0..rounds {
+                    loop {
+                        let _: () = redis::cmd("WATCH").arg("counter").query(&mut con).unwrap();
+                        let v: Option<i64> =
+                            redis::cmd("GET").arg("counter").query(&mut con).unwrap();
+                        let done: Option<(String,)> = redis::pipe()
+                            .atomic()
+                            .set("counter", v.unwrap_or(0) + 1)
+                            .query(&mut con)
+                            .unwrap();
+                        if done.is_some() {
+                            break;
+                        }
+                        retries += 1;
+                    }
+                }
+                retries
+            })
+        })
+        .collect();
+    let retries: i64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    let mut con = server.client();
+    let total: i64 = redis::cmd("GET").arg("counter").query(&mut con).unwrap();
+    assert_eq!(total, clients * rounds);
+    assert!(
+        retries > 0,
+        "no EXEC was ever refused: the race never happened"
+    );
+}

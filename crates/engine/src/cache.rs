@@ -47,33 +47,34 @@ const ENTRY_OVERHEAD: usize = 96;
 /// commits.
 #[derive(Debug, Default)]
 pub struct Touched {
-    /// `(db, key)` of each key written.
+    /// `(db, key)` of each key written (for FLUSHDB/FLUSHALL, the watched
+    /// keys that existed).
     keys: Vec<(u32, Bytes)>,
-    /// Whole databases were emptied (FLUSHDB, FLUSHALL): drop everything.
+    /// Whole databases were emptied (FLUSHDB, FLUSHALL): the cache drops
+    /// everything.
     all: bool,
 }
 
 impl Touched {
     /// Records one key.
     pub(crate) fn key(&mut self, db: u32, key: &[u8]) {
-        if !self.all {
-            self.keys.push((db, Bytes::copy_from_slice(key)));
-        }
+        self.keys.push((db, Bytes::copy_from_slice(key)));
     }
 
     /// Records that any key may have changed.
     pub(crate) fn all(&mut self) {
         self.all = true;
-        self.keys = Vec::new();
+    }
+
+    /// The keys recorded.
+    pub(crate) fn keys(&self) -> &[(u32, Bytes)] {
+        &self.keys
     }
 
     /// Adds what another operation touched.
     pub(crate) fn absorb(&mut self, other: Touched) {
-        if other.all {
-            self.all();
-        } else if !self.all {
-            self.keys.extend(other.keys);
-        }
+        self.all |= other.all;
+        self.keys.extend(other.keys);
     }
 }
 

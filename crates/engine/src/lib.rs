@@ -40,6 +40,7 @@ pub mod stats;
 pub mod stmt_cache;
 pub mod txn;
 pub mod view;
+pub mod watch;
 pub mod writer;
 
 use std::path::PathBuf;
@@ -57,6 +58,7 @@ pub use schema::Kind;
 pub use stats::StatsSnapshot;
 pub use txn::Txn;
 pub use view::{now_ms, DbCounts, Entry, ScanPage, View};
+pub use watch::Watches;
 
 /// The message of a caught panic, for logs and error replies.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -82,6 +84,7 @@ pub struct Engine<R: Send + 'static> {
     max_batch: Arc<AtomicUsize>,
     wal_path: PathBuf,
     cache: Arc<ValueCache>,
+    watches: Arc<Watches>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -97,6 +100,7 @@ impl<R: Send + 'static> Engine<R> {
         let stats = Arc::new(Stats::new());
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
         let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
+        let watches = Arc::new(Watches::default());
         let pool = read_pool::ReadPool::start(&config.path, config.readers, cache.clone())?;
         // Unbounded here: the server bounds operations in flight with an
         // async semaphore, so connection tasks wait without blocking a thread.
@@ -110,6 +114,7 @@ impl<R: Send + 'static> Engine<R> {
             wal_checkpoint_bytes: config.wal_checkpoint_bytes,
             expire_chunk: config.expire_chunk,
             cache: cache.clone(),
+            watches: watches.clone(),
         };
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
@@ -142,6 +147,7 @@ impl<R: Send + 'static> Engine<R> {
             max_batch,
             wal_path,
             cache,
+            watches,
             threads: Mutex::new(threads),
         })
     }
@@ -169,6 +175,11 @@ impl<R: Send + 'static> Engine<R> {
     /// read pool, when it holds the key (see [`cache`]).
     pub fn cache(&self) -> &ValueCache {
         &self.cache
+    }
+
+    /// The registry of WATCHed keys (see [`watch`]).
+    pub fn watches(&self) -> Arc<Watches> {
+        self.watches.clone()
     }
 
     /// Messages waiting for the writer.

@@ -14,7 +14,8 @@
 //!
 //! Every method that changes a key also records it in the `Txn`'s
 //! [`Touched`] list, which the writer uses to drop those keys from the value
-//! cache just before it commits (see `cache.rs`).
+//! cache just before it commits (see `cache.rs`) and to tell WATCH that
+//! they changed (see `watch.rs`).
 //!
 //! Writes treat an expired row exactly like a missing key: they overwrite it
 //! (clearing its old expiry and its elements), never revive it.
@@ -28,16 +29,17 @@ use crate::error::{EngineError, Result};
 use crate::schema::Kind;
 use crate::stmt_cache::Statements;
 use crate::view::View;
+use crate::watch::Watches;
 
 /// Write access to the keyspace inside the current batch.
 pub struct Txn<'s, 'c> {
     view: View<'s, 'c>,
     /// Set by every write method before it changes anything.
     wrote: bool,
-    /// Whether to record touched keys (the value cache is on).
-    record: bool,
     /// The keys this operation changed.
     touched: Touched,
+    /// The WATCH registry, for the flushes (see `flush_db`).
+    watches: &'s Watches,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -48,13 +50,23 @@ impl<'s, 'c> Deref for Txn<'s, 'c> {
 }
 
 impl<'s, 'c> Txn<'s, 'c> {
-    pub(crate) fn new(stmts: &'s Statements<'c>, record: bool) -> Self {
+    pub(crate) fn new(stmts: &'s Statements<'c>, watches: &'s Watches) -> Self {
         Txn {
             view: View::new(stmts),
             wrote: false,
-            record,
             touched: Touched::default(),
+            watches,
         }
+    }
+
+    /// Before a flush: notes the watched keys that exist and so change.
+    fn touch_watched_in(&mut self, db: Option<u32>) -> Result<()> {
+        for (d, key) in self.watches.keys_in(db) {
+            if self.exists(d, &key)? {
+                self.touch(d, &key);
+            }
+        }
+        Ok(())
     }
 
     /// The keys this operation changed, for the writer.
@@ -64,9 +76,7 @@ impl<'s, 'c> Txn<'s, 'c> {
 
     /// Notes that the key's row or elements change.
     fn touch(&mut self, db: u32, key: &[u8]) {
-        if self.record {
-            self.touched.key(db, key);
-        }
+        self.touched.key(db, key);
     }
 
     /// Whether this operation has started changing the database.
@@ -104,9 +114,11 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// Removes the row and elements stored under the key, live or expired.
     /// Returns the type that was stored.
     fn purge(&mut self, db: u32, key: &[u8]) -> Result<Option<Kind>> {
-        self.touch(db, key);
         let kind = self.stored_kind(db, key)?;
         if let Some(kind) = kind {
+            // Only a key that was there changes (WATCH must not see a DEL
+            // of a missing key as a write).
+            self.touch(db, key);
             self.delete_elements(db, key, kind)?;
             self.stmt("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
                 .execute(params![db, key])?;
@@ -194,6 +206,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         }
         self.wrote = true;
         self.touch(db, from);
+        self.touch(db, to);
         self.purge(db, to)?;
         self.stmt("UPDATE keys SET key = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, from, to])?;
@@ -227,6 +240,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         if self.exists(dst_db, to)? && !replace {
             return Ok(false);
         }
+        self.touch(dst_db, to);
         self.purge(dst_db, to)?;
         self.stmt(
             "INSERT INTO keys (db, key, type, value, expire_at)
@@ -259,6 +273,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             return Ok(false);
         }
         self.touch(db, key);
+        self.touch(dst_db, key);
         self.purge(dst_db, key)?;
         self.stmt("UPDATE keys SET db = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, key, dst_db])?;
@@ -273,6 +288,7 @@ impl<'s, 'c> Txn<'s, 'c> {
 
     /// Empties one database (FLUSHDB).
     pub fn flush_db(&mut self, db: u32) -> Result<()> {
+        self.touch_watched_in(Some(db))?;
         self.wrote = true;
         self.touched.all();
         for table in ["keys", "hashes", "lists", "sets", "zsets"] {
@@ -284,6 +300,7 @@ impl<'s, 'c> Txn<'s, 'c> {
 
     /// Empties every database (FLUSHALL).
     pub fn flush_all(&mut self) -> Result<()> {
+        self.touch_watched_in(None)?;
         self.wrote = true;
         self.touched.all();
         self.conn()

@@ -47,6 +47,7 @@ use crate::error::{EngineError, Result};
 use crate::stats::Stats;
 use crate::stmt_cache::Statements;
 use crate::txn::Txn;
+use crate::watch::Watches;
 
 /// One operation: runs inside the batch's transaction and produces the
 /// caller's reply value, or an error that rolls back only this operation.
@@ -85,6 +86,7 @@ pub(crate) struct WriterSettings {
     pub wal_checkpoint_bytes: u64,
     pub expire_chunk: usize,
     pub cache: Arc<ValueCache>,
+    pub watches: Arc<Watches>,
 }
 
 /// How often the writer looks for expired keys and everysec work when idle.
@@ -248,7 +250,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// before writing has changed nothing; one that fails after writing
     /// poisons the transaction, which is then rolled back whole.
     fn run_op(&mut self, op: WriteOp<R>) -> Result<R> {
-        let mut txn = Txn::new(self.stmts, self.settings.cache.enabled());
+        let mut txn = Txn::new(self.stmts, &self.settings.watches);
         // A panicking operation (a bug in a command) fails alone, and takes
         // its transaction down like a failure after writing: what it did
         // before panicking is unknown.
@@ -261,7 +263,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 return Err(EngineError::Internal(msg));
             }
         };
-        self.touched.absorb(txn.take_touched());
+        let touched = txn.take_touched();
+        // WATCH and EXEC run on this thread too, so raising the versions
+        // here, as the write happens, orders them exactly (see `watch.rs`).
+        self.settings.watches.touch(&touched);
+        self.touched.absorb(touched);
         if let Err(e) = &result {
             if txn.wrote() {
                 self.poisoned = Some(e.to_string());
@@ -409,7 +415,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // DEFERRED: a sweep that finds nothing takes no write lock and
             // costs no fsync.
             self.exec("BEGIN")?;
-            let mut txn = Txn::new(self.stmts, self.settings.cache.enabled());
+            let mut txn = Txn::new(self.stmts, &self.settings.watches);
             let n = match txn.expire_due(chunk) {
                 Ok(n) => n,
                 Err(e) => {

@@ -373,6 +373,7 @@ where
         resp3: false,
         authenticated,
         multi: None,
+        watched: Default::default(),
     };
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut out = BytesMut::with_capacity(16 * 1024);
@@ -483,5 +484,13 @@ where
         }
     }
     let _ = stream.shutdown().await;
+    if let Some(op) = session.end_watches(Reply::Ok) {
+        // Nobody waits for this reply.
+        let item = WriteItem {
+            ops: vec![op],
+            done: Box::new(|_| {}),
+        };
+        let _ = shared.engine.submit_write(item);
+    }
     lock(&shared.clients).remove(&client.id);
 }

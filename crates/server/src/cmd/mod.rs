@@ -69,6 +69,8 @@ pub struct Session {
     pub authenticated: bool,
     /// The commands queued since MULTI, while a transaction is open.
     pub multi: Option<transactions::Queue>,
+    /// The keys this connection WATCHes.
+    pub watched: transactions::WatchList,
 }
 
 /// A command whose `apply` reads the keyspace on the read pool.
@@ -241,6 +243,8 @@ pub static TABLE: &[Spec] = &[
     spec!("ttl", 2, ["readonly", "fast"], 1, 1, 1, "generic", "Returns the expiration time in seconds of a key.", plan_read::<k::Ttl>),
     spec!("type", 2, ["readonly", "fast"], 1, 1, 1, "generic", "Determines the type of value stored at a key.", plan_read::<k::Type>),
     spec!("unlink", -2, ["write", "fast"], 1, -1, 1, "generic", "Asynchronously deletes one or more keys.", plan_write::<k::Del>),
+    spec!("unwatch", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, "transactions", "Forgets about watched keys of a transaction.", plan_local::<tx::Unwatch>),
+    spec!("watch", -2, ["noscript", "loading", "stale", "fast", "allow_busy"], 1, -1, 1, "transactions", "Monitors changes to keys to determine the execution of a transaction.", plan_local::<tx::Watch>),
 ];
 
 /// Finds a command by name, case-insensitively.

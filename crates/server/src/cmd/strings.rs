@@ -467,7 +467,7 @@ impl WriteCommand for GetEx {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
-        let Some((value, _)) = txn.string_entry(self.db, &self.key)? else {
+        let Some((value, expire_at)) = txn.string_entry(self.db, &self.key)? else {
             return Ok(Reply::Nil);
         };
         let expire = match self.clause.resolve("getex") {
@@ -478,9 +478,12 @@ impl WriteCommand for GetEx {
             ExpireOpt::At(at) => {
                 txn.set_expire(self.db, &self.key, Some(at))?;
             }
-            ExpireOpt::Persist => {
+            // Only a TTL that is there is removed (and only that counts as
+            // a change, for WATCH).
+            ExpireOpt::Persist if expire_at.is_some() => {
                 txn.set_expire(self.db, &self.key, None)?;
             }
+            ExpireOpt::Persist => {}
             ExpireOpt::None | ExpireOpt::Keep => {}
         }
         Ok(Reply::bulk(value))

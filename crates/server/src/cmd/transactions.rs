@@ -1,4 +1,4 @@
-//! Transactions: MULTI, EXEC, DISCARD.
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 //!
 //! Between MULTI and EXEC a connection's commands are not run but queued:
 //! each is only looked up and its arity checked (what redis-server checks
@@ -19,12 +19,21 @@
 //! writes (see `respite_engine::txn`). A storage error in the middle takes
 //! the whole transaction back.
 //!
-//! WATCH is not supported (it is an unknown command); inside MULTI it is
-//! refused with Redis's text, without dooming the transaction, as Redis
-//! does.
+//! WATCH makes EXEC answer a nil array, and run nothing, when one of the
+//! watched keys was written since (optimistic locking). The engine keeps a
+//! version per watched key (`respite_engine::watch`). WATCH itself runs on
+//! the writer, so it is ordered with every write: it registers after all
+//! writes queued before it and is answered once they are committed; EXEC
+//! compares the versions on the writer right before it runs the
+//! transaction, so no write can slip in between. After EXEC, DISCARD,
+//! UNWATCH or RESET, and when the connection closes, every key is unwatched
+//! (also on the writer). Unlike Redis, a watched key that expires fails EXEC
+//! only once the expiry sweep has deleted it.
+
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use respite_engine::{EngineError, Txn};
+use respite_engine::{EngineError, Txn, Watches};
 
 use super::{lookup_index, try_dispatch, LocalCommand, Plan, ReadFn, Session, TABLE};
 use crate::args::Args;
@@ -43,19 +52,6 @@ pub struct Queue {
 /// What the connection does with a request while a transaction is open.
 pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
     let index = lookup_index(&request[0]);
-    let name = index.map(|i| TABLE[i].name);
-    match name {
-        // These act at once, even inside a transaction.
-        Some("exec" | "discard" | "multi" | "quit" | "reset") => {
-            return try_dispatch(session, request)
-        }
-        None if request[0].eq_ignore_ascii_case(b"watch") => {
-            return Err(CommandError::Other(
-                "WATCH inside MULTI is not allowed".into(),
-            ))
-        }
-        _ => {}
-    }
     // Redis refuses here what it can tell without running the command:
     // unknown names, wrong arity, no authentication.
     if let Err(e) = super::check(session, &request, index) {
@@ -64,10 +60,123 @@ pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, 
         }
         return Err(e);
     }
-    if let Some(q) = session.multi.as_mut() {
-        q.requests.push(request);
+    match index.map(|i| TABLE[i].name) {
+        // These act at once, even inside a transaction.
+        Some("exec" | "discard" | "multi" | "quit" | "reset") => try_dispatch(session, request),
+        Some("watch") => Err(CommandError::Other(
+            "WATCH inside MULTI is not allowed".into(),
+        )),
+        _ => {
+            if let Some(q) = session.multi.as_mut() {
+                q.requests.push(request);
+            }
+            Ok(Plan::Reply(Reply::Simple("QUEUED")))
+        }
     }
-    Ok(Plan::Reply(Reply::Simple("QUEUED")))
+}
+
+/// The keys a connection watches, each with the version it saw. Filled and
+/// emptied only by operations on the writer thread, so every change to the
+/// list is ordered with every write: a WATCH registers after all writes
+/// queued before it (and is acknowledged only once they are committed, so
+/// the GET that follows it sees them), and anything written after it moves
+/// the version EXEC compares.
+#[derive(Default)]
+pub struct WatchList {
+    keys: Arc<Mutex<Vec<(u32, Bytes, u64)>>>,
+    /// A WATCH was sent and no UNWATCH/EXEC/DISCARD/RESET since: ending the
+    /// watches needs a trip to the writer.
+    active: bool,
+}
+
+fn lock_keys(
+    keys: &Mutex<Vec<(u32, Bytes, u64)>>,
+) -> std::sync::MutexGuard<'_, Vec<(u32, Bytes, u64)>> {
+    keys.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Ends every watch of the list (on the writer).
+fn unwatch(watches: &Watches, keys: &Mutex<Vec<(u32, Bytes, u64)>>) {
+    for (db, key, _) in lock_keys(keys).drain(..) {
+        watches.unwatch(db, &key);
+    }
+}
+
+/// Whether any watched key was written since it was watched.
+fn broken(watches: &Watches, keys: &Mutex<Vec<(u32, Bytes, u64)>>) -> bool {
+    lock_keys(keys)
+        .iter()
+        .any(|(db, key, v)| watches.changed(*db, key, *v))
+}
+
+impl Session {
+    /// An operation for the writer that ends this connection's watches and
+    /// then answers `reply`; `None` when nothing is watched.
+    pub fn end_watches(&mut self, reply: Reply) -> Option<respite_engine::WriteOp<Reply>> {
+        if !std::mem::take(&mut self.watched.active) {
+            return None;
+        }
+        let watches = self.shared.engine.watches();
+        let keys = self.watched.keys.clone();
+        Some(Box::new(move |_: &mut Txn<'_, '_>| {
+            unwatch(&watches, &keys);
+            Ok(reply)
+        }))
+    }
+
+    /// `reply`, after ending the watches if there are any.
+    fn reply_ending_watches(&mut self, reply: Reply) -> Plan {
+        match self.end_watches(reply.clone()) {
+            Some(op) => Plan::Write(op),
+            None => Plan::Reply(reply),
+        }
+    }
+}
+
+/// `WATCH key [key ...]`
+pub struct Watch {
+    /// The selected database.
+    db: u32,
+    /// The keys.
+    keys: Vec<Bytes>,
+}
+
+impl LocalCommand for Watch {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Watch {
+            db: s.db,
+            keys: args.rest(),
+        })
+    }
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        s.watched.active = true;
+        let watches = s.shared.engine.watches();
+        let list = s.watched.keys.clone();
+        let db = self.db;
+        Ok(Plan::Write(Box::new(move |_: &mut Txn<'_, '_>| {
+            let mut list = lock_keys(&list);
+            for key in self.keys {
+                // Watching a key twice is watching it once.
+                if !list.iter().any(|(d, k, _)| *d == db && *k == key) {
+                    let version = watches.watch(db, &key);
+                    list.push((db, key, version));
+                }
+            }
+            Ok(Reply::Ok)
+        })))
+    }
+}
+
+/// `UNWATCH`
+pub struct Unwatch;
+
+impl LocalCommand for Unwatch {
+    fn parse(_args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        Ok(Unwatch)
+    }
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        Ok(s.reply_ending_watches(Reply::Ok))
+    }
 }
 
 /// `MULTI`
@@ -95,7 +204,7 @@ impl LocalCommand for Discard {
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
         match s.multi.take() {
-            Some(_) => Ok(Plan::Reply(Reply::Ok)),
+            Some(_) => Ok(s.reply_ending_watches(Reply::Ok)),
             None => Err(CommandError::Other("DISCARD without MULTI".into())),
         }
     }
@@ -123,9 +232,20 @@ impl LocalCommand for Exec {
             return Err(CommandError::Other("EXEC without MULTI".into()));
         };
         if queue.doomed {
-            return Ok(Plan::Reply(Reply::Error(Bytes::from_static(
+            return Ok(s.reply_ending_watches(Reply::Error(Bytes::from_static(
                 b"EXECABORT Transaction discarded because of previous errors.",
             ))));
+        }
+        // EXEC ends every watch, whatever happens next.
+        let watching = std::mem::take(&mut s.watched.active);
+        let watches = s.shared.engine.watches();
+        let list = s.watched.keys.clone();
+        // A version never goes back: a watch already broken is broken on
+        // the writer too, and then nothing queued (not even CLIENT SETNAME)
+        // runs.
+        if watching && broken(&watches, &list) {
+            s.watched.active = true;
+            return Ok(s.reply_ending_watches(Reply::NilArray));
         }
         let steps: Vec<Step> = queue
             .requests
@@ -144,7 +264,7 @@ impl LocalCommand for Exec {
                 Err(e) => Step::Reply(e.into()),
             })
             .collect();
-        if steps.iter().all(|st| matches!(st, Step::Reply(_))) {
+        if !watching && steps.iter().all(|st| matches!(st, Step::Reply(_))) {
             // Nothing touches the data: no need to wait for the writer.
             let replies = steps
                 .into_iter()
@@ -156,6 +276,15 @@ impl LocalCommand for Exec {
             return Ok(Plan::Reply(Reply::Array(replies)));
         }
         Ok(Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
+            // On the writer, after every earlier write: the check that
+            // counts. The watches end here either way.
+            if watching {
+                let broken = broken(&watches, &list);
+                unwatch(&watches, &list);
+                if broken {
+                    return Ok(Reply::NilArray);
+                }
+            }
             let mut replies = Vec::with_capacity(steps.len());
             for step in steps {
                 replies.push(match step {
