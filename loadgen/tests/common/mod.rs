@@ -48,30 +48,65 @@ pub fn redis() -> Option<Redis> {
         eprintln!("skipping: redis-server not found");
         return None;
     }
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let child = Command::new("redis-server")
-        .args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
-        .args(["--port", &port.to_string(), "--daemonize", "no"])
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn redis-server");
-    let r = Redis {
-        port,
-        child,
-        _dir: dir,
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
+    // A free port can be taken by a parallel test's server between the
+    // choice and the bind: then this server exits, and another one answers
+    // on the port. Only a server that reports our child's pid is ours.
+    for _ in 0..5 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let child = Command::new("redis-server")
+            .args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+            .args(["--port", &port.to_string(), "--daemonize", "no"])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        let mut r = Redis {
+            port,
+            child,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if r.child.try_wait().ok().flatten().is_some() {
+                break; // exited: the port was taken
+            }
+            if let Some(pid) = server_pid(port) {
+                if pid == r.child.id() {
+                    return Some(r);
+                }
+                break;
+            }
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
-    Some(r)
+    panic!("could not start redis-server on a free port");
+}
+
+/// The `process_id` of the server answering on `port`, if one does.
+fn server_pid(port: u16) -> Option<u32> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !text.windows(11).any(|w| w == b"process_id:") || !text.ends_with(b"\r\n\r\n") {
+        let n = s.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&text);
+    text.lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .and_then(|p| p.trim().parse().ok())
 }
 
 /// Runs the binary with `args` plus `--json <tmp>`; returns output and JSON.

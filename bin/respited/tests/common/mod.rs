@@ -279,35 +279,52 @@ impl RedisServer {
             eprintln!("skipping: redis-server not found");
             return None;
         }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let port = free_port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn redis-server");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
+        // A free port can be taken by a parallel test's server between the
+        // choice and the bind: then this server exits and another answers
+        // on the port. Only a server that reports our child's pid is ours.
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let port = free_port();
+            let child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .arg("--dir")
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn redis-server");
+            let mut server = RedisServer {
+                child,
+                port,
+                _dir: dir,
+            };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if server.child.try_wait().ok().flatten().is_some() {
+                    break; // exited: the port was taken
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    let mut con = server.client();
+                    let pid = info_field(&mut con, "server", "process_id");
+                    if pid as u32 == server.child.id() {
+                        return Some(server);
+                    }
+                    break;
+                }
+                assert!(Instant::now() < deadline, "redis-server did not start");
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
-        Some(RedisServer {
-            child,
-            port,
-            _dir: dir,
-        })
+        panic!("could not start redis-server on a free port");
     }
 
     /// A `redis` crate client.
