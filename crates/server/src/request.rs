@@ -91,9 +91,16 @@ pub fn next_request(
 
 /// Finds `\r\n` at or after `from`; returns the index of the `\r`.
 fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
+    // Headers (`*3`, `$5`) are a few bytes: a plain loop finds their end
+    // before a SIMD search would have started.
+    let near = buf.get(from..)?.iter().take(24).position(|&b| b == b'\r');
+    if let Some(i) = near {
+        if buf.get(from + i + 1) == Some(&b'\n') {
+            return Some(from + i);
+        }
+    }
     let mut at = from;
-    // memchr finds each `\r` with SIMD; headers are short, so this is
-    // usually one call.
+    // Long lines (and a `\r` not followed by `\n`): memchr with SIMD.
     while let Some(i) = memchr::memchr(b'\r', buf.get(at..)?) {
         let r = at + i;
         if buf.get(r + 1) == Some(&b'\n') {
