@@ -10,8 +10,6 @@
 mod common;
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::{encode, exchange, info_field, Respited};
@@ -43,53 +41,28 @@ fn a_cached_value_never_outlives_an_acknowledged_write() {
 #[test]
 fn reads_never_go_back_in_time_under_concurrent_writes() {
     let server = Respited::start(&[]);
-    let writers = 4;
-    let per_writer = 300;
-    let done = Arc::new(AtomicBool::new(false));
-    let readers: Vec<_> = (0..3)
-        .map(|_| {
-            let port = server.port;
-            let done = done.clone();
-            std::thread::spawn(move || {
-                let mut con = common::client_for(port);
-                let mut last = 0i64;
-                let mut reads = 0;
-                while !done.load(Ordering::Relaxed) {
-                    let v: Option<i64> = redis::cmd("GET").arg("n").query(&mut con).unwrap();
-                    let v = v.unwrap_or(0);
-                    assert!(v >= last, "read {v} after {last}");
-                    last = v;
-                    reads += 1;
-                }
-                reads
-            })
-        })
-        .collect();
-    let handles: Vec<_> = (0..writers)
-        .map(|_| {
-            let port = server.port;
-            std::thread::spawn(move || {
-                let mut con = common::client_for(port);
-                let mut other = common::client_for(port);
-                for _ in 0..per_writer {
-                    let n: i64 = redis::cmd("INCR").arg("n").query(&mut con).unwrap();
-                    // Acknowledged, so any client reading now sees at
-                    // least this value.
-                    let seen: i64 = redis::cmd("GET").arg("n").query(&mut other).unwrap();
-                    assert!(seen >= n, "GET returned {seen} after INCR returned {n}");
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
-    done.store(true, Ordering::Relaxed);
-    for r in readers {
-        assert!(r.join().unwrap() > 0);
-    }
+    const WRITERS: usize = 4;
+    const PER_WRITER: usize = 300;
+    let write = |port| {
+        let mut con = common::client_for(port);
+        let mut other = common::client_for(port);
+        for _ in 0..PER_WRITER {
+            let n: i64 = redis::cmd("INCR").arg("n").query(&mut con).unwrap();
+            // Acknowledged, so any client reading now sees at least this
+            // value.
+            let seen: i64 = redis::cmd("GET").arg("n").query(&mut other).unwrap();
+            assert!(seen >= n, "GET returned {seen} after INCR returned {n}");
+        }
+    };
+    let read = |con: &mut redis::Connection, last: &mut i64| {
+        let v: Option<i64> = redis::cmd("GET").arg("n").query(con).unwrap();
+        let v = v.unwrap_or(0);
+        assert!(v >= *last, "read {v} after {last}");
+        *last = v;
+    };
+    common::race(server.port, WRITERS, write, 3, read);
     let mut con = server.client();
-    assert_eq!(get(&mut con, "n"), Some((writers * per_writer).to_string()));
+    assert_eq!(get(&mut con, "n"), Some((WRITERS * PER_WRITER).to_string()));
 }
 
 #[test]

@@ -6,9 +6,6 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use common::{encode, exchange, Respited};
 
 #[test]
@@ -35,61 +32,34 @@ fn atomic_pipelines_from_the_redis_crate() {
 #[test]
 fn no_client_sees_half_a_transaction() {
     let server = Respited::start(&[]);
-    let writers = 4;
-    let rounds = 150;
-    let done = Arc::new(AtomicBool::new(false));
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            let port = server.port;
-            let done = done.clone();
-            std::thread::spawn(move || {
-                let mut con = common::client_for(port);
-                let mut seen = 0;
-                while !done.load(Ordering::Relaxed) {
-                    let (x, y): (Option<i64>, Option<i64>) = redis::cmd("MGET")
-                        .arg("x")
-                        .arg("y")
-                        .query(&mut con)
-                        .unwrap();
-                    assert_eq!(x, y, "a transaction was seen half applied");
-                    seen += 1;
-                }
-                seen
-            })
-        })
-        .collect();
-    let handles: Vec<_> = (0..writers)
-        .map(|_| {
-            let port = server.port;
-            std::thread::spawn(move || {
-                let mut con = common::client_for(port);
-                for _ in 0..rounds {
-                    let (x, y): (i64, i64) = redis::pipe()
-                        .atomic()
-                        .incr("x", 1)
-                        .incr("y", 1)
-                        .query(&mut con)
-                        .unwrap();
-                    // Inside the transaction nothing came between the two.
-                    assert_eq!(x, y);
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
-    done.store(true, Ordering::Relaxed);
-    for r in readers {
-        assert!(r.join().unwrap() > 0);
-    }
+    const WRITERS: i64 = 4;
+    const ROUNDS: i64 = 150;
+    let write = |port| {
+        let mut con = common::client_for(port);
+        for _ in 0..ROUNDS {
+            let (x, y): (i64, i64) = redis::pipe()
+                .atomic()
+                .incr("x", 1)
+                .incr("y", 1)
+                .query(&mut con)
+                .unwrap();
+            // Inside the transaction nothing came between the two.
+            assert_eq!(x, y);
+        }
+    };
+    let read = |con: &mut redis::Connection, _: &mut i64| {
+        let (x, y): (Option<i64>, Option<i64>) =
+            redis::cmd("MGET").arg("x").arg("y").query(con).unwrap();
+        assert_eq!(x, y, "a transaction was seen half applied");
+    };
+    common::race(server.port, WRITERS as usize, write, 2, read);
     let mut con = server.client();
     let (x, y): (i64, i64) = redis::cmd("MGET")
         .arg("x")
         .arg("y")
         .query(&mut con)
         .unwrap();
-    assert_eq!((x, y), (writers * rounds, writers * rounds));
+    assert_eq!((x, y), (WRITERS * ROUNDS, WRITERS * ROUNDS));
 }
 
 #[test]

@@ -227,6 +227,47 @@ pub fn read_until_quiet(stream: &mut TcpStream, quiet: Duration) -> (Vec<u8>, bo
     }
 }
 
+/// Runs `writers` threads of `write(port)` while `readers` threads call
+/// `read` in a loop, each on its own connection and with a number it keeps
+/// between calls; stops the readers once the writers are done, and checks
+/// that every reader got to read.
+pub fn race(
+    port: u16,
+    writers: usize,
+    write: fn(u16),
+    readers: usize,
+    read: fn(&mut redis::Connection, &mut i64),
+) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let done = Arc::new(AtomicBool::new(false));
+    let reading: Vec<_> = (0..readers)
+        .map(|_| {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut con = client_for(port);
+                let mut state = 0;
+                let mut reads = 0u64;
+                while !done.load(Ordering::Relaxed) {
+                    read(&mut con, &mut state);
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    let writing: Vec<_> = (0..writers)
+        .map(|_| std::thread::spawn(move || write(port)))
+        .collect();
+    for w in writing {
+        w.join().expect("writer thread");
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in reading {
+        assert!(r.join().expect("reader thread") > 0, "a reader never read");
+    }
+}
+
 /// Asserts the server still takes a write and reads it back.
 pub fn assert_still_serves(con: &mut redis::Connection) {
     let _: () = redis::cmd("SET")
