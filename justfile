@@ -123,6 +123,21 @@ bench N="200000" ROUNDS="3" REDKA="" REDLITE="":
         done
     fi
 
+# CPU seconds per million requests that the server on PORT spends on one
+# redis-benchmark run (ARGS must include -n N), from /proc: the efficiency
+# figure of docs/benchmarks.md. Example: just cpu 6379 -c 50 -n 1000000 -t get
+cpu PORT *ARGS:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    pid=$(ss -ltnpH "sport = :{{PORT}}" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+    ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+    before=$(ticks)
+    redis-benchmark -p {{PORT}} -q {{ARGS}} >/dev/null
+    after=$(ticks)
+    n=$(printf '%s\n' {{ARGS}} | awk 'prev == "-n" {print $1} {prev = $1}')
+    awk -v a="$after" -v b="$before" -v t="$(getconf CLK_TCK)" -v n="$n" \
+        'BEGIN { printf "%.2f CPU s per million requests\n", (a - b) / t / (n / 1e6) }'
+
 # Compare respite with redis-server using respite-loadgen (both must be
 # running).
 loadgen-compare redis="127.0.0.1:6379" respite="127.0.0.1:6380" profile="mixed":
