@@ -19,7 +19,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use respite_engine::{EngineError, WriteItem, WriteOp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 use crate::cmd::strings::Get;
 use crate::cmd::{dispatch, Plan, ReadCommand, ReadFn, Session};
 use crate::reply::Reply;
-use crate::request::{next_request, Limits};
+use crate::request::{next_frame, Frame, Limits};
 use crate::state::{lock, ClientHandle, Shared};
 
 /// Replies already encoded, with how many of them are errors (for INFO).
@@ -310,6 +310,50 @@ impl Turn {
         true
     }
 
+    /// GET without the command table, for the common pipeline of GETs:
+    /// looked at on the frame's argument ranges, before anything is copied.
+    /// `None`: not a plain GET this path can take (the general path then
+    /// handles it). `Some(None)`: answered from the value cache (the reply
+    /// is in the slots). `Some(Some(plan))`: a cache miss, to be read from
+    /// the pool.
+    fn fast_get(
+        &mut self,
+        session: &Session,
+        shared: &Shared,
+        input: &[u8],
+        args: &[std::ops::Range<usize>],
+    ) -> Option<Option<Plan>> {
+        if args.len() != 2
+            || !input[args[0].clone()].eq_ignore_ascii_case(b"GET")
+            || !session.authenticated
+            || session.multi.is_some()
+            || !self.reads.is_empty()
+        {
+            return None;
+        }
+        let cache = shared.engine.cache();
+        if !cache.enabled() || !self.writes.is_empty() || self.open_writes > 0 {
+            return None;
+        }
+        static GET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let index = *GET.get_or_init(|| crate::cmd::lookup_index(b"get").unwrap_or(0));
+        session.client.last_cmd.store(index, Ordering::Relaxed);
+        let key = &input[args[1].clone()];
+        match cache.get(session.db, key, respite_engine::now_ms) {
+            Some(value) => {
+                self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
+                Some(None)
+            }
+            None => {
+                let get = Get::new(session.db, Bytes::copy_from_slice(key));
+                Some(Some(Plan::Read(
+                    Box::new(move |view| get.apply(view).unwrap_or_else(Reply::from)),
+                    false,
+                )))
+            }
+        }
+    }
+
     /// A GET's reply from the value cache, when it may be used: only while
     /// no write of this connection is gathered or in flight, since the
     /// cache shows committed values and a pipelined `SET k v` then `GET k`
@@ -431,9 +475,23 @@ where
                 max_bulk_len: shared.settings.proto_max_bulk_len.load(Ordering::Relaxed),
                 authenticated: session.authenticated,
             };
-            match next_request(&mut input, limits) {
-                Ok(Some(request)) if request.is_empty() => continue,
-                Ok(Some(request)) => {
+            match next_frame(&mut input, limits) {
+                Ok(Some(frame)) => {
+                    if let Frame::Array { len, args } = &frame {
+                        if let Some(fast) = turn.fast_get(&session, &shared, &input, args) {
+                            let len = *len;
+                            input.advance(len);
+                            processed += 1;
+                            if let Some(plan) = fast {
+                                turn.add(plan, &shared, session.resp3).await;
+                            }
+                            continue;
+                        }
+                    }
+                    let request = frame.take_args(&mut input);
+                    if request.is_empty() {
+                        continue;
+                    }
                     processed += 1;
                     let plan = guarded(|| dispatch(&mut session, request), Plan::Reply);
                     if !turn.add(plan, &shared, session.resp3).await {

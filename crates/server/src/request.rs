@@ -15,6 +15,8 @@
 //! is closed, as redis-server does: after garbage, nothing that follows on
 //! the stream can be trusted to be framed right.
 
+use std::ops::Range;
+
 use bytes::{Buf, Bytes, BytesMut};
 use redis_protocol::resp2::decode::decode_range;
 use redis_protocol::resp2::types::RangeFrame;
@@ -72,6 +74,61 @@ pub enum ProtocolError {
     Malformed(String),
 }
 
+/// A complete request at the front of the read buffer.
+#[derive(Debug)]
+pub enum Frame {
+    /// Already taken off the buffer: an inline command (or an empty
+    /// request, which Redis skips).
+    Taken(Vec<Bytes>),
+    /// A RESP array still in the buffer: its length and the ranges of its
+    /// arguments, so a caller can look at them before copying anything.
+    Array {
+        /// Bytes the whole frame takes.
+        len: usize,
+        /// Where each argument is, from the start of the buffer.
+        args: Vec<Range<usize>>,
+    },
+}
+
+impl Frame {
+    /// The arguments, taking the frame off the buffer.
+    pub fn take_args(self, buf: &mut BytesMut) -> Vec<Bytes> {
+        let (len, ranges) = match self {
+            Frame::Taken(args) => return args,
+            Frame::Array { len, args } => (len, args),
+        };
+        if len <= COPY_ARGS_BELOW {
+            // A small request's arguments are copied out, and the buffer
+            // stays uniquely owned: sharing it would cost an atomic
+            // reference count update per argument clone and drop, which for
+            // short commands costs more than the copies (a fifth of a GET
+            // pipeline's time).
+            let args = ranges
+                .into_iter()
+                .map(|r| Bytes::copy_from_slice(&buf[r]))
+                .collect();
+            buf.advance(len);
+            return args;
+        }
+        // Large values are not copied: the arguments are slices of the frame.
+        let bytes = buf.split_to(len).freeze();
+        ranges.into_iter().map(|r| bytes.slice(r)).collect()
+    }
+}
+
+/// Finds the next complete request at the front of `buf`. `Ok(None)` means
+/// more bytes are needed.
+pub fn next_frame(buf: &mut BytesMut, limits: Limits) -> Result<Option<Frame>, ProtocolError> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    if buf[0] == b'*' {
+        multibulk(buf, limits)
+    } else {
+        Ok(inline(buf)?.map(Frame::Taken))
+    }
+}
+
 /// Takes the next complete request off the front of `buf`. `Ok(None)` means
 /// more bytes are needed; an empty vector is a request with no arguments
 /// (`*0`, a blank line), which Redis silently skips.
@@ -79,14 +136,7 @@ pub fn next_request(
     buf: &mut BytesMut,
     limits: Limits,
 ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
-    if buf.is_empty() {
-        return Ok(None);
-    }
-    if buf[0] == b'*' {
-        multibulk(buf, limits)
-    } else {
-        inline(buf)
-    }
+    Ok(next_frame(buf, limits)?.map(|f| f.take_args(buf)))
 }
 
 /// Finds `\r\n` at or after `from`; returns the index of the `\r`.
@@ -116,7 +166,7 @@ fn parse_len(digits: &[u8]) -> Option<i64> {
     std::str::from_utf8(digits).ok()?.parse::<i64>().ok()
 }
 
-fn multibulk(buf: &mut BytesMut, limits: Limits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+fn multibulk(buf: &mut BytesMut, limits: Limits) -> Result<Option<Frame>, ProtocolError> {
     let Some(end) = find_crlf(buf, 1) else {
         return if buf.len() > MAX_INLINE {
             Err(ProtocolError::TooBigMultibulkCount)
@@ -133,7 +183,7 @@ fn multibulk(buf: &mut BytesMut, limits: Limits) -> Result<Option<Vec<Bytes>>, P
     }
     if count <= 0 {
         let _ = buf.split_to(end + 2);
-        return Ok(Some(Vec::new()));
+        return Ok(Some(Frame::Taken(Vec::new())));
     }
     // Walk the element headers to find where the frame ends.
     let mut pos = end + 2;
@@ -172,27 +222,14 @@ fn multibulk(buf: &mut BytesMut, limits: Limits) -> Result<Option<Vec<Bytes>>, P
     let RangeFrame::Array(items) = frame else {
         return Err(ProtocolError::Malformed("expected an array".into()));
     };
-    let ranges = items.into_iter().map(|item| match item {
-        RangeFrame::BulkString((start, end)) => Ok(start..end),
-        _ => Err(ProtocolError::Malformed("expected a bulk string".into())),
-    });
-    if pos <= COPY_ARGS_BELOW {
-        // A small request's arguments are copied out, and the buffer stays
-        // uniquely owned: sharing it would cost an atomic reference count
-        // update per argument clone and drop, which for short commands
-        // costs more than the copies (a fifth of a GET pipeline's time).
-        let args = ranges
-            .map(|r| r.map(|r| Bytes::copy_from_slice(&buf[r])))
-            .collect::<Result<Vec<_>, _>>()?;
-        buf.advance(pos);
-        return Ok(Some(args));
-    }
-    // Large values are not copied: the arguments are slices of the frame.
-    let bytes = buf.split_to(pos).freeze();
-    ranges
-        .map(|r| r.map(|r| bytes.slice(r)))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
+    let args = items
+        .into_iter()
+        .map(|item| match item {
+            RangeFrame::BulkString((start, end)) => Ok(start..end),
+            _ => Err(ProtocolError::Malformed("expected a bulk string".into())),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(Frame::Array { len: pos, args }))
 }
 
 fn inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {

@@ -40,6 +40,12 @@ impl ReadCommand for Get {
 }
 
 impl Get {
+    /// A GET of `key` in database `db` (for the connection's fast path,
+    /// which has checked the arguments itself).
+    pub fn new(db: u32, key: Bytes) -> Get {
+        Get { db, key }
+    }
+
     /// The reply, if the value cache holds the key. Only a string is ever
     /// cached, so a hit is the same reply `apply` would give; a miss (the
     /// key absent, of another type, expired, or just not cached) goes to the
