@@ -93,6 +93,39 @@ struct Turn {
     reads_from: usize,
 }
 
+/// A plain `SET key value` planned without the command table, from the
+/// frame's argument ranges (only the key and the value are copied): the
+/// other common command of write-heavy pipelines. Anything else, options
+/// included, goes the general way.
+fn fast_set(
+    session: &Session,
+    input: &[u8],
+    len: usize,
+    args: &[std::ops::Range<usize>],
+) -> Option<Plan> {
+    // Large values are shared with the read buffer by the general path
+    // rather than copied.
+    if len > crate::request::COPY_ARGS_BELOW
+        || args.len() != 3
+        || !input[args[0].clone()].eq_ignore_ascii_case(b"SET")
+        || !session.authenticated
+        || session.multi.is_some()
+    {
+        return None;
+    }
+    static SET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let index = *SET.get_or_init(|| crate::cmd::lookup_index(b"set").unwrap_or(0));
+    session.client.last_cmd.store(index, Ordering::Relaxed);
+    let set = crate::cmd::strings::Set::plain(
+        session.db,
+        Bytes::copy_from_slice(&input[args[1].clone()]),
+        Bytes::copy_from_slice(&input[args[2].clone()]),
+    );
+    Some(Plan::Write(Box::new(move |txn| {
+        crate::cmd::WriteCommand::apply(set, txn)
+    })))
+}
+
 /// Runs one command's step; a panic (a bug) becomes that command's error
 /// reply instead of taking the connection, or a reader thread, down.
 fn guarded<T>(f: impl FnOnce() -> T, on_panic: impl FnOnce(Reply) -> T) -> T {
@@ -478,6 +511,13 @@ where
             match next_frame(&mut input, limits) {
                 Ok(Some(frame)) => {
                     if let Frame::Array { len, args } = &frame {
+                        if let Some(plan) = fast_set(&session, &input, *len, args) {
+                            let len = *len;
+                            input.advance(len);
+                            processed += 1;
+                            turn.add(plan, &shared, session.resp3).await;
+                            continue;
+                        }
                         if let Some(fast) = turn.fast_get(&session, &shared, &input, args) {
                             let len = *len;
                             input.advance(len);

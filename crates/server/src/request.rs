@@ -23,7 +23,7 @@ use redis_protocol::resp2::types::RangeFrame;
 
 /// Requests shorter than this have their arguments copied out of the read
 /// buffer; longer ones share it.
-const COPY_ARGS_BELOW: usize = 1024;
+pub const COPY_ARGS_BELOW: usize = 1024;
 
 /// The longest header or inline line Redis buffers before giving up.
 const MAX_INLINE: usize = 64 * 1024;

@@ -275,6 +275,22 @@ pub struct Set {
     expire: ExpireOpt,
 }
 
+impl Set {
+    /// A plain `SET key value` in database `db`, no options (for the
+    /// connection's fast path, which has checked the arguments itself).
+    pub fn plain(db: u32, key: Bytes, value: Bytes) -> Set {
+        Set {
+            db,
+            key,
+            value,
+            nx: false,
+            xx: false,
+            get: false,
+            expire: ExpireOpt::None,
+        }
+    }
+}
+
 impl WriteCommand for Set {
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         let key = args.next()?;
