@@ -11,6 +11,11 @@
 //! and written with one flush per read (a pipeline of 16 costs one write
 //! syscall, not 16).
 //!
+//! Two commands skip the command table: a plain GET, looked up in the value
+//! cache straight from the read buffer (`Turn::fast_get`), and a plain SET
+//! (`fast_set`), which copies only its key and value. Everything else is
+//! planned by `cmd::dispatch`.
+//!
 //! A command error is just a reply; the connection goes on. A protocol
 //! error (a malformed frame) is answered and the connection closed, as
 //! redis-server does. Waiting for the engine happens on channels, so a
