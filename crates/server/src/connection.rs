@@ -370,7 +370,7 @@ impl Turn {
             return None;
         }
         let cache = shared.engine.cache();
-        if !cache.enabled() || !self.writes.is_empty() || self.open_writes > 0 {
+        if !self.cache_usable(cache) {
             return None;
         }
         static GET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -399,10 +399,14 @@ impl Turn {
     /// the cache, so settled writes need no care.)
     fn try_cache(&self, get: &Get, shared: &Shared) -> Option<Reply> {
         let cache = shared.engine.cache();
-        if !cache.enabled() || !self.writes.is_empty() || self.open_writes > 0 {
-            return None;
-        }
-        get.cached_reply(cache)
+        self.cache_usable(cache).then(|| get.cached_reply(cache))?
+    }
+
+    /// Whether this turn may answer from the value cache: it is on, and no
+    /// write of this connection is gathered or in flight (the cache shows
+    /// committed values only).
+    fn cache_usable(&self, cache: &respite_engine::ValueCache) -> bool {
+        cache.enabled() && self.writes.is_empty() && self.open_writes == 0
     }
 
     /// Waits for every reply and encodes them, in order, into `out`.

@@ -232,10 +232,7 @@ impl LocalCommand for Reset {
         *lock(&s.client.name) = None;
         s.authenticated = s.shared.requirepass().is_none();
         s.multi = None;
-        Ok(match s.end_watches(Reply::Simple("RESET")) {
-            Some(op) => Plan::Write(op),
-            None => Plan::Reply(Reply::Simple("RESET")),
-        })
+        Ok(s.reply_ending_watches(Reply::Simple("RESET")))
     }
 }
 

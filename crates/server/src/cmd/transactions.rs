@@ -125,7 +125,7 @@ impl Session {
     }
 
     /// `reply`, after ending the watches if there are any.
-    fn reply_ending_watches(&mut self, reply: Reply) -> Plan {
+    pub(crate) fn reply_ending_watches(&mut self, reply: Reply) -> Plan {
         match self.end_watches(reply.clone()) {
             Some(op) => Plan::Write(op),
             None => Plan::Reply(reply),
