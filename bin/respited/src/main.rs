@@ -119,7 +119,8 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 
-    let engine = match Engine::open(config.engine()) {
+    let (deliver, dispatcher) = respite_server::delivery::channel();
+    let engine = match Engine::open_with_delivery(config.engine(), deliver) {
         Ok(e) => e,
         Err(e) => {
             tracing::error!("cannot open {}: {e}", config.db.display());
@@ -152,6 +153,7 @@ fn main() -> ExitCode {
     };
     let shared = Arc::new(Shared::new(engine, config));
     let result = runtime.block_on(async {
+        tokio::spawn(dispatcher.run());
         let signals = shared.clone();
         tokio::spawn(async move {
             wait_for_signal().await;

@@ -70,7 +70,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         "panic".to_string()
     }
 }
-pub use writer::{WriteDone, WriteItem, WriteOp};
+pub use writer::{deliver_inline, Deliver, Finished, WriteDone, WriteItem, WriteOp};
 
 use stats::Stats;
 use writer::Msg;
@@ -90,8 +90,15 @@ pub struct Engine<R: Send + 'static> {
 
 impl<R: Send + 'static> Engine<R> {
     /// Opens (creating if needed) the database at `config.path` and starts
-    /// the writer thread and the read pool.
+    /// the writer thread and the read pool. Completion callbacks run on the
+    /// writer thread ([`deliver_inline`]).
     pub fn open(config: EngineConfig) -> Result<Self> {
+        Self::open_with_delivery(config, deliver_inline())
+    }
+
+    /// Like [`Engine::open`], with the writer handing each commit's
+    /// finished items to `deliver` (which must complete every one of them).
+    pub fn open_with_delivery(config: EngineConfig, deliver: Deliver<R>) -> Result<Self> {
         let conn =
             schema::open_writer(&config.path, config.appendfsync, config.journal_size_limit)?;
         let mut wal = config.path.clone().into_os_string();
@@ -121,7 +128,7 @@ impl<R: Send + 'static> Engine<R> {
             .name("respite-writer".into())
             .spawn(move || {
                 let run = std::panic::AssertUnwindSafe(|| {
-                    writer::run(conn, write_rx, settings, writer_stats)
+                    writer::run(conn, write_rx, settings, writer_stats, deliver)
                 });
                 if let Err(payload) = std::panic::catch_unwind(run) {
                     // A panic inside an operation is caught in `run_op`;

@@ -180,3 +180,58 @@ fn a_panicking_operation_fails_alone_and_the_engine_goes_on() {
     assert!(get(&engine, "c").is_some());
     assert!(matches!(write(&engine, vec![set("d")])[..], [Ok("OK")]));
 }
+
+#[test]
+fn the_items_one_commit_finished_are_delivered_together_in_queue_order() {
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    // Every call of the delivery: the ids of the items it carried.
+    let calls: Arc<Mutex<Vec<Vec<u32>>>> = Arc::default();
+    let (ids_tx, ids_rx) = crossbeam_channel::unbounded::<u32>();
+    let recorded = calls.clone();
+    let deliver: respite_engine::Deliver<&'static str> = Box::new(move |batch| {
+        for finished in batch {
+            finished.complete();
+        }
+        // Each completion sent its id: these are the ones of this call.
+        let ids: Vec<u32> = ids_rx.try_iter().collect();
+        recorded.lock().unwrap().push(ids);
+    });
+    let engine: Engine<&'static str> =
+        Engine::open_with_delivery(config(&dir), deliver).expect("open");
+    // The first item holds the writer until the other four are queued, so
+    // all five are applied in one transaction and finished by one commit.
+    let (gate_tx, gate_rx) = crossbeam_channel::bounded::<()>(1);
+    let (all_done_tx, all_done_rx) = crossbeam_channel::unbounded::<()>();
+    for id in 0..5u32 {
+        let gate_rx = gate_rx.clone();
+        let ids_tx = ids_tx.clone();
+        let all_done_tx = all_done_tx.clone();
+        let op: WriteOp<&'static str> = Box::new(move |txn: &mut Txn<'_, '_>| {
+            if id == 0 {
+                gate_rx
+                    .recv_timeout(Duration::from_secs(10))
+                    .expect("the others were queued");
+            }
+            txn.put_string(0, format!("k{id}").as_bytes(), b"v", None)?;
+            Ok("OK")
+        });
+        let item = WriteItem {
+            ops: vec![op],
+            done: Box::new(move |results| {
+                assert!(matches!(results[..], [Ok("OK")]));
+                let _ = ids_tx.send(id);
+                let _ = all_done_tx.send(());
+            }),
+        };
+        assert!(engine.submit_write(item).is_ok());
+    }
+    gate_tx.send(()).unwrap();
+    for _ in 0..5 {
+        all_done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("every item answered");
+    }
+    assert_eq!(*calls.lock().unwrap(), vec![vec![0, 1, 2, 3, 4]]);
+    assert_eq!(engine.stats().batches, 1);
+}

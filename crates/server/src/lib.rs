@@ -20,6 +20,7 @@ pub mod args;
 pub mod cmd;
 pub mod config;
 pub mod connection;
+pub mod delivery;
 pub mod error;
 pub mod listener;
 pub mod long_double;
