@@ -53,7 +53,7 @@ use crossbeam_channel::Sender;
 pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, EngineConfig};
 pub use error::{EngineError, Result};
-pub use read_pool::ReadJob;
+pub use read_pool::{deliver_reads_inline, DeliverReads, ReadDone, ReadJob};
 pub use schema::Kind;
 pub use stats::StatsSnapshot;
 pub use txn::Txn;
@@ -75,6 +75,26 @@ pub use writer::{deliver_inline, Deliver, Finished, WriteDone, WriteItem, WriteO
 use stats::Stats;
 use writer::Msg;
 
+/// How the engine hands finished work back: the writer, each commit's
+/// finished items at once; the readers, the results of the jobs each ran in
+/// a row. Grouping lets a server wake its connections once per group.
+pub struct Delivery<R> {
+    /// For the writer's finished items.
+    pub writes: Deliver<R>,
+    /// For the readers' results.
+    pub reads: DeliverReads,
+}
+
+impl<R: Send + 'static> Delivery<R> {
+    /// Completes everything on the thread that finished it.
+    pub fn inline() -> Self {
+        Delivery {
+            writes: deliver_inline(),
+            reads: deliver_reads_inline(),
+        }
+    }
+}
+
 /// A running engine: the writer thread, the read pool, and their queues.
 /// `R` is the type write operations produce (the server's reply type).
 pub struct Engine<R: Send + 'static> {
@@ -90,15 +110,19 @@ pub struct Engine<R: Send + 'static> {
 
 impl<R: Send + 'static> Engine<R> {
     /// Opens (creating if needed) the database at `config.path` and starts
-    /// the writer thread and the read pool. Completion callbacks run on the
-    /// writer thread ([`deliver_inline`]).
+    /// the writer thread and the read pool. Completions run on the thread
+    /// that finished the work ([`Delivery::inline`]).
     pub fn open(config: EngineConfig) -> Result<Self> {
-        Self::open_with_delivery(config, deliver_inline())
+        Self::open_with_delivery(config, Delivery::inline())
     }
 
-    /// Like [`Engine::open`], with the writer handing each commit's
-    /// finished items to `deliver` (which must complete every one of them).
-    pub fn open_with_delivery(config: EngineConfig, deliver: Deliver<R>) -> Result<Self> {
+    /// Like [`Engine::open`], with finished work handed back in groups
+    /// through `delivery` (which must complete every item it is given).
+    pub fn open_with_delivery(config: EngineConfig, delivery: Delivery<R>) -> Result<Self> {
+        let Delivery {
+            writes: deliver,
+            reads: deliver_reads,
+        } = delivery;
         let conn =
             schema::open_writer(&config.path, config.appendfsync, config.journal_size_limit)?;
         let mut wal = config.path.clone().into_os_string();
@@ -108,7 +132,8 @@ impl<R: Send + 'static> Engine<R> {
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
         let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
         let watches = Arc::new(Watches::default());
-        let pool = read_pool::ReadPool::start(&config.path, config.readers, cache.clone())?;
+        let pool =
+            read_pool::ReadPool::start(&config.path, config.readers, cache.clone(), deliver_reads)?;
         // Unbounded here: the server bounds operations in flight with an
         // async semaphore, so connection tasks wait without blocking a thread.
         let (write_tx, write_rx) = crossbeam_channel::unbounded();
@@ -170,11 +195,22 @@ impl<R: Send + 'static> Engine<R> {
 
     /// Queues a read job for the read pool; `snapshot` asks for one read
     /// transaction around the whole job (needed when it runs more than one
-    /// statement and they must agree). Gives the job back if the pool is
-    /// gone.
-    pub fn submit_read(&self, job: ReadJob, snapshot: bool) -> std::result::Result<(), ReadJob> {
+    /// statement and they must agree); `quick` says the job reads a bounded
+    /// amount (some keys by name), so its result may be held back a moment
+    /// to be handed back with others (see [`read_pool`]). Gives the job back
+    /// if the pool is gone.
+    pub fn submit_read(
+        &self,
+        job: ReadJob,
+        snapshot: bool,
+        quick: bool,
+    ) -> std::result::Result<(), ReadJob> {
         self.read_tx
-            .send(read_pool::ReadRequest { job, snapshot })
+            .send(read_pool::ReadRequest {
+                job,
+                snapshot,
+                quick,
+            })
             .map_err(|e| e.0.job)
     }
 

@@ -10,10 +10,22 @@
 //! checkpoints finish.
 //!
 //! A job is a closure over a [`View`], so the caller decides what a job
-//! reads (one GET, or a whole run of pipelined reads in one snapshot) and how
-//! the result travels back (the server uses a tokio oneshot channel). The
-//! threads are plain OS threads: SQLite calls block, and they must never block
-//! an async runtime's workers.
+//! reads (one GET, or a whole run of pipelined reads in one snapshot); it
+//! returns a [`ReadDone`] that sends the result on its way (the server's
+//! completes a tokio oneshot channel). The threads are plain OS threads:
+//! SQLite calls block, and they must never block an async runtime's workers.
+//!
+//! ## Handing results back in groups
+//!
+//! Completing a job wakes whoever waits for it, and on a small machine the
+//! woken thread often shares the reader's core and preempts it at once: one
+//! context switch per read, twice (the request wakes the reader, the result
+//! wakes the caller). So a reader that finds more jobs queued runs them
+//! before handing anything back, and hands back all their [`ReadDone`]s in
+//! one call of [`DeliverReads`]: one wake for the group. Only *quick* jobs
+//! are held back like this (the caller says which: a few keys by name, not
+//! KEYS or SCAN), so a result never waits behind a long scan: before a job
+//! that is not quick, the reader hands back what it holds.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -29,16 +41,41 @@ use crate::stmt_cache::Statements;
 use crate::view::View;
 
 /// Work for the read pool: runs once against the current state of the
-/// database.
-pub type ReadJob = Box<dyn FnOnce(&View<'_, '_>) + Send>;
+/// database, and returns what hands its result back.
+pub type ReadJob = Box<dyn FnOnce(&View<'_, '_>) -> ReadDone + Send>;
 
-/// A read job and whether it needs one snapshot across several
-/// statements. A single SQL statement always reads one consistent state, so
-/// a lone GET skips the explicit BEGIN/COMMIT pair; a pipeline of reads, or
-/// an MGET, gets one transaction so its reads agree with each other.
+/// Hands one job's result to its caller; called outside any read
+/// transaction, possibly together with other jobs' (see [`DeliverReads`]).
+pub type ReadDone = Box<dyn FnOnce() + Send>;
+
+/// How readers hand back the results of the jobs they ran in a row, in the
+/// order they ran: all at once, so that a server can wake its connections
+/// with one signal (see [`deliver_reads_inline`] for the plain way).
+pub type DeliverReads = Arc<dyn Fn(Vec<ReadDone>) + Send + Sync>;
+
+/// Calls every job's [`ReadDone`] on the reader thread.
+pub fn deliver_reads_inline() -> DeliverReads {
+    Arc::new(|done| {
+        for d in done {
+            d();
+        }
+    })
+}
+
+/// The most quick jobs a reader runs before handing their results back.
+const MAX_HELD: usize = 64;
+
+/// A read job and how to run it.
 pub(crate) struct ReadRequest {
     pub(crate) job: ReadJob,
+    /// Whether the job needs one snapshot across several statements. A
+    /// single SQL statement always reads one consistent state, so a lone GET
+    /// skips the explicit BEGIN/COMMIT pair; a pipeline of reads, or an
+    /// MGET, gets one transaction so its reads agree with each other.
     pub(crate) snapshot: bool,
+    /// Whether the job reads a bounded amount (some keys by name), so its
+    /// own result, and others', may wait for it (see the module docs).
+    pub(crate) quick: bool,
 }
 
 /// Handle to the pool's threads; dropping every sender ends them.
@@ -49,16 +86,22 @@ pub(crate) struct ReadPool {
 
 impl ReadPool {
     /// Opens `size` read-only connections and starts a thread for each.
-    pub(crate) fn start(path: &Path, size: usize, cache: Arc<ValueCache>) -> Result<ReadPool> {
+    pub(crate) fn start(
+        path: &Path,
+        size: usize,
+        cache: Arc<ValueCache>,
+        deliver: DeliverReads,
+    ) -> Result<ReadPool> {
         let (tx, rx) = crossbeam_channel::unbounded::<ReadRequest>();
         let mut threads = Vec::new();
         for i in 0..size.max(1) {
             let conn = open_reader(path)?;
             let rx = rx.clone();
             let cache = cache.clone();
+            let deliver = deliver.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("respite-reader-{i}"))
-                .spawn(move || reader_loop(conn, rx, cache))
+                .spawn(move || reader_loop(conn, rx, cache, deliver))
                 .map_err(crate::EngineError::Thread)?;
             threads.push(handle);
         }
@@ -66,26 +109,69 @@ impl ReadPool {
     }
 }
 
-fn reader_loop(conn: Connection, rx: Receiver<ReadRequest>, cache: Arc<ValueCache>) {
+fn reader_loop(
+    conn: Connection,
+    rx: Receiver<ReadRequest>,
+    cache: Arc<ValueCache>,
+    deliver: DeliverReads,
+) {
     let stmts = Statements::new(&conn);
-    while let Ok(ReadRequest { job, snapshot }) = rx.recv() {
-        // Taken before the snapshot starts: a value read here may enter the
-        // value cache only if no commit began since (see cache.rs).
-        let since = cache.read_started();
-        // One snapshot per job when it runs several statements, so its reads
-        // agree with each other.
-        let began = snapshot && stmts.get("BEGIN").and_then(|mut s| s.execute([])).is_ok();
-        // A panicking job (a bug in a command) must not take the thread
-        // with it: the pool would shrink with every such bug.
-        let view = View::filling(&stmts, &cache, since);
-        if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&view)))
-        {
-            tracing::error!(panic = %crate::panic_message(&*payload), "a read job panicked");
+    // Results of quick jobs run in a row, not handed back yet.
+    let mut held: Vec<ReadDone> = Vec::new();
+    let hand_back = |held: &mut Vec<ReadDone>| {
+        if !held.is_empty() {
+            deliver(std::mem::take(held));
         }
-        if began {
-            if let Err(e) = stmts.get("COMMIT").and_then(|mut s| s.execute([])) {
-                tracing::warn!(error = %e, "ending a read transaction failed");
+    };
+    let mut next = rx.recv().ok();
+    while let Some(request) = next {
+        let quick = request.quick;
+        if !quick {
+            // Nothing waits behind a job that may take long.
+            hand_back(&mut held);
+        }
+        if let Some(done) = run(&stmts, &cache, request) {
+            held.push(done);
+        }
+        if !quick || held.len() >= MAX_HELD {
+            hand_back(&mut held);
+        }
+        next = match rx.try_recv() {
+            Ok(request) => Some(request),
+            Err(_) => {
+                // The queue is empty: hand back before waiting.
+                hand_back(&mut held);
+                rx.recv().ok()
             }
+        };
+    }
+    hand_back(&mut held);
+}
+
+/// Runs one job in its own read transaction (or statement). `None` if the
+/// job panicked: its caller sees its result channel dropped.
+fn run(stmts: &Statements<'_>, cache: &ValueCache, request: ReadRequest) -> Option<ReadDone> {
+    let ReadRequest { job, snapshot, .. } = request;
+    // Taken before the snapshot starts: a value read here may enter the
+    // value cache only if no commit began since (see cache.rs).
+    let since = cache.read_started();
+    // One snapshot per job when it runs several statements, so its reads
+    // agree with each other.
+    let began = snapshot && stmts.get("BEGIN").and_then(|mut s| s.execute([])).is_ok();
+    // A panicking job (a bug in a command) must not take the thread with
+    // it: the pool would shrink with every such bug.
+    let view = View::filling(stmts, cache, since);
+    let done = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&view))) {
+        Ok(done) => Some(done),
+        Err(payload) => {
+            tracing::error!(panic = %crate::panic_message(&*payload), "a read job panicked");
+            None
+        }
+    };
+    if began {
+        if let Err(e) = stmts.get("COMMIT").and_then(|mut s| s.execute([])) {
+            tracing::warn!(error = %e, "ending a read transaction failed");
         }
     }
+    done
 }

@@ -45,9 +45,13 @@ fn set(key: &'static str) -> WriteOp<&'static str> {
 fn get(engine: &Engine<&'static str>, key: &'static str) -> Option<Vec<u8>> {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
-        let _ = tx.send(view.get_string(0, key.as_bytes()).expect("read"));
+        let value = view.get_string(0, key.as_bytes()).expect("read");
+        let done: respite_engine::ReadDone = Box::new(move || {
+            let _ = tx.send(value);
+        });
+        done
     });
-    assert!(engine.submit_read(job, false).is_ok());
+    assert!(engine.submit_read(job, false, true).is_ok());
     rx.recv_timeout(Duration::from_secs(10))
         .expect("reader answered")
 }
@@ -174,8 +178,12 @@ fn a_panicking_operation_fails_alone_and_the_engine_goes_on() {
     assert!(get(&engine, "c").is_some());
     // The only reader survives jobs that panic.
     for _ in 0..3 {
-        let job = Box::new(|_: &respite_engine::View<'_, '_>| panic!("a bug in a read"));
-        assert!(engine.submit_read(job, false).is_ok());
+        let job = Box::new(
+            |_: &respite_engine::View<'_, '_>| -> respite_engine::ReadDone {
+                panic!("a bug in a read")
+            },
+        );
+        assert!(engine.submit_read(job, false, true).is_ok());
     }
     assert!(get(&engine, "c").is_some());
     assert!(matches!(write(&engine, vec![set("d")])[..], [Ok("OK")]));
@@ -197,8 +205,14 @@ fn the_items_one_commit_finished_are_delivered_together_in_queue_order() {
         let ids: Vec<u32> = ids_rx.try_iter().collect();
         recorded.lock().unwrap().push(ids);
     });
-    let engine: Engine<&'static str> =
-        Engine::open_with_delivery(config(&dir), deliver).expect("open");
+    let engine: Engine<&'static str> = Engine::open_with_delivery(
+        config(&dir),
+        respite_engine::Delivery {
+            writes: deliver,
+            reads: respite_engine::deliver_reads_inline(),
+        },
+    )
+    .expect("open");
     // The first item holds the writer until the other four are queued, so
     // all five are applied in one transaction and finished by one commit.
     let (gate_tx, gate_rx) = crossbeam_channel::bounded::<()>(1);

@@ -30,7 +30,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 
 use crate::cmd::strings::Get;
-use crate::cmd::{dispatch, Plan, ReadCommand, ReadFn, Session};
+use crate::cmd::{dispatch, Plan, ReadCommand, ReadFn, ReadNeeds, Session};
 use crate::reply::Reply;
 use crate::request::{next_frame, Frame, Limits};
 use crate::state::{lock, ClientHandle, Shared};
@@ -79,6 +79,12 @@ enum Slot {
     Done(Encoded),
 }
 
+/// What a GET read from the pool needs: one statement, one key.
+const GET_NEEDS: ReadNeeds = ReadNeeds {
+    snapshot: false,
+    quick: true,
+};
+
 /// The per-turn work list.
 struct Turn {
     slots: Vec<Slot>,
@@ -88,6 +94,9 @@ struct Turn {
     reads: Vec<ReadFn>,
     /// Whether a gathered read needs a multi-statement snapshot.
     reads_need_snapshot: bool,
+    /// Whether a gathered read may take long (KEYS, SCAN...): the job is
+    /// then not quick (see `ReadNeeds::quick`).
+    reads_may_be_slow: bool,
     /// `Slot::Writes` / `Slot::Reads` not awaited yet, and where in `slots`
     /// the next settle must start looking for them: with these, a pipeline
     /// of thousands of commands never rescans the slots before it (which
@@ -260,6 +269,7 @@ impl Turn {
         let fns = std::mem::take(&mut self.reads);
         let n = fns.len();
         let snapshot = n > 1 || std::mem::take(&mut self.reads_need_snapshot);
+        let quick = !std::mem::take(&mut self.reads_may_be_slow);
         let (tx, rx) = oneshot::channel();
         let resp3 = self.resp3;
         let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
@@ -267,9 +277,13 @@ impl Turn {
                 .into_iter()
                 .map(|f| guarded(|| f(view), |e| e))
                 .collect();
-            let _ = tx.send(Encoded::from_replies(&replies, resp3));
+            let encoded = Encoded::from_replies(&replies, resp3);
+            let done: respite_engine::ReadDone = Box::new(move || {
+                let _ = tx.send(encoded);
+            });
+            done
         });
-        match shared.engine.submit_read(job, snapshot) {
+        match shared.engine.submit_read(job, snapshot, quick) {
             Ok(()) => {
                 self.slots.push(Slot::Reads(rx, n, resp3));
                 self.open_reads += 1;
@@ -302,7 +316,7 @@ impl Turn {
                 }
                 None => Plan::Read(
                     Box::new(move |view| get.apply(view).unwrap_or_else(Reply::from)),
-                    false,
+                    GET_NEEDS,
                 ),
             },
             plan => plan,
@@ -323,10 +337,11 @@ impl Turn {
                 }
                 self.writes.push(op);
             }
-            Plan::Read(f, multi) => {
+            Plan::Read(f, needs) => {
                 self.flush_writes(shared).await;
                 self.reads.push(f);
-                self.reads_need_snapshot |= multi;
+                self.reads_need_snapshot |= needs.snapshot;
+                self.reads_may_be_slow |= !needs.quick;
             }
             Plan::Reply(r) => {
                 self.flush(shared).await;
@@ -386,7 +401,7 @@ impl Turn {
                 let get = Get::new(session.db, Bytes::copy_from_slice(key));
                 Some(Some(Plan::Read(
                     Box::new(move |view| get.apply(view).unwrap_or_else(Reply::from)),
-                    false,
+                    GET_NEEDS,
                 )))
             }
         }
@@ -469,6 +484,7 @@ where
         writes: Vec::new(),
         reads: Vec::new(),
         reads_need_snapshot: false,
+        reads_may_be_slow: false,
         resp3: false,
         open_writes: 0,
         open_reads: 0,

@@ -69,6 +69,7 @@ pub struct Exists {
 }
 
 impl ReadCommand for Exists {
+    const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(Exists {
@@ -100,6 +101,7 @@ pub struct Type {
 }
 
 impl ReadCommand for Type {
+    const QUICK: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(Type {
             db: s.db,
@@ -277,6 +279,7 @@ pub type ExpireTime = TtlGeneric<2>;
 pub type PExpireTime = TtlGeneric<3>;
 
 impl<const KIND: u8> ReadCommand for TtlGeneric<KIND> {
+    const QUICK: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(TtlGeneric {
             db: s.db,

@@ -44,15 +44,25 @@ pub enum Plan {
     ReplyAndClose(Reply),
     /// Close the connection without a reply (SHUTDOWN).
     Close,
-    /// Run on the read pool; the flag says the command runs more than one
-    /// statement and needs them in one snapshot.
-    Read(ReadFn, bool),
+    /// Run on the read pool.
+    Read(ReadFn, ReadNeeds),
     /// Run on the writer.
     Write(WriteOp<Reply>),
     /// A GET: answered from the engine's value cache when it holds the key
     /// and this connection has no write in flight, else run on the read
     /// pool like any read.
     Get(strings::Get),
+}
+
+/// What a read asks of the read pool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadNeeds {
+    /// It runs more than one statement and needs them in one snapshot.
+    pub snapshot: bool,
+    /// It reads a bounded amount (some keys by name), so its result may
+    /// wait a moment to be handed back with others' (see the engine's
+    /// `read_pool`); KEYS, SCAN, DBSIZE or INFO may take long and are not.
+    pub quick: bool,
 }
 
 /// Per-connection state commands can see and change.
@@ -78,6 +88,9 @@ pub trait ReadCommand: Sized + Send + 'static {
     /// Whether `apply` runs more than one statement and needs them to see
     /// one snapshot (MGET, EXISTS with several keys).
     const MULTI_STATEMENT: bool = false;
+    /// Whether it reads a bounded amount: some keys by name, not the whole
+    /// keyspace (see [`ReadNeeds::quick`]).
+    const QUICK: bool = false;
     /// Parses the arguments (after the command name).
     fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
     /// Runs against a read snapshot.
@@ -118,7 +131,10 @@ fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, Comman
     let cmd = parse_all(args, s, C::parse)?;
     Ok(Plan::Read(
         Box::new(move |view| cmd.apply(view).unwrap_or_else(Reply::from)),
-        C::MULTI_STATEMENT,
+        ReadNeeds {
+            snapshot: C::MULTI_STATEMENT,
+            quick: C::QUICK,
+        },
     ))
 }
 

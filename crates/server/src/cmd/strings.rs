@@ -26,6 +26,7 @@ pub struct Get {
 }
 
 impl ReadCommand for Get {
+    const QUICK: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(Get {
             db: s.db,
@@ -64,6 +65,7 @@ pub struct MGet {
 }
 
 impl ReadCommand for MGet {
+    const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(MGet {
@@ -93,6 +95,7 @@ pub struct StrLen {
 }
 
 impl ReadCommand for StrLen {
+    const QUICK: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(StrLen {
             db: s.db,
@@ -118,6 +121,7 @@ pub struct GetRange {
 }
 
 impl ReadCommand for GetRange {
+    const QUICK: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(GetRange {
             db: s.db,
