@@ -39,6 +39,62 @@ fn a_cached_value_never_outlives_an_acknowledged_write() {
 }
 
 #[test]
+fn a_key_read_and_rewritten_stays_cached_with_its_new_value() {
+    let server = Respited::start(&[]);
+    let mut writer = server.client();
+    let mut reader = server.client();
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query(&mut writer)
+        .unwrap();
+    let _: i64 = redis::cmd("INCR").arg("n").query(&mut writer).unwrap();
+    // Read once each, so both are cached.
+    assert_eq!(get(&mut reader, "k"), Some("v".into()));
+    assert_eq!(get(&mut reader, "n"), Some("1".into()));
+    let misses = info_field(&mut reader, "stats", "read_cache_misses");
+    for i in 0..100 {
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg(i)
+            .query(&mut writer)
+            .unwrap();
+        let n: i64 = redis::cmd("INCR").arg("n").query(&mut writer).unwrap();
+        assert_eq!(get(&mut reader, "k"), Some(i.to_string()));
+        assert_eq!(get(&mut reader, "n"), Some(n.to_string()));
+    }
+    // The commits put the new values in the cache: no GET had to go to
+    // the read pool.
+    assert_eq!(
+        info_field(&mut reader, "stats", "read_cache_misses"),
+        misses
+    );
+    // A change whose result the writer does not hand to the cache (APPEND)
+    // drops the key instead; the next GET reads it from SQLite.
+    let _: i64 = redis::cmd("APPEND")
+        .arg("k")
+        .arg("x")
+        .query(&mut writer)
+        .unwrap();
+    assert_eq!(get(&mut reader, "k"), Some("99x".into()));
+    assert_eq!(
+        info_field(&mut reader, "stats", "read_cache_misses"),
+        misses + 1.0
+    );
+    // The expiry a SET gives is the cached one's too.
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("brief")
+        .arg("PX")
+        .arg(300)
+        .query(&mut writer)
+        .unwrap();
+    assert_eq!(get(&mut reader, "k"), Some("brief".into()));
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(get(&mut reader, "k"), None);
+}
+
+#[test]
 fn reads_never_go_back_in_time_under_concurrent_writes() {
     let server = Respited::start(&[]);
     const WRITERS: usize = 4;

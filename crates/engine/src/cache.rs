@@ -10,7 +10,8 @@
 //!
 //! The cache must never answer with a value older than a write that was
 //! already acknowledged, nor let one client see a value that SQLite no
-//! longer holds after another saw the new one. Two rules give that:
+//! longer holds after another saw the new one. Two rules give that, and a
+//! third keeps a rewritten key cached:
 //!
 //! - **The writer invalidates before it commits.** Every key a transaction
 //!   touched is removed from the cache just before `COMMIT`, and the write
@@ -24,6 +25,15 @@
 //!   writer's invalidation also takes. So a filled value was read with no
 //!   commit in between: it is the newest committed value, and the next
 //!   commit that touches the key removes it again.
+//!
+//! - **A committed value may go back in.** Once a commit is over, a key
+//!   that was cached before it and whose last change stored a whole known
+//!   string (SET, SETEX, MSET, GETSET, INCR...) is put back with its new
+//!   value ([`ValueCache::write_through`]). That is a fill with nothing to
+//!   race: the writer is the only one who commits, so no commit can fall
+//!   between its SQLite write and its insert. Without it, every write to a
+//!   key being read sent the next GET to the read pool; with it, a key read
+//!   and rewritten stays cached. Keys nobody read are not added.
 //!
 //! Eviction drops an arbitrary eighth of a shard when it passes its share of
 //! the budget (like Redis's `allkeys-random`); expired entries are dropped
@@ -48,17 +58,40 @@ const ENTRY_OVERHEAD: usize = 96;
 #[derive(Debug, Default)]
 pub struct Touched {
     /// `(db, key)` of each key written (for FLUSHDB/FLUSHALL, the watched
-    /// keys that existed).
+    /// keys that existed), in the order of the writes.
     keys: Vec<(u32, Bytes)>,
     /// Whole databases were emptied (FLUSHDB, FLUSHALL): the cache drops
     /// everything.
     all: bool,
+    /// The writes among `keys` that stored a whole string whose value is
+    /// known (SET, INCR...), in order: candidates for
+    /// [`ValueCache::write_through`].
+    puts: Vec<Put>,
+}
+
+/// A string write whose committed value is known.
+#[derive(Debug)]
+struct Put {
+    /// Its entry in `Touched::keys`.
+    at: usize,
+    value: Bytes,
+    expire_at: Option<i64>,
 }
 
 impl Touched {
     /// Records one key.
     pub(crate) fn key(&mut self, db: u32, key: &[u8]) {
         self.keys.push((db, Bytes::copy_from_slice(key)));
+    }
+
+    /// Records a key set to a whole string value with an expiry.
+    pub(crate) fn put(&mut self, db: u32, key: &[u8], value: &Bytes, expire_at: Option<i64>) {
+        self.puts.push(Put {
+            at: self.keys.len(),
+            value: value.clone(),
+            expire_at,
+        });
+        self.key(db, key);
     }
 
     /// Records that any key may have changed.
@@ -74,6 +107,11 @@ impl Touched {
     /// Adds what another operation touched.
     pub(crate) fn absorb(&mut self, other: Touched) {
         self.all |= other.all;
+        let base = self.keys.len();
+        self.puts.extend(other.puts.into_iter().map(|p| Put {
+            at: p.at + base,
+            ..p
+        }));
         self.keys.extend(other.keys);
     }
 }
@@ -105,10 +143,15 @@ impl Shard {
         self.table.find(hash, |e| e.db == db && e.key == key)
     }
 
-    fn remove(&mut self, hash: u64, db: u32, key: &[u8]) {
-        if let Ok(entry) = self.table.find_entry(hash, |e| e.db == db && e.key == key) {
-            let (old, _) = entry.remove();
-            self.bytes -= old.size();
+    /// Drops the key's entry; whether there was one.
+    fn remove(&mut self, hash: u64, db: u32, key: &[u8]) -> bool {
+        match self.table.find_entry(hash, |e| e.db == db && e.key == key) {
+            Ok(entry) => {
+                let (old, _) = entry.remove();
+                self.bytes -= old.size();
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -253,7 +296,12 @@ impl ValueCache {
         if self.seq.load(Ordering::SeqCst) != since {
             return;
         }
-        shard.remove(hash, db, key);
+        self.insert(hash, &mut shard, entry);
+    }
+
+    /// Puts `entry` in its locked shard, replacing the key's old entry.
+    fn insert(&self, hash: u64, shard: &mut Shard, entry: Cached) {
+        shard.remove(hash, entry.db, &entry.key);
         shard.bytes += entry.size();
         let hasher = &self.hasher;
         shard
@@ -266,11 +314,14 @@ impl ValueCache {
 
     /// The writer is about to commit a transaction that changed `touched`:
     /// stop fills and drop those keys. Must be followed by
-    /// [`ValueCache::commit_done`] whatever the commit's outcome.
-    pub(crate) fn commit_started(&self, touched: &Touched) {
+    /// [`ValueCache::commit_done`] whatever the commit's outcome. Returns
+    /// the indexes in `touched` of the keys that were cached, when it has
+    /// string writes that [`ValueCache::write_through`] may put back.
+    pub(crate) fn commit_started(&self, touched: &Touched) -> Vec<usize> {
         self.seq.fetch_add(1, Ordering::SeqCst);
+        let mut was_cached = Vec::new();
         if !self.enabled() {
-            return;
+            return was_cached;
         }
         if touched.all {
             for shard in self.shards.iter() {
@@ -278,11 +329,60 @@ impl ValueCache {
                 s.table = HashTable::new();
                 s.bytes = 0;
             }
+            return was_cached;
+        }
+        let note = !touched.puts.is_empty();
+        for (i, (db, key)) in touched.keys.iter().enumerate() {
+            let (hash, mut shard) = self.shard(*db, key);
+            if shard.remove(hash, *db, key) && note {
+                was_cached.push(i);
+            }
+        }
+        was_cached
+    }
+
+    /// After a successful commit: the new value of each key that was cached
+    /// before it (`was_cached`, from [`ValueCache::commit_started`]) and
+    /// whose last change in the transaction stored a known string goes
+    /// straight back into the cache. A key that is read and rewritten so
+    /// stays cached; keys that are only written do not crowd the cache.
+    ///
+    /// Exactness is that of a fill: the value is the one SQLite now holds
+    /// (the commit is over), no other commit can start before this returns
+    /// (commits happen on this thread), and a reader that read the old value
+    /// cannot put it back (the sequence number moved).
+    pub(crate) fn write_through(&self, touched: &Touched, was_cached: &[usize]) {
+        if !self.enabled() || touched.all || was_cached.is_empty() {
             return;
         }
-        for (db, key) in &touched.keys {
-            let (hash, mut shard) = self.shard(*db, key);
-            shard.remove(hash, *db, key);
+        let key_at = |i: usize| (touched.keys[i].0, &touched.keys[i].1[..]);
+        let cached: hashbrown::HashSet<(u32, &[u8])> =
+            was_cached.iter().map(|&i| key_at(i)).collect();
+        // Walk the writes backwards: the first time a key is met is its
+        // last change, and only that one may decide what is cached.
+        let mut decided: hashbrown::HashSet<(u32, &[u8])> = hashbrown::HashSet::new();
+        let mut puts = touched.puts.iter().rev().peekable();
+        for i in (0..touched.keys.len()).rev() {
+            let put = puts.next_if(|p| p.at == i);
+            let key = key_at(i);
+            if !decided.insert(key) || !cached.contains(&key) {
+                continue;
+            }
+            let Some(put) = put else { continue };
+            let (db, key) = (touched.keys[i].0, &touched.keys[i].1);
+            if key.len() + put.value.len() > self.max_entry {
+                continue;
+            }
+            let entry = Cached {
+                db,
+                key: key.clone(),
+                // A copy: a large value may be a slice of a connection's
+                // read buffer, which the cache must not keep alive.
+                value: Bytes::copy_from_slice(&put.value),
+                expire_at: put.expire_at,
+            };
+            let (hash, mut shard) = self.shard(db, key);
+            self.insert(hash, &mut shard, entry);
         }
     }
 
@@ -350,6 +450,57 @@ mod tests {
         c.fill(during, 0, b"k", &b("old"), None);
         c.commit_done();
         assert_eq!(c.get(0, b"k", || 0), None);
+    }
+
+    /// One commit of `t`, with the write-through a successful one does.
+    fn commit(c: &ValueCache, t: &Touched) {
+        let was_cached = c.commit_started(t);
+        c.commit_done();
+        c.write_through(t, &was_cached);
+    }
+
+    #[test]
+    fn a_cached_key_rewritten_with_a_known_value_stays_cached() {
+        let c = ValueCache::new(1 << 20);
+        c.fill(c.read_started(), 0, b"hot", &b("old"), None);
+        let mut t = Touched::default();
+        t.put(0, b"hot", &b("new"), Some(99));
+        // A key nobody read is not added.
+        t.put(0, b"cold", &b("new"), None);
+        commit(&c, &t);
+        assert_eq!(c.get(0, b"hot", || 0), Some(b("new")));
+        assert_eq!(c.get(0, b"hot", || 100), None, "the new expiry is kept");
+        assert_eq!(c.get(0, b"cold", || 0), None);
+    }
+
+    #[test]
+    fn only_a_keys_last_change_decides() {
+        let c = ValueCache::new(1 << 20);
+        for k in ["a", "b", "c"] {
+            c.fill(c.read_started(), 0, k.as_bytes(), &b("v0"), None);
+        }
+        let mut first = Touched::default();
+        // a: SET then APPEND (value unknown here): must not be cached.
+        first.put(0, b"a", &b("v1"), None);
+        // b: two SETs: the second value.
+        first.put(0, b"b", &b("v1"), None);
+        let mut second = Touched::default();
+        second.key(0, b"a");
+        second.put(0, b"b", &b("v2"), None);
+        // c: APPEND then SET: the SET's value.
+        second.key(0, b"c");
+        second.put(0, b"c", &b("v3"), None);
+        first.absorb(second);
+        commit(&c, &first);
+        assert_eq!(c.get(0, b"a", || 0), None);
+        assert_eq!(c.get(0, b"b", || 0), Some(b("v2")));
+        assert_eq!(c.get(0, b"c", || 0), Some(b("v3")));
+        // A flush in the transaction: nothing is put back.
+        let mut t = Touched::default();
+        t.put(0, b"b", &b("v4"), None);
+        t.all();
+        commit(&c, &t);
+        assert_eq!(c.stats().entries, 0);
     }
 
     #[test]

@@ -22,6 +22,7 @@
 
 use std::ops::Deref;
 
+use bytes::Bytes;
 use rusqlite::{params, Connection};
 
 use crate::cache::Touched;
@@ -137,8 +138,34 @@ impl<'s, 'c> Txn<'s, 'c> {
         value: &[u8],
         expire_at: Option<i64>,
     ) -> Result<()> {
-        self.wrote = true;
         self.touch(db, key);
+        self.store_string(db, key, value, expire_at)
+    }
+
+    /// [`Txn::put_string`] with a value the caller already holds as
+    /// `Bytes`: if the key is in the value cache, the committed value goes
+    /// straight back into it (see `cache.rs`), so a key that is read and
+    /// rewritten stays cached.
+    pub fn put_string_shared(
+        &mut self,
+        db: u32,
+        key: &[u8],
+        value: &Bytes,
+        expire_at: Option<i64>,
+    ) -> Result<()> {
+        self.touched.put(db, key, value, expire_at);
+        self.store_string(db, key, value, expire_at)
+    }
+
+    /// The row write of [`Txn::put_string`], once the key is noted.
+    fn store_string(
+        &mut self,
+        db: u32,
+        key: &[u8],
+        value: &[u8],
+        expire_at: Option<i64>,
+    ) -> Result<()> {
+        self.wrote = true;
         // One statement for the common cases: a new key is inserted, a
         // string is overwritten. Over another type the conflict update is
         // skipped (no row changes), and the slow path below clears the old

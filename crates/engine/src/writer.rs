@@ -384,13 +384,17 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// Commits the open transaction. The keys it changed leave the value
     /// cache first, and no reader may fill the cache until the commit is
     /// over (see `cache.rs`): from the moment the new values are visible in
-    /// SQLite, the cache holds nothing older.
+    /// SQLite, the cache holds nothing older. Once committed, the new
+    /// values of cached keys that SET and the like stored go back in.
     fn commit(&mut self) -> rusqlite::Result<()> {
         let touched = std::mem::take(&mut self.touched);
         let cache = &self.settings.cache;
-        cache.commit_started(&touched);
+        let was_cached = cache.commit_started(&touched);
         let result = self.exec("COMMIT");
         cache.commit_done();
+        if result.is_ok() {
+            cache.write_through(&touched, &was_cached);
+        }
         result
     }
 
