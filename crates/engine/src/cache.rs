@@ -85,10 +85,10 @@ impl Touched {
     }
 
     /// Records a key set to a whole string value with an expiry.
-    pub(crate) fn put(&mut self, db: u32, key: &[u8], value: &Bytes, expire_at: Option<i64>) {
+    pub(crate) fn put(&mut self, db: u32, key: &[u8], value: Bytes, expire_at: Option<i64>) {
         self.puts.push(Put {
             at: self.keys.len(),
-            value: value.clone(),
+            value,
             expire_at,
         });
         self.key(db, key);
@@ -464,9 +464,9 @@ mod tests {
         let c = ValueCache::new(1 << 20);
         c.fill(c.read_started(), 0, b"hot", &b("old"), None);
         let mut t = Touched::default();
-        t.put(0, b"hot", &b("new"), Some(99));
+        t.put(0, b"hot", b("new"), Some(99));
         // A key nobody read is not added.
-        t.put(0, b"cold", &b("new"), None);
+        t.put(0, b"cold", b("new"), None);
         commit(&c, &t);
         assert_eq!(c.get(0, b"hot", || 0), Some(b("new")));
         assert_eq!(c.get(0, b"hot", || 100), None, "the new expiry is kept");
@@ -481,15 +481,15 @@ mod tests {
         }
         let mut first = Touched::default();
         // a: SET then APPEND (value unknown here): must not be cached.
-        first.put(0, b"a", &b("v1"), None);
+        first.put(0, b"a", b("v1"), None);
         // b: two SETs: the second value.
-        first.put(0, b"b", &b("v1"), None);
+        first.put(0, b"b", b("v1"), None);
         let mut second = Touched::default();
         second.key(0, b"a");
-        second.put(0, b"b", &b("v2"), None);
+        second.put(0, b"b", b("v2"), None);
         // c: APPEND then SET: the SET's value.
         second.key(0, b"c");
-        second.put(0, b"c", &b("v3"), None);
+        second.put(0, b"c", b("v3"), None);
         first.absorb(second);
         commit(&c, &first);
         assert_eq!(c.get(0, b"a", || 0), None);
@@ -497,7 +497,7 @@ mod tests {
         assert_eq!(c.get(0, b"c", || 0), Some(b("v3")));
         // A flush in the transaction: nothing is put back.
         let mut t = Touched::default();
-        t.put(0, b"b", &b("v4"), None);
+        t.put(0, b"b", b("v4"), None);
         t.all();
         commit(&c, &t);
         assert_eq!(c.stats().entries, 0);

@@ -142,19 +142,20 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.store_string(db, key, value, expire_at)
     }
 
-    /// [`Txn::put_string`] with a value the caller already holds as
-    /// `Bytes`: if the key is in the value cache, the committed value goes
-    /// straight back into it (see `cache.rs`), so a key that is read and
-    /// rewritten stays cached.
+    /// [`Txn::put_string`] with a value the caller hands over as `Bytes`:
+    /// if the key is in the value cache, the committed value goes straight
+    /// back into it (see `cache.rs`), so a key that is read and rewritten
+    /// stays cached.
     pub fn put_string_shared(
         &mut self,
         db: u32,
         key: &[u8],
-        value: &Bytes,
+        value: Bytes,
         expire_at: Option<i64>,
     ) -> Result<()> {
+        self.store_string(db, key, &value, expire_at)?;
         self.touched.put(db, key, value, expire_at);
-        self.store_string(db, key, value, expire_at)
+        Ok(())
     }
 
     /// The row write of [`Txn::put_string`], once the key is noted.

@@ -341,7 +341,7 @@ impl WriteCommand for Set {
                 },
                 ExpireOpt::None | ExpireOpt::Persist => None,
             };
-            txn.put_string_shared(db, &self.key, &self.value, expire_at)?;
+            txn.put_string_shared(db, &self.key, self.value, expire_at)?;
         }
         Ok(if self.get {
             Reply::bulk_or_nil(old.map(|(v, _)| v))
@@ -375,7 +375,7 @@ impl WriteCommand for SetNx {
         if txn.exists(self.db, &self.key)? {
             return Ok(Reply::Int(0));
         }
-        txn.put_string_shared(self.db, &self.key, &self.value, None)?;
+        txn.put_string_shared(self.db, &self.key, self.value, None)?;
         Ok(Reply::Int(1))
     }
 }
@@ -415,7 +415,7 @@ impl<const MILLIS: bool> WriteCommand for SetWithExpire<MILLIS> {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
-        txn.put_string_shared(self.db, &self.key, &self.value, Some(self.expire_at))?;
+        txn.put_string_shared(self.db, &self.key, self.value, Some(self.expire_at))?;
         Ok(Reply::Ok)
     }
 }
@@ -441,7 +441,7 @@ impl WriteCommand for GetSet {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
         let old = txn.get_string(self.db, &self.key)?;
-        txn.put_string_shared(self.db, &self.key, &self.value, None)?;
+        txn.put_string_shared(self.db, &self.key, self.value, None)?;
         Ok(Reply::bulk_or_nil(old))
     }
 }
@@ -543,8 +543,8 @@ impl WriteCommand for MSet {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
-        for (k, v) in &self.pairs {
-            txn.put_string_shared(self.db, k, v, None)?;
+        for (k, v) in self.pairs {
+            txn.put_string_shared(self.db, &k, v, None)?;
         }
         Ok(Reply::Ok)
     }
@@ -571,8 +571,8 @@ impl WriteCommand for MSetNx {
                 return Ok(Reply::Int(0));
             }
         }
-        for (k, v) in &self.pairs {
-            txn.put_string_shared(self.db, k, v, None)?;
+        for (k, v) in self.pairs {
+            txn.put_string_shared(self.db, &k, v, None)?;
         }
         Ok(Reply::Int(1))
     }
@@ -586,7 +586,7 @@ fn incr_by(txn: &mut Txn<'_, '_>, db: u32, key: &[u8], delta: i64) -> Result<Rep
         None => (0, None),
     };
     let next = current.checked_add(delta).ok_or(EngineError::Overflow)?;
-    txn.put_string_shared(db, key, &Bytes::from(next.to_string()), expire_at)?;
+    txn.put_string_shared(db, key, Bytes::from(next.to_string()), expire_at)?;
     Ok(Reply::Int(next))
 }
 
@@ -708,7 +708,7 @@ impl WriteCommand for IncrByFloat {
         let delta = long_double::parse(&self.delta).ok_or(EngineError::NotFloat)?;
         let next = long_double::add(current, delta).ok_or(EngineError::NanOrInfinity)?;
         let text = Bytes::from(long_double::format(next));
-        txn.put_string_shared(self.db, &self.key, &text, expire_at)?;
+        txn.put_string_shared(self.db, &self.key, text.clone(), expire_at)?;
         Ok(Reply::Bulk(text))
     }
 }
