@@ -1290,6 +1290,13 @@ const ERROR_QUOTING: &[&str] = &[
 /// (bad options, WRONGTYPE), nesting, SELECT inside a transaction.
 const TRANSACTIONS: &[&str] = &[
     "MULTI",
+    "SET a 0",
+    "SHUTDOWN NOSAVE",
+    "SET a 5",
+    "EXEC",
+    "GET a",
+    "PING",
+    "MULTI",
     "SET a 1",
     "GET a",
     "INCR a",

@@ -2,9 +2,9 @@
 //!
 //! Between MULTI and EXEC a connection's commands are not run but queued:
 //! each is only looked up and its arity checked (what redis-server checks
-//! at that point), and answered `+QUEUED`. An unknown command or a wrong
-//! number of arguments is answered with its error and dooms the
-//! transaction: EXEC then answers `EXECABORT` and runs nothing. Every other
+//! at that point), and answered `+QUEUED`. An unknown command, a wrong
+//! number of arguments or a command not allowed in a transaction (SHUTDOWN)
+//! is answered with its error and dooms the transaction: EXEC then answers `EXECABORT` and runs nothing. Every other
 //! error (a bad option, WRONGTYPE) belongs to EXEC's reply, at the place of
 //! the command that made it, as in Redis.
 //!
@@ -59,6 +59,15 @@ pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, 
             q.doomed = true;
         }
         return Err(e);
+    }
+    if index.is_some_and(|i| TABLE[i].flags.contains(&"no_multi")) {
+        // SHUTDOWN: refused, and the transaction with it, as in Redis.
+        if let Some(q) = session.multi.as_mut() {
+            q.doomed = true;
+        }
+        return Err(CommandError::Other(
+            "Command not allowed inside a transaction".into(),
+        ));
     }
     match index.map(|i| TABLE[i].name) {
         // These act at once, even inside a transaction.
@@ -258,8 +267,11 @@ impl LocalCommand for Exec {
                     get.apply(view).unwrap_or_else(Reply::from)
                 })),
                 Ok(Plan::Write(op)) => Step::Write(op),
+                // SHUTDOWN, the one command that closes without a reply,
+                // is refused while queueing (`no_multi`); should another
+                // appear, it must not stop the server from inside EXEC.
                 Ok(Plan::Close) => {
-                    Step::Reply(Reply::error("ERR SHUTDOWN is not supported inside MULTI"))
+                    Step::Reply(Reply::error("ERR Command not allowed inside a transaction"))
                 }
                 Err(e) => Step::Reply(e.into()),
             })
