@@ -1375,6 +1375,19 @@ const TRANSACTIONS: &[&str] = &[
 /// FLUSHDB that finds the key missing do not), and EXEC, DISCARD and
 /// UNWATCH end every watch.
 const WATCHES: &[&str] = &[
+    // A watched key that expires fails EXEC; one missing at WATCH does not.
+    "SET wexp v PX 100",
+    "WATCH wexp wmissing",
+    "@sleep 300",
+    "MULTI",
+    "SET wx 1",
+    "EXEC",
+    "GET wx",
+    "WATCH wmissing",
+    "MULTI",
+    "SET wx 2",
+    "EXEC",
+    "GET wx",
     "SET k 1",
     "WATCH k",
     "SET k 2",

@@ -127,3 +127,52 @@ fn watch_prevents_lost_updates() {
         "no EXEC was ever refused: the race never happened"
     );
 }
+
+#[test]
+fn a_watched_key_that_expires_fails_exec_before_the_sweep_deletes_it() {
+    // The sweep deletes one key per pass, earliest expiry first, and 50
+    // keys expire before the watched one: it is still in the table, past
+    // its expiry, when EXEC runs.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("respite.toml");
+    std::fs::write(&config, "expire_chunk = 1\n").unwrap();
+    let server = Respited::start(&["--config", config.to_str().unwrap()]);
+    let mut con = server.client();
+    for i in 0..50 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("early:{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(1)
+            .query(&mut con)
+            .unwrap();
+    }
+    let _: () = redis::cmd("SET")
+        .arg("w")
+        .arg("v")
+        .arg("PX")
+        .arg(200)
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("WATCH")
+        .arg("w")
+        .arg("absent")
+        .query(&mut con)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let exec = |con: &mut redis::Connection, value: i64| -> Option<Vec<String>> {
+        let _: () = redis::cmd("MULTI").query(con).unwrap();
+        let _: String = redis::cmd("SET").arg("x").arg(value).query(con).unwrap();
+        redis::cmd("EXEC").query(con).unwrap()
+    };
+    assert_eq!(exec(&mut con, 1), None, "EXEC ran though w expired");
+    let x: Option<String> = redis::cmd("GET").arg("x").query(&mut con).unwrap();
+    assert_eq!(x, None);
+    // The key was still there for the sweep to delete: this was the expiry
+    // rule, not a write.
+    let swept: f64 = common::info_field(&mut con, "stats", "expired_keys");
+    assert!(swept < 51.0, "the sweep already deleted w ({swept} keys)");
+    // A key missing at WATCH that stays missing does not fail EXEC.
+    let _: () = redis::cmd("WATCH").arg("absent").query(&mut con).unwrap();
+    assert_eq!(exec(&mut con, 2), Some(vec!["OK".to_string()]));
+}

@@ -27,8 +27,8 @@
 //! compares the versions on the writer right before it runs the
 //! transaction, so no write can slip in between. After EXEC, DISCARD,
 //! UNWATCH or RESET, and when the connection closes, every key is unwatched
-//! (also on the writer). Unlike Redis, a watched key that expires fails EXEC
-//! only once the expiry sweep has deleted it.
+//! (also on the writer). A watched key that existed at WATCH and has
+//! expired by EXEC fails it too, swept yet or not, as in Redis.
 
 use std::sync::{Arc, Mutex};
 
@@ -92,30 +92,50 @@ pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, 
 /// the version EXEC compares.
 #[derive(Default)]
 pub struct WatchList {
-    keys: Arc<Mutex<Vec<(u32, Bytes, u64)>>>,
+    keys: Arc<Mutex<Vec<WatchedKey>>>,
     /// A WATCH was sent and no UNWATCH/EXEC/DISCARD/RESET since: ending the
     /// watches needs a trip to the writer.
     active: bool,
 }
 
-fn lock_keys(
-    keys: &Mutex<Vec<(u32, Bytes, u64)>>,
-) -> std::sync::MutexGuard<'_, Vec<(u32, Bytes, u64)>> {
+/// One watched key.
+struct WatchedKey {
+    db: u32,
+    key: Bytes,
+    /// Its version when WATCH ran.
+    version: u64,
+    /// It existed when WATCH ran: if it has expired since, EXEC fails,
+    /// even before the expiry sweep deletes it (Redis's rule).
+    live: bool,
+}
+
+fn lock_keys(keys: &Mutex<Vec<WatchedKey>>) -> std::sync::MutexGuard<'_, Vec<WatchedKey>> {
     keys.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Ends every watch of the list (on the writer).
-fn unwatch(watches: &Watches, keys: &Mutex<Vec<(u32, Bytes, u64)>>) {
-    for (db, key, _) in lock_keys(keys).drain(..) {
-        watches.unwatch(db, &key);
+fn unwatch(watches: &Watches, keys: &Mutex<Vec<WatchedKey>>) {
+    for w in lock_keys(keys).drain(..) {
+        watches.unwatch(w.db, &w.key);
     }
 }
 
 /// Whether any watched key was written since it was watched.
-fn broken(watches: &Watches, keys: &Mutex<Vec<(u32, Bytes, u64)>>) -> bool {
+fn broken(watches: &Watches, keys: &Mutex<Vec<WatchedKey>>) -> bool {
     lock_keys(keys)
         .iter()
-        .any(|(db, key, v)| watches.changed(*db, key, *v))
+        .any(|w| watches.changed(w.db, &w.key, w.version))
+}
+
+/// Whether a key that existed when it was watched is gone without a write:
+/// it expired (a deletion would have moved its version).
+fn expired(txn: &Txn<'_, '_>, keys: &Mutex<Vec<WatchedKey>>) -> Result<bool, EngineError> {
+    for w in lock_keys(keys).iter().filter(|w| w.live) {
+        if !txn.exists(w.db, &w.key)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 impl Session {
@@ -162,13 +182,19 @@ impl LocalCommand for Watch {
         let watches = s.shared.engine.watches();
         let list = s.watched.keys.clone();
         let db = self.db;
-        Ok(Plan::Write(Box::new(move |_: &mut Txn<'_, '_>| {
+        Ok(Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
             let mut list = lock_keys(&list);
             for key in self.keys {
                 // Watching a key twice is watching it once.
-                if !list.iter().any(|(d, k, _)| *d == db && *k == key) {
+                if !list.iter().any(|w| w.db == db && w.key == key) {
+                    let live = txn.exists(db, &key)?;
                     let version = watches.watch(db, &key);
-                    list.push((db, key, version));
+                    list.push(WatchedKey {
+                        db,
+                        key,
+                        version,
+                        live,
+                    });
                 }
             }
             Ok(Reply::Ok)
@@ -291,8 +317,14 @@ impl LocalCommand for Exec {
             // On the writer, after every earlier write: the check that
             // counts. The watches end here either way.
             if watching {
-                let broken = broken(&watches, &list);
+                let written = broken(&watches, &list);
+                let gone = if written {
+                    Ok(false)
+                } else {
+                    expired(txn, &list)
+                };
                 unwatch(&watches, &list);
+                let broken = written || gone?;
                 if broken {
                     return Ok(Reply::NilArray);
                 }
