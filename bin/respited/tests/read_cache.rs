@@ -95,6 +95,55 @@ fn a_key_read_and_rewritten_stays_cached_with_its_new_value() {
 }
 
 #[test]
+fn mget_is_answered_from_the_cache_only_whole_and_never_torn() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    let _: () = redis::cmd("MSET")
+        .arg(&["a", "0", "b", "0"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(get(&mut con, "a"), Some("0".into()));
+    assert_eq!(get(&mut con, "b"), Some("0".into()));
+    let hits = info_field(&mut con, "stats", "read_cache_hits");
+    let both: Vec<Option<String>> = redis::cmd("MGET").arg(&["a", "b"]).query(&mut con).unwrap();
+    assert_eq!(both, vec![Some("0".into()), Some("0".into())]);
+    assert_eq!(info_field(&mut con, "stats", "read_cache_hits"), hits + 2.0);
+    // A key the cache does not hold sends the whole MGET to the pool.
+    let some: Vec<Option<String>> = redis::cmd("MGET")
+        .arg(&["a", "nosuch"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(some, vec![Some("0".into()), None]);
+    assert_eq!(info_field(&mut con, "stats", "read_cache_hits"), hits + 2.0);
+    // MSET writes both keys at once; MGET must never see one new and one
+    // old, whether it is answered by the cache or by the pool.
+    let write = |port| {
+        let mut con = common::client_for(port);
+        for i in 1..=400 {
+            let _: () = redis::cmd("MSET")
+                .arg("a")
+                .arg(i)
+                .arg("b")
+                .arg(i)
+                .query(&mut con)
+                .unwrap();
+        }
+    };
+    let read = |con: &mut redis::Connection, last: &mut i64| {
+        let (a, b): (i64, i64) = redis::cmd("MGET").arg(&["a", "b"]).query(con).unwrap();
+        assert_eq!(a, b, "MGET saw a torn MSET");
+        assert!(a >= *last, "read {a} after {last}");
+        *last = a;
+    };
+    common::race(server.port, 1, write, 3, read);
+    let hits_after = info_field(&mut con, "stats", "read_cache_hits");
+    assert!(
+        hits_after > hits + 2.0,
+        "no MGET was answered from the cache"
+    );
+}
+
+#[test]
 fn reads_never_go_back_in_time_under_concurrent_writes() {
     let server = Respited::start(&[]);
     const WRITERS: usize = 4;

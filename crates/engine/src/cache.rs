@@ -267,6 +267,39 @@ impl ValueCache {
         found
     }
 
+    /// The live values of all `keys`, if the cache holds every one and no
+    /// commit started while they were looked up, so that they are one
+    /// committed state (what MGET promises). Counts every key as a hit, or,
+    /// when the caller must go to the read pool, every key as a miss.
+    pub fn get_all(&self, db: u32, keys: &[Bytes], now: impl Fn() -> i64) -> Option<Vec<Bytes>> {
+        if !self.enabled() {
+            return None;
+        }
+        let seq = self.seq.load(Ordering::SeqCst);
+        let mut now_ms = None;
+        let mut values = Vec::with_capacity(keys.len());
+        if seq % 2 == 0 {
+            for key in keys {
+                let (hash, shard) = self.shard(db, key);
+                let Some(e) = shard.find(hash, db, key) else {
+                    break;
+                };
+                if e.expire_at
+                    .is_some_and(|at| at <= *now_ms.get_or_insert_with(&now))
+                {
+                    break;
+                }
+                values.push(e.value.clone());
+            }
+        }
+        // A commit that started meanwhile may have changed some of the keys
+        // after others were read.
+        let whole = values.len() == keys.len() && self.seq.load(Ordering::SeqCst) == seq;
+        let counter = if whole { &self.hits } else { &self.misses };
+        counter.fetch_add(keys.len() as u64, Ordering::Relaxed);
+        whole.then_some(values)
+    }
+
     /// Called by a reader before its SQLite read; the value returned is
     /// passed to [`ValueCache::fill`].
     pub(crate) fn read_started(&self) -> u64 {
@@ -457,6 +490,31 @@ mod tests {
         let was_cached = c.commit_started(t);
         c.commit_done();
         c.write_through(t, &was_cached);
+    }
+
+    #[test]
+    fn get_all_answers_only_whole_and_from_one_state() {
+        let c = ValueCache::new(1 << 20);
+        for k in ["a", "b"] {
+            c.fill(c.read_started(), 0, k.as_bytes(), &b("v"), None);
+        }
+        assert_eq!(
+            c.get_all(0, &[b("a"), b("b")], || 0),
+            Some(vec![b("v"), b("v")])
+        );
+        // One key missing: the caller reads them all from the pool.
+        assert_eq!(c.get_all(0, &[b("a"), b("c")], || 0), None);
+        // Expired counts as missing.
+        c.fill(c.read_started(), 0, b"e", &b("v"), Some(5));
+        assert_eq!(c.get_all(0, &[b("a"), b("e")], || 10), None);
+        // During a commit nothing is answered.
+        let t = Touched::default();
+        c.commit_started(&t);
+        assert_eq!(c.get_all(0, &[b("a")], || 0), None);
+        c.commit_done();
+        assert_eq!(c.get_all(0, &[b("a")], || 0), Some(vec![b("v")]));
+        assert_eq!(c.stats().hits, 3);
+        assert_eq!(c.stats().misses, 5);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use respite_engine::{EngineError, WriteItem, WriteOp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 
-use crate::cmd::strings::Get;
+use crate::cmd::strings::{Cached, Get};
 use crate::cmd::{dispatch, Plan, ReadCommand, ReadFn, ReadNeeds, Session};
 use crate::reply::Reply;
 use crate::request::{next_frame, Frame, Limits};
@@ -303,7 +303,7 @@ impl Turn {
     /// in the protocol it switched to).
     async fn add(&mut self, plan: Plan, shared: &Shared, resp3: bool) -> bool {
         let plan = match plan {
-            Plan::Get(get) => match self.try_cache(&get, shared) {
+            Plan::Cached(read) => match self.try_cache(&read, shared) {
                 Some(reply) => {
                     if self.reads.is_empty() {
                         self.slots.push(Slot::Ready(reply, self.resp3));
@@ -314,10 +314,10 @@ impl Turn {
                     }
                     return true;
                 }
-                None => Plan::Read(
-                    Box::new(move |view| get.apply(view).unwrap_or_else(Reply::from)),
-                    GET_NEEDS,
-                ),
+                None => {
+                    let (f, needs) = read.into_read();
+                    Plan::Read(f, needs)
+                }
             },
             plan => plan,
         };
@@ -358,7 +358,7 @@ impl Turn {
                 self.flush(shared).await;
                 return false;
             }
-            Plan::Get(_) => unreachable!("turned into a read above"),
+            Plan::Cached(_) => unreachable!("turned into a read above"),
         }
         true
     }
@@ -407,14 +407,14 @@ impl Turn {
         }
     }
 
-    /// A GET's reply from the value cache, when it may be used: only while
-    /// no write of this connection is gathered or in flight, since the
-    /// cache shows committed values and a pipelined `SET k v` then `GET k`
-    /// must return `v`. (Once a write is acknowledged its keys are out of
-    /// the cache, so settled writes need no care.)
-    fn try_cache(&self, get: &Get, shared: &Shared) -> Option<Reply> {
+    /// A GET's or MGET's reply from the value cache, when it may be used:
+    /// only while no write of this connection is gathered or in flight,
+    /// since the cache shows committed values and a pipelined `SET k v` then
+    /// `GET k` must return `v`. (Once a write is acknowledged its keys are
+    /// out of the cache or hold its value, so settled writes need no care.)
+    fn try_cache(&self, read: &Cached, shared: &Shared) -> Option<Reply> {
         let cache = shared.engine.cache();
-        self.cache_usable(cache).then(|| get.cached_reply(cache))?
+        self.cache_usable(cache).then(|| read.cached_reply(cache))?
     }
 
     /// Whether this turn may answer from the value cache: it is on, and no

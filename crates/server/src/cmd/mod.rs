@@ -48,10 +48,10 @@ pub enum Plan {
     Read(ReadFn, ReadNeeds),
     /// Run on the writer.
     Write(WriteOp<Reply>),
-    /// A GET: answered from the engine's value cache when it holds the key
-    /// and this connection has no write in flight, else run on the read
-    /// pool like any read.
-    Get(strings::Get),
+    /// A GET or MGET: answered from the engine's value cache when it holds
+    /// the keys and this connection has no write in flight, else run on the
+    /// read pool like any read.
+    Cached(strings::Cached),
 }
 
 /// What a read asks of the read pool.
@@ -139,7 +139,13 @@ fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, Comman
 }
 
 fn plan_get(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
-    Ok(Plan::Get(parse_all(args, s, strings::Get::parse)?))
+    let get = parse_all(args, s, strings::Get::parse)?;
+    Ok(Plan::Cached(strings::Cached::Get(get)))
+}
+
+fn plan_mget(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let mget = parse_all(args, s, strings::MGet::parse)?;
+    Ok(Plan::Cached(strings::Cached::MGet(mget)))
 }
 
 fn plan_write<C: WriteCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
@@ -229,7 +235,7 @@ pub static TABLE: &[Spec] = &[
     spec!("incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Increment the floating point value of a key by a number.", plan_write::<st::IncrByFloat>),
     spec!("info", -1, ["loading", "stale"], 0, 0, 0, "server", "Returns information and statistics about the server.", plan_read::<sv::Info>),
     spec!("keys", 2, ["readonly"], 0, 0, 0, "generic", "Returns all key names that match a pattern.", plan_read::<k::Keys>),
-    spec!("mget", -2, ["readonly", "fast"], 1, -1, 1, "string", "Atomically returns the string values of one or more keys.", plan_read::<st::MGet>),
+    spec!("mget", -2, ["readonly", "fast"], 1, -1, 1, "string", "Atomically returns the string values of one or more keys.", plan_mget),
     spec!("move", 3, ["write", "fast"], 1, 1, 1, "generic", "Moves a key to another database.", plan_write::<k::Move>),
     spec!("mset", -3, ["write", "denyoom"], 1, -1, 2, "string", "Atomically creates or modifies the string values of one or more keys.", plan_write::<st::MSet>),
     spec!("msetnx", -3, ["write", "denyoom"], 1, -1, 2, "string", "Atomically modifies the string values of one or more keys only when all keys don't exist.", plan_write::<st::MSetNx>),

@@ -1,8 +1,8 @@
 //! String commands: GET, SET and its family, counters, ranges.
 //!
 //! Reads (GET, MGET, STRLEN, GETRANGE) run on the read pool, except a GET
-//! the engine's value cache can answer: the connection answers that itself
-//! (see [`Get::cached_reply`]). Everything that
+//! or MGET the engine's value cache can answer: the connection answers that
+//! itself (see [`Cached`]). Everything that
 //! writes, including the commands that read first (INCR, APPEND, SET ... GET,
 //! GETDEL, GETEX, SETNX), runs on the writer inside the group commit, so the
 //! read and the write are one atomic step and see every earlier write.
@@ -53,6 +53,49 @@ impl Get {
     /// read pool. The caller must have no write of its own in flight.
     pub fn cached_reply(&self, cache: &ValueCache) -> Option<Reply> {
         cache.get(self.db, &self.key, now_ms).map(Reply::Bulk)
+    }
+}
+
+/// A read the value cache may answer on the connection thread.
+pub enum Cached {
+    /// `GET key`
+    Get(Get),
+    /// `MGET key [key ...]`
+    MGet(MGet),
+}
+
+impl Cached {
+    /// The reply, if the value cache can give it: a hit is the same reply
+    /// `apply` would give, since only strings are cached; a miss (a key
+    /// absent, of another type, expired, or just not cached) goes to the read
+    /// pool. The caller must have no write of its own in flight.
+    pub fn cached_reply(&self, cache: &ValueCache) -> Option<Reply> {
+        match self {
+            Cached::Get(get) => get.cached_reply(cache),
+            Cached::MGet(mget) => cache
+                .get_all(mget.db, &mget.keys, now_ms)
+                .map(|values| Reply::Array(values.into_iter().map(Reply::Bulk).collect())),
+        }
+    }
+
+    /// The read for the pool, when the cache could not answer.
+    pub fn into_read(self) -> (super::ReadFn, super::ReadNeeds) {
+        match self {
+            Cached::Get(get) => (
+                Box::new(move |view| get.apply(view).unwrap_or_else(Reply::from)),
+                super::ReadNeeds {
+                    snapshot: Get::MULTI_STATEMENT,
+                    quick: Get::QUICK,
+                },
+            ),
+            Cached::MGet(mget) => (
+                Box::new(move |view| mget.apply(view).unwrap_or_else(Reply::from)),
+                super::ReadNeeds {
+                    snapshot: MGet::MULTI_STATEMENT,
+                    quick: MGet::QUICK,
+                },
+            ),
+        }
     }
 }
 

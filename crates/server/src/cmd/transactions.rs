@@ -288,10 +288,7 @@ impl LocalCommand for Exec {
             .map(|request| match try_dispatch(s, request) {
                 Ok(Plan::Reply(r) | Plan::ReplyAndClose(r)) => Step::Reply(r),
                 Ok(Plan::Read(f, _)) => Step::Read(f),
-                Ok(Plan::Get(get)) => Step::Read(Box::new(move |view| {
-                    use super::ReadCommand;
-                    get.apply(view).unwrap_or_else(Reply::from)
-                })),
+                Ok(Plan::Cached(read)) => Step::Read(read.into_read().0),
                 Ok(Plan::Write(op)) => Step::Write(op),
                 // SHUTDOWN, the one command that closes without a reply,
                 // is refused while queueing (`no_multi`); should another
