@@ -278,7 +278,7 @@ impl ValueCache {
         let seq = self.seq.load(Ordering::SeqCst);
         let mut now_ms = None;
         let mut values = Vec::with_capacity(keys.len());
-        if seq % 2 == 0 {
+        if seq.is_multiple_of(2) {
             for key in keys {
                 let (hash, shard) = self.shard(db, key);
                 let Some(e) = shard.find(hash, db, key) else {
