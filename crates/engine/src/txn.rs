@@ -158,7 +158,8 @@ impl<'s, 'c> Txn<'s, 'c> {
         Ok(())
     }
 
-    /// The row write of [`Txn::put_string`], once the key is noted.
+    /// The row write shared by [`Txn::put_string`] and
+    /// [`Txn::put_string_shared`] (which note the key themselves).
     fn store_string(
         &mut self,
         db: u32,
