@@ -1902,7 +1902,12 @@ fn random_command_sequences_match_redis() {
     };
     let respite = Respited::start(&[]);
     let mut bad = Vec::new();
-    for seed in 0..3u64 {
+    // More seeds for an exploratory run: RESPITE_FUZZ_SEEDS=50.
+    let seeds = std::env::var("RESPITE_FUZZ_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3u64);
+    for seed in 0..seeds {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut pair = Pair::connect(&respite, &redis);
         pair.both(&words("FLUSHALL"));
