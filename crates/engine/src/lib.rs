@@ -53,7 +53,7 @@ use crossbeam_channel::Sender;
 pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, EngineConfig};
 pub use error::{EngineError, Result};
-pub use read_pool::{deliver_reads_inline, DeliverReads, ReadDone, ReadJob};
+pub use read_pool::{complete_read, deliver_reads_inline, DeliverReads, ReadDone, ReadJob};
 pub use schema::Kind;
 pub use stats::StatsSnapshot;
 pub use txn::Txn;

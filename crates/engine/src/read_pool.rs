@@ -55,11 +55,15 @@ pub type DeliverReads = Arc<dyn Fn(Vec<ReadDone>) + Send + Sync>;
 
 /// Calls every job's [`ReadDone`] on the reader thread.
 pub fn deliver_reads_inline() -> DeliverReads {
-    Arc::new(|done| {
-        for d in done {
-            d();
-        }
-    })
+    Arc::new(|done| done.into_iter().for_each(complete_read))
+}
+
+/// Calls one job's [`ReadDone`]. One that panics (a bug) loses its own reply
+/// only, not the rest of its group, nor the thread or task delivering it.
+pub fn complete_read(done: ReadDone) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(done)) {
+        tracing::error!(panic = %crate::panic_message(&*payload), "a read completion panicked");
+    }
 }
 
 /// The most quick jobs a reader runs before handing their results back.

@@ -65,9 +65,14 @@ pub struct Finished<R> {
 }
 
 impl<R> Finished<R> {
-    /// Calls the item's completion callback with its results.
+    /// Calls the item's completion callback with its results. A callback
+    /// that panics (a bug) loses its own reply only, not the rest of its
+    /// group, nor the thread or task delivering it.
     pub fn complete(self) {
-        (self.done)(self.results)
+        let call = std::panic::AssertUnwindSafe(|| (self.done)(self.results));
+        if let Err(payload) = std::panic::catch_unwind(call) {
+            tracing::error!(panic = %crate::panic_message(&*payload), "a write completion panicked");
+        }
     }
 }
 

@@ -249,3 +249,33 @@ fn the_items_one_commit_finished_are_delivered_together_in_queue_order() {
     assert_eq!(*calls.lock().unwrap(), vec![vec![0, 1, 2, 3, 4]]);
     assert_eq!(engine.stats().batches, 1);
 }
+
+#[test]
+fn a_panicking_completion_loses_only_its_own_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    // The first item holds the writer until the second is queued, so both
+    // finish in one commit and are completed in one group.
+    let (gate_tx, gate_rx) = crossbeam_channel::bounded::<()>(1);
+    let held: WriteOp<&'static str> = Box::new(move |txn: &mut Txn<'_, '_>| {
+        gate_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the second item was queued");
+        txn.put_string(0, b"a", b"v", None)?;
+        Ok("OK")
+    });
+    let item = WriteItem {
+        ops: vec![held],
+        done: Box::new(|_| panic!("a bug in a completion")),
+    };
+    assert!(engine.submit_write(item).is_ok());
+    let second = submit(&engine, vec![set("b")]);
+    gate_tx.send(()).unwrap();
+    let out = second
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the other item of the group was answered");
+    assert!(matches!(out[..], [Ok("OK")]));
+    // The writer goes on.
+    assert!(matches!(write(&engine, vec![set("c")])[..], [Ok("OK")]));
+    assert!(get(&engine, "a").is_some());
+}

@@ -269,7 +269,8 @@ impl Turn {
         let fns = std::mem::take(&mut self.reads);
         let n = fns.len();
         let snapshot = n > 1 || std::mem::take(&mut self.reads_need_snapshot);
-        let quick = !std::mem::take(&mut self.reads_may_be_slow);
+        let quick =
+            !std::mem::take(&mut self.reads_may_be_slow) && n <= crate::cmd::QUICK_READ_LIMIT;
         let (tx, rx) = oneshot::channel();
         let resp3 = self.resp3;
         let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
@@ -305,13 +306,7 @@ impl Turn {
         let plan = match plan {
             Plan::Cached(read) => match self.try_cache(&read, shared) {
                 Some(reply) => {
-                    if self.reads.is_empty() {
-                        self.slots.push(Slot::Ready(reply, self.resp3));
-                    } else {
-                        // Keep request order: ride along with the reads
-                        // gathered before it.
-                        self.reads.push(Box::new(move |_| reply));
-                    }
+                    self.slots.push(Slot::Ready(reply, self.resp3));
                     return true;
                 }
                 None => {
@@ -380,7 +375,6 @@ impl Turn {
             || !input[args[0].clone()].eq_ignore_ascii_case(b"GET")
             || !session.authenticated
             || session.multi.is_some()
-            || !self.reads.is_empty()
         {
             return None;
         }
@@ -407,21 +401,28 @@ impl Turn {
         }
     }
 
-    /// A GET's or MGET's reply from the value cache, when it may be used:
-    /// only while no write of this connection is gathered or in flight,
-    /// since the cache shows committed values and a pipelined `SET k v` then
-    /// `GET k` must return `v`. (Once a write is acknowledged its keys are
-    /// out of the cache or hold its value, so settled writes need no care.)
+    /// A GET's or MGET's reply from the value cache, when it may be used
+    /// (see `cache_usable`): a pipelined `SET k v` then `GET k` must return
+    /// `v`. (Once a write is acknowledged its keys are out of the cache or
+    /// hold its value, so settled writes need no care.)
     fn try_cache(&self, read: &Cached, shared: &Shared) -> Option<Reply> {
         let cache = shared.engine.cache();
         self.cache_usable(cache).then(|| read.cached_reply(cache))?
     }
 
     /// Whether this turn may answer from the value cache: it is on, and no
-    /// write of this connection is gathered or in flight (the cache shows
-    /// committed values only).
+    /// write or read of this connection is gathered or in flight. Not after
+    /// a write: the cache shows committed values only. Not after a read
+    /// still to run on the pool: the cache answers with the state of now,
+    /// the pool with a later one, and an earlier command must not show a
+    /// newer state than a later one (a key would go back in time within one
+    /// pipeline).
     fn cache_usable(&self, cache: &respite_engine::ValueCache) -> bool {
-        cache.enabled() && self.writes.is_empty() && self.open_writes == 0
+        cache.enabled()
+            && self.writes.is_empty()
+            && self.open_writes == 0
+            && self.reads.is_empty()
+            && self.open_reads == 0
     }
 
     /// Waits for every reply and encodes them, in order, into `out`.

@@ -38,7 +38,7 @@ impl Group {
     fn complete(self) {
         match self {
             Group::Writes(items) => items.into_iter().for_each(Finished::complete),
-            Group::Reads(done) => done.into_iter().for_each(|d| d()),
+            Group::Reads(done) => done.into_iter().for_each(respite_engine::complete_read),
         }
     }
 }

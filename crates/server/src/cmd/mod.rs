@@ -54,6 +54,11 @@ pub enum Plan {
     Cached(strings::Cached),
 }
 
+/// The most commands (or MGET keys) a read job may hold and still count as
+/// quick: a reader may hold a quick job's result back while it runs up to
+/// 63 more, so each must be short.
+pub const QUICK_READ_LIMIT: usize = 64;
+
 /// What a read asks of the read pool.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReadNeeds {

@@ -88,13 +88,16 @@ impl Cached {
                     quick: Get::QUICK,
                 },
             ),
-            Cached::MGet(mget) => (
-                Box::new(move |view| mget.apply(view).unwrap_or_else(Reply::from)),
-                super::ReadNeeds {
+            Cached::MGet(mget) => {
+                let needs = super::ReadNeeds {
                     snapshot: MGet::MULTI_STATEMENT,
-                    quick: MGet::QUICK,
-                },
-            ),
+                    quick: MGet::QUICK && mget.keys.len() <= super::QUICK_READ_LIMIT,
+                };
+                (
+                    Box::new(move |view| mget.apply(view).unwrap_or_else(Reply::from)),
+                    needs,
+                )
+            }
         }
     }
 }
