@@ -1950,3 +1950,69 @@ fn random_command_sequences_match_redis() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// Random pipelines: up to 24 random commands (with MULTI, EXEC, DISCARD
+/// and WATCH mixed in) written to both servers in one go, replies compared
+/// one by one. This is where the connection's ordering rules meet: writes
+/// gathered for the writer, reads for the pool, cache hits answered at once,
+/// transactions queued, all in one turn.
+#[test]
+fn random_pipelines_match_redis() {
+    use rand::{Rng, SeedableRng};
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let seeds = std::env::var("RESPITE_FUZZ_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3u64);
+    for seed in 0..seeds {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1000 + seed);
+        let mut pair = Pair::connect(&respite, &redis);
+        pair.both(&words("FLUSHALL"));
+        for p in 0..300 {
+            let n = rng.random_range(1..=24);
+            let cmds: Vec<Vec<Vec<u8>>> = (0..n)
+                .map(|_| match rng.random_range(0..40) {
+                    0 => words("MULTI"),
+                    1 => words("EXEC"),
+                    2 => words("DISCARD"),
+                    3 => words("WATCH k1 k2"),
+                    _ => match random_command(&mut rng) {
+                        // Inside EXEC's array replies are compared as they
+                        // come: no KEYS (its order is unspecified) and no
+                        // TTLs (a second may tick between the servers);
+                        // the single-command test covers those.
+                        c if [&b"KEYS"[..], b"TTL", b"PTTL", b"EXPIRETIME", b"PEXPIRETIME"]
+                            .iter()
+                            .any(|n| c[0].eq_ignore_ascii_case(n)) =>
+                        {
+                            words("EXISTS k1 k2 k3 n1 f1")
+                        }
+                        c => c,
+                    },
+                })
+                .collect();
+            let bytes: Vec<u8> = cmds.iter().flat_map(|c| encode(c)).collect();
+            pair.respite.get_mut().write_all(&bytes).expect("write");
+            pair.redis.get_mut().write_all(&bytes).expect("write");
+            for (i, cmd) in cmds.iter().enumerate() {
+                let ours = read_reply(&mut pair.respite);
+                let theirs = read_reply(&mut pair.redis);
+                assert!(
+                    equivalent(cmd, &ours, &theirs),
+                    "seed {seed}, pipeline {p}, command {i} of:\n  {}\n  respite: {}\n  redis:   {}",
+                    cmds.iter()
+                        .map(|c| c.iter().map(|a| show(a)).collect::<Vec<_>>().join(" "))
+                        .collect::<Vec<_>>()
+                        .join("\n  "),
+                    show(&ours.raw),
+                    show(&theirs.raw)
+                );
+            }
+        }
+        // Leave no transaction open for the next seed's FLUSHALL.
+        pair.both(&words("DISCARD"));
+    }
+}
