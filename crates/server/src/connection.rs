@@ -14,7 +14,10 @@
 //! Two commands skip the command table: a plain GET, looked up in the value
 //! cache straight from the read buffer (`Turn::fast_get`), and a plain SET
 //! (`fast_set`), which copies only its key and value. Everything else is
-//! planned by `cmd::dispatch`.
+//! planned by `cmd::dispatch`. A GET or MGET is answered from the value
+//! cache only while the connection has no write and no pool read gathered or
+//! in flight (`Turn::cache_usable`), so no reply shows an older state than
+//! the replies before it.
 //!
 //! A command error is just a reply; the connection goes on. A protocol
 //! error (a malformed frame) is answered and the connection closed, as
