@@ -94,16 +94,36 @@ fn a_key_read_and_rewritten_stays_cached_with_its_new_value() {
     assert_eq!(get(&mut reader, "k"), None);
 }
 
+/// Sets `a` and `b` to 0 and reads them, so both are cached.
+fn cache_a_and_b(con: &mut redis::Connection) {
+    let _: () = redis::cmd("MSET")
+        .arg(&["a", "0", "b", "0"])
+        .query(con)
+        .unwrap();
+    assert_eq!(get(con, "a"), Some("0".into()));
+    assert_eq!(get(con, "b"), Some("0".into()));
+}
+
+/// Writes `a` and `b` together (MSET a i b i), 600 times: no reader may
+/// ever see them differ.
+fn mset_a_and_b(port: u16) {
+    let mut con = common::client_for(port);
+    for i in 1..=600 {
+        let _: () = redis::cmd("MSET")
+            .arg("a")
+            .arg(i)
+            .arg("b")
+            .arg(i)
+            .query(&mut con)
+            .unwrap();
+    }
+}
+
 #[test]
 fn mget_is_answered_from_the_cache_only_whole_and_never_torn() {
     let server = Respited::start(&[]);
     let mut con = server.client();
-    let _: () = redis::cmd("MSET")
-        .arg(&["a", "0", "b", "0"])
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(get(&mut con, "a"), Some("0".into()));
-    assert_eq!(get(&mut con, "b"), Some("0".into()));
+    cache_a_and_b(&mut con);
     let hits = info_field(&mut con, "stats", "read_cache_hits");
     let both: Vec<Option<String>> = redis::cmd("MGET").arg(&["a", "b"]).query(&mut con).unwrap();
     assert_eq!(both, vec![Some("0".into()), Some("0".into())]);
@@ -117,25 +137,13 @@ fn mget_is_answered_from_the_cache_only_whole_and_never_torn() {
     assert_eq!(info_field(&mut con, "stats", "read_cache_hits"), hits + 2.0);
     // MSET writes both keys at once; MGET must never see one new and one
     // old, whether it is answered by the cache or by the pool.
-    let write = |port| {
-        let mut con = common::client_for(port);
-        for i in 1..=400 {
-            let _: () = redis::cmd("MSET")
-                .arg("a")
-                .arg(i)
-                .arg("b")
-                .arg(i)
-                .query(&mut con)
-                .unwrap();
-        }
-    };
     let read = |con: &mut redis::Connection, last: &mut i64| {
         let (a, b): (i64, i64) = redis::cmd("MGET").arg(&["a", "b"]).query(con).unwrap();
         assert_eq!(a, b, "MGET saw a torn MSET");
         assert!(a >= *last, "read {a} after {last}");
         *last = a;
     };
-    common::race(server.port, 1, write, 3, read);
+    common::race(server.port, 1, mset_a_and_b, 3, read);
     let hits_after = info_field(&mut con, "stats", "read_cache_hits");
     assert!(
         hits_after > hits + 2.0,
@@ -149,24 +157,7 @@ fn a_pipeline_never_sees_a_key_go_back_in_time() {
     // run on the read pool, showed an older state than the read before it.
     let server = Respited::start(&[]);
     let mut con = server.client();
-    let _: () = redis::cmd("MSET")
-        .arg(&["a", "0", "b", "0"])
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(get(&mut con, "a"), Some("0".into()));
-    assert_eq!(get(&mut con, "b"), Some("0".into()));
-    let write = |port| {
-        let mut con = common::client_for(port);
-        for i in 1..=600 {
-            let _: () = redis::cmd("MSET")
-                .arg("a")
-                .arg(i)
-                .arg("b")
-                .arg(i)
-                .query(&mut con)
-                .unwrap();
-        }
-    };
+    cache_a_and_b(&mut con);
     let read = |con: &mut redis::Connection, last: &mut i64| {
         // `nosuch` sends the first MGET to the pool; the second could be a
         // cache hit; then a plain GET.
@@ -186,7 +177,7 @@ fn a_pipeline_never_sees_a_key_go_back_in_time() {
         );
         *last = third;
     };
-    common::race(server.port, 1, write, 3, read);
+    common::race(server.port, 1, mset_a_and_b, 3, read);
 }
 
 #[test]
