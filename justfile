@@ -143,3 +143,50 @@ cpu PORT *ARGS:
 loadgen-compare redis="127.0.0.1:6379" respite="127.0.0.1:6380" profile="mixed":
     cargo build --release -p respite-loadgen
     ./target/release/respite-loadgen --target redis={{redis}} --target respite={{respite}} -c 50 -n 200000 --profile {{profile}} --json loadgen.json --html loadgen.html --hgrm loadgen.hgrm
+
+# The batching benchmark on a slow disk, emulated: an LD_PRELOAD shim makes
+# every fsync and fdatasync US microseconds slower, for respite (batched and
+# with batching off) and redis-server with AOF always alike. Each server
+# runs alone. See docs/benchmarks.md, "On a disk with a slow fsync".
+bench-slow-fsync US="2000":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release -p respite-daemon
+    tmp=$(mktemp -d)
+    trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+    cat >"$tmp/slowsync.c" <<'C'
+    #define _GNU_SOURCE
+    #include <dlfcn.h>
+    #include <stdlib.h>
+    #include <unistd.h>
+    static unsigned delay(void) { const char *s = getenv("SLOWSYNC_US"); return s ? (unsigned)atoi(s) : 0; }
+    int fsync(int fd) { static int (*real)(int); if (!real) real = dlsym(RTLD_NEXT, "fsync"); usleep(delay()); return real(fd); }
+    int fdatasync(int fd) { static int (*real)(int); if (!real) real = dlsym(RTLD_NEXT, "fdatasync"); usleep(delay()); return real(fd); }
+    C
+    cc -O2 -shared -fPIC -o "$tmp/slowsync.so" "$tmp/slowsync.c" -ldl
+    export SLOWSYNC_US={{US}}
+    value="$(printf 'x%.0s' $(seq 52))__rand_int__"
+    rows=("one key, -P 1|1|-r 1000000 SET key:one $value" "one key, -P 16|16|-r 1000000 SET key:one $value" "random keys, -P 1|1|-r 1000000 SET key:__rand_int__ $value" "the issue's -t set (no-op SETs), -P 1|1|-d 64 -t set")
+    declare -A res
+    for server in on off aof; do
+        dir="$tmp/$server"; mkdir "$dir"
+        case $server in
+            on) LD_PRELOAD="$tmp/slowsync.so" ./target/release/respited --port 7121 --db "$dir/x.db" 2>/dev/null & n=60000 ;;
+            off) LD_PRELOAD="$tmp/slowsync.so" ./target/release/respited --port 7121 --db "$dir/x.db" --max-batch 1 2>/dev/null & n=3000 ;;
+            aof) LD_PRELOAD="$tmp/slowsync.so" redis-server --port 7121 --dir "$dir" --save "" --appendonly yes --appendfsync always >/dev/null & n=60000 ;;
+        esac
+        pid=$!
+        until redis-cli -p 7121 ping >/dev/null 2>&1; do sleep 0.1; done
+        for i in "${!rows[@]}"; do
+            IFS='|' read -r label pipe args <<<"${rows[$i]}"
+            res[$server,$i]=$(redis-benchmark -p 7121 -c 50 -n $n -q --csv -P $pipe $args | tail -1 | cut -d'"' -f4)
+        done
+        kill $pid; wait $pid 2>/dev/null || true
+    done
+    echo "| every fsync +{{US}} µs, -c 50 | respite | respite, batching off | redis AOF always | respite / off | respite / AOF |"
+    echo "|---|---|---|---|---|---|"
+    for i in "${!rows[@]}"; do
+        IFS='|' read -r label pipe args <<<"${rows[$i]}"
+        awk -v l="$label" -v a="${res[on,$i]}" -v b="${res[off,$i]}" -v c="${res[aof,$i]}" 'BEGIN {
+            printf "| %s | %.0f | %.0f | %.0f | %.1fx | %.2fx |\n", l, a, b, c, a/b, a/c }'
+    done

@@ -132,7 +132,7 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// While commits are this fast, groups are cut at [`OVERLAP_GROUP`]
 /// operations (see [`group_cap`]).
-const FAST_COMMIT_MICROS: u64 = 250;
+const FAST_COMMIT_MICROS: u64 = 100;
 
 /// The group size that lets the connections answer one group while the
 /// writer applies the next, when commits are fast.
@@ -145,7 +145,7 @@ const OVERLAP_GROUP: usize = 256;
 /// beat groups of 1024 by 10-20%. With a slow fsync the opposite holds:
 /// every extra commit costs a whole fsync, and at 0.5-2 ms per fsync groups
 /// of 256 did 1.8-2.5x worse than 1024. So groups are cut at 256 only while
-/// the last commit took under 250 µs; otherwise they take up to `max_batch`.
+/// the last commit took under 100 µs; otherwise they take up to `max_batch`.
 fn group_cap(max_batch: usize, last_commit_micros: u64) -> usize {
     if last_commit_micros < FAST_COMMIT_MICROS {
         max_batch.min(OVERLAP_GROUP)
