@@ -33,7 +33,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 
 use crate::cmd::strings::{Cached, Get};
-use crate::cmd::{dispatch, Plan, ReadCommand, ReadFn, ReadNeeds, Session};
+use crate::cmd::{dispatch, Plan, ReadFn, Session};
 use crate::reply::Reply;
 use crate::request::{next_frame, Frame, Limits};
 use crate::state::{lock, ClientHandle, Shared};
@@ -81,12 +81,6 @@ enum Slot {
     /// A group already awaited.
     Done(Encoded),
 }
-
-/// What a GET read from the pool needs: one statement, one key.
-const GET_NEEDS: ReadNeeds = ReadNeeds {
-    snapshot: false,
-    quick: true,
-};
 
 /// The per-turn work list.
 struct Turn {
@@ -396,10 +390,8 @@ impl Turn {
             }
             None => {
                 let get = Get::new(session.db, Bytes::copy_from_slice(key));
-                Some(Some(Plan::Read(
-                    Box::new(move |view| get.apply(view).unwrap_or_else(Reply::from)),
-                    GET_NEEDS,
-                )))
+                let (f, needs) = Cached::Get(get).into_read();
+                Some(Some(Plan::Read(f, needs)))
             }
         }
     }

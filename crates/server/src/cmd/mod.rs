@@ -132,15 +132,21 @@ fn parse_all<C>(
     Ok(cmd)
 }
 
-fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
-    let cmd = parse_all(args, s, C::parse)?;
-    Ok(Plan::Read(
+/// A parsed read command as a job for the read pool, with what it needs.
+pub(crate) fn read_job<C: ReadCommand>(cmd: C) -> (ReadFn, ReadNeeds) {
+    let needs = ReadNeeds {
+        snapshot: C::MULTI_STATEMENT,
+        quick: C::QUICK,
+    };
+    (
         Box::new(move |view| cmd.apply(view).unwrap_or_else(Reply::from)),
-        ReadNeeds {
-            snapshot: C::MULTI_STATEMENT,
-            quick: C::QUICK,
-        },
-    ))
+        needs,
+    )
+}
+
+fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let (f, needs) = read_job(parse_all(args, s, C::parse)?);
+    Ok(Plan::Read(f, needs))
 }
 
 fn plan_get(s: &mut Session, args: Args) -> Result<Plan, CommandError> {

@@ -81,22 +81,12 @@ impl Cached {
     /// The read for the pool, when the cache could not answer.
     pub fn into_read(self) -> (super::ReadFn, super::ReadNeeds) {
         match self {
-            Cached::Get(get) => (
-                Box::new(move |view| get.apply(view).unwrap_or_else(Reply::from)),
-                super::ReadNeeds {
-                    snapshot: Get::MULTI_STATEMENT,
-                    quick: Get::QUICK,
-                },
-            ),
+            Cached::Get(get) => super::read_job(get),
             Cached::MGet(mget) => {
-                let needs = super::ReadNeeds {
-                    snapshot: MGet::MULTI_STATEMENT,
-                    quick: MGet::QUICK && mget.keys.len() <= super::QUICK_READ_LIMIT,
-                };
-                (
-                    Box::new(move |view| mget.apply(view).unwrap_or_else(Reply::from)),
-                    needs,
-                )
+                let bounded = mget.keys.len() <= super::QUICK_READ_LIMIT;
+                let (f, mut needs) = super::read_job(mget);
+                needs.quick &= bounded;
+                (f, needs)
             }
         }
     }
