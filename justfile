@@ -190,3 +190,107 @@ bench-slow-fsync US="2000":
         awk -v l="$label" -v a="${res[on,$i]}" -v b="${res[off,$i]}" -v c="${res[aof,$i]}" 'BEGIN {
             printf "| %s | %.0f | %.0f | %.0f | %.1fx | %.2fx |\n", l, a, b, c, a/b, a/c }'
     done
+
+# The write-path benchmark of docs/benchmarks.md and docs/storage.md, with
+# memtier_benchmark (MEMTIER: its path; build it from RedisLabs'
+# memtier_benchmark sources, see docs/benchmarks.md): every SET writes a
+# fresh random 64-byte value (--random-data), keys uniform over KEYS
+# (--key-pattern R:R), the keyspace filled first. Servers side by side:
+# respite (default), respite with batching off, respite with the layout of
+# before docs/storage.md (4 KiB pages, copy the WAL after every commit),
+# redis-server with AOF always, and with no persistence. Every cell is the
+# median of ROUNDS runs of SECS seconds taken in turn across the servers;
+# bytes written per write (/proc/PID/io write_bytes over every SET applied)
+# and CPU seconds per million commands (/proc/PID/stat) are summed over all
+# rounds. Example: just bench-writes /usr/local/bin/memtier_benchmark 1000000
+bench-writes MEMTIER KEYS="100000" ROUNDS="3" SECS="10" WORKLOADS="all":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release -p respite-daemon
+    dir=$(mktemp -d)
+    trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
+    keys={{KEYS}}
+    wait_up() { until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done; }
+    ./target/release/respited --port 7201 --db "$dir/on.db" 2>"$dir/on.log" &
+    ./target/release/respited --port 7202 --db "$dir/off.db" --max-batch 1 2>"$dir/off.log" &
+    ./target/release/respited --port 7205 --db "$dir/old.db" --page-size 4096 --checkpoint-wal-bytes 0 2>"$dir/old.log" &
+    redis-server --port 7203 --dir "$dir" --save "" --appendonly yes --appendfsync always >/dev/null &
+    redis-server --port 7204 --dir "$dir" --save "" --appendonly no --dbfilename none.rdb >/dev/null &
+    servers=(7201 7205 7203 7204 7202)
+    declare -A name=([7201]=respite [7205]="respite, old layout" [7203]="redis AOF always" [7204]="redis, no persistence" [7202]="respite, batching off")
+    for p in "${servers[@]}"; do wait_up $p; done
+    pid_of() { redis-cli -p "$1" info server | tr -d '\r' | awk -F: '/^process_id/ {print $2}'; }
+    declare -A pid
+    for p in "${servers[@]}"; do pid[$p]=$(pid_of $p); done
+    wbytes() { awk '/^write_bytes/ {print $2}' "/proc/$1/io"; }
+    ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+    # Writes applied so far (respite: INFO's group_commit_ops; redis: SET
+    # calls), and commands processed so far.
+    sets() {
+        { redis-cli -p "$1" info persistence; redis-cli -p "$1" info commandstats; } | tr -d '\r' |
+            awk -F'[=,:]' '/^group_commit_ops:/ {n = $2} /^cmdstat_set:/ {n = $3} END {print n + 0}'
+    }
+    cmds() { redis-cli -p "$1" info stats | tr -d '\r' | awk -F: '/^total_commands_processed/ {print $2}'; }
+    mt() { "{{MEMTIER}}" -p "$1" --key-minimum 1 --key-maximum "$keys" --random-data -d 64 --hide-histogram "${@:2}"; }
+    for p in "${servers[@]}"; do
+        mt $p -t 2 -c 10 --pipeline 64 --ratio 1:0 --key-pattern P:P -n allkeys >/dev/null 2>&1
+    done
+    median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+    declare -A rate p99 dbytes dsets dticks dcmds
+    run() { # PORT KEY ARGS...: one memtier run, figures added under KEY
+        local p=$1 k=$2; shift 2
+        local b0 t0 s0 c0 out
+        b0=$(wbytes ${pid[$p]}); t0=$(ticks ${pid[$p]}); s0=$(sets $p); c0=$(cmds $p)
+        out=$(mt $p --key-pattern R:R --distinct-client-seed --test-time {{SECS}} --print-percentiles 99 "$@" 2>/dev/null | awk '/^Totals/ {print $2, $6}')
+        rate[$k]+="${out% *} "; p99[$k]+="${out#* } "
+        dbytes[$k]=$(( ${dbytes[$k]:-0} + $(wbytes ${pid[$p]}) - b0 ))
+        dsets[$k]=$(( ${dsets[$k]:-0} + $(sets $p) - s0 ))
+        dticks[$k]=$(( ${dticks[$k]:-0} + $(ticks ${pid[$p]}) - t0 ))
+        dcmds[$k]=$(( ${dcmds[$k]:-0} + $(cmds $p) - c0 ))
+    }
+    workloads=("SET, 50 conns|-t 2 -c 25 --ratio 1:0|off"
+               "SET, 50 conns, --pipeline 16|-t 2 -c 25 --ratio 1:0 --pipeline 16|off"
+               "SET, 200 conns|-t 2 -c 100 --ratio 1:0|"
+               "80% SET / 20% GET, 50 conns|-t 2 -c 25 --ratio 4:1|"
+               "80% SET / 20% GET, 200 conns|-t 2 -c 100 --ratio 4:1|"
+               "50% SET / 50% GET, 50 conns|-t 2 -c 25 --ratio 1:1|"
+               "50% SET / 50% GET, 200 conns|-t 2 -c 100 --ratio 1:1|"
+               "GET, 50 conns|-t 2 -c 25 --ratio 0:1|")
+    if [ "{{WORKLOADS}}" != all ]; then
+        keep=(); for i in {{WORKLOADS}}; do keep+=("${workloads[$i]}"); done; workloads=("${keep[@]}")
+    fi
+    for w in "${workloads[@]}"; do
+        IFS='|' read -r label args off <<<"$w"
+        for _ in $(seq {{ROUNDS}}); do
+            for p in "${servers[@]}"; do
+                [ $p = 7202 ] && [ -z "$off" ] && continue
+                run $p "$label,$p" $args
+            done
+        done
+    done
+    med() { [ -n "${rate[$1]:-}" ] && median ${rate[$1]} || echo 0; }
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b }'; }
+    bps() { [ "${dsets[$1]:-0}" -gt 0 ] && echo $(( ${dbytes[$1]} / ${dsets[$1]} )) || echo -; }
+    cpu() { [ "${dcmds[$1]:-0}" -gt 0 ] && awk -v t="${dticks[$1]}" -v c="${dcmds[$1]}" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz / (c / 1e6) }' || echo -; }
+    lat() { [ -n "${p99[$1]:-}" ] && printf '%.2f' "$(median ${p99[$1]})" || echo -; }
+    echo "memtier_benchmark, keys uniform over $keys, a fresh random 64-byte value per SET, {{ROUNDS}} rounds of {{SECS}} s"
+    echo
+    echo "| ops/s | respite | respite, old layout | redis AOF always | redis, no persistence | respite, batching off | respite / AOF | respite / old layout | batching on / off |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    for w in "${workloads[@]}"; do
+        IFS='|' read -r label args off <<<"$w"
+        on=$(med "$label,7201"); offr=$(med "$label,7202")
+        echo "| $label | ${on%.*} | $(med "$label,7205" | cut -d. -f1) | $(med "$label,7203" | cut -d. -f1) | $(med "$label,7204" | cut -d. -f1) | ${off:+${offr%.*}} | $(ratio $on $(med "$label,7203")) | $(ratio $on $(med "$label,7205")) | ${off:+$(ratio $on $offr)} |"
+    done
+    echo
+    echo "| p99 ms; bytes written per SET; CPU s per million commands | p99 respite | p99 AOF | p99 respite / AOF | B/SET respite | B/SET old layout | B/SET AOF | CPU respite | CPU old layout | CPU AOF | CPU no persistence |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    for w in "${workloads[@]}"; do
+        IFS='|' read -r label args off <<<"$w"
+        echo "| $label | $(lat "$label,7201") | $(lat "$label,7203") | $(ratio $(lat "$label,7201") $(lat "$label,7203")) | $(bps "$label,7201") | $(bps "$label,7205") | $(bps "$label,7203") | $(cpu "$label,7201") | $(cpu "$label,7205") | $(cpu "$label,7203") | $(cpu "$label,7204") |"
+    done
+    echo
+    for f in on old; do
+        echo "respite ($f): database $(stat -c %s "$dir/$f.db") bytes, WAL $(stat -c %s "$dir/$f.db-wal" 2>/dev/null || echo 0) bytes"
+    done
+    redis-cli -p 7201 info persistence | tr -d '\r' | grep -E 'group_commit_(ops_per_batch_mean|commit_latency)|write_bytes|page_size|wal_'

@@ -57,6 +57,19 @@ struct Cli {
     /// Memory for the cache of hot string values, in bytes; 0 turns it off.
     #[arg(long)]
     read_cache_bytes: Option<usize>,
+    /// SQLite page size of a new database file (512 to 65536).
+    #[arg(long)]
+    page_size: Option<u32>,
+    /// Copy the WAL into the database once it holds this many new bytes...
+    #[arg(long)]
+    checkpoint_wal_bytes: Option<u64>,
+    /// ... or this percentage of the database file's size, if more.
+    #[arg(long)]
+    checkpoint_wal_percent: Option<u64>,
+    /// Checkpoint and truncate the WAL on the writer once it passes this
+    /// many bytes (the hard bound).
+    #[arg(long)]
+    wal_checkpoint_bytes: Option<u64>,
     /// Password clients must AUTH with.
     #[arg(long)]
     requirepass: Option<String>,
@@ -86,6 +99,10 @@ impl Cli {
             max_batch,
             readers,
             read_cache_bytes,
+            page_size,
+            checkpoint_wal_bytes,
+            checkpoint_wal_percent,
+            wal_checkpoint_bytes,
             maxclients,
             log_level
         );
@@ -131,6 +148,7 @@ fn main() -> ExitCode {
         db = %config.db.display(),
         appendfsync = config.appendfsync.as_str(),
         max_batch = config.max_batch,
+        page_size = engine.page_size(),
         "respited {} starting",
         env!("CARGO_PKG_VERSION")
     );

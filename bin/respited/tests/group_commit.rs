@@ -159,6 +159,12 @@ fn acknowledged_writes_survive_sigterm_and_sigkill() {
     }
     {
         let mut server = Respited::start_in(tmp.path(), &[]);
+        // A clean stop leaves nothing to recover.
+        assert!(
+            !server.startup_log.iter().any(|l| l.contains("recover")),
+            "{:?}",
+            server.startup_log
+        );
         let mut con = server.client();
         let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
         assert_eq!(n, 100);
@@ -176,6 +182,10 @@ fn acknowledged_writes_survive_sigterm_and_sigkill() {
         server.kill();
     }
     let server = Respited::start_in(tmp.path(), &[]);
+    // The crash left commits in the WAL: the log says they were recovered.
+    let log = server.startup_log.join("\n");
+    assert!(log.contains("did not stop cleanly"), "{log}");
+    assert!(log.contains("recovered the WAL into the database"), "{log}");
     let mut con = server.client();
     let _: () = redis::cmd("SELECT").arg(5).query(&mut con).unwrap();
     let v: String = redis::cmd("GET")
@@ -183,6 +193,56 @@ fn acknowledged_writes_survive_sigterm_and_sigkill() {
         .query(&mut con)
         .unwrap();
     assert_eq!(v, "kept");
+}
+
+#[test]
+fn bytes_written_per_write_are_reported_in_info() {
+    // On the build's disk, not a tmpfs /tmp, whose writes the kernel does
+    // not count.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let server = Respited::start_in(tmp.path(), &[]);
+    let mut con = server.client();
+    // A new file gets the small pages of docs/storage.md.
+    assert_eq!(info_field(&mut con, "persistence", "page_size"), 512.0);
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+    let writes = 2000;
+    let mut pipe = redis::pipe();
+    for i in 0..writes {
+        // Distinct 64-byte values: every write changes the file.
+        pipe.cmd("SET")
+            .arg(format!("key:{}", (i * 7919) % 1000))
+            .arg(format!("{i:064}"))
+            .ignore();
+    }
+    let _: () = pipe.query(&mut con).unwrap();
+    let ops = info_field(&mut con, "persistence", "group_commit_ops");
+    let bytes = info_field(&mut con, "persistence", "disk_write_bytes");
+    let per_op = info_field(&mut con, "persistence", "write_bytes_per_op");
+    assert_eq!(ops, writes as f64);
+    // Every value went to the WAL at least once.
+    assert!(
+        bytes >= 64.0 * writes as f64,
+        "{bytes} bytes for {writes} writes"
+    );
+    assert_eq!(per_op, (bytes / ops).floor());
+    // CONFIG RESETSTAT starts the count over.
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+    assert!(info_field(&mut con, "persistence", "disk_write_bytes") < bytes);
+    assert_eq!(
+        info_field(&mut con, "persistence", "write_bytes_per_op"),
+        0.0
+    );
+    // The checkpointer's threshold starts at its 16 MiB floor.
+    assert_eq!(
+        info_field(&mut con, "persistence", "wal_checkpoint_threshold_bytes"),
+        16.0 * 1048576.0
+    );
 }
 
 #[test]
@@ -257,7 +317,7 @@ fn wal_stays_bounded_under_load() {
     let config = tmp.path().join("respite.toml");
     std::fs::write(
         &config,
-        "wal_checkpoint_bytes = 1048576\njournal_size_limit = 1048576\nappendfsync = \"no\"\n",
+        "wal_checkpoint_bytes = 1048576\njournal_size_limit = 1048576\ncheckpoint_wal_bytes = 262144\ncheckpoint_wal_percent = 0\nappendfsync = \"no\"\n",
     )
     .unwrap();
     let server = Respited::start_in(tmp.path(), &["--config", config.to_str().unwrap()]);

@@ -67,11 +67,32 @@ pub struct EngineConfig {
     pub readers: usize,
     /// Number of logical databases (`SELECT 0..databases-1`).
     pub databases: u32,
-    /// Once the WAL file grows past this many bytes the writer checkpoints it
-    /// and truncates it, so it stays bounded under constant load.
+    /// SQLite page size for a new database file (512 to 65536, a power of
+    /// two). Every write to a random key rewrites one whole leaf page in the
+    /// WAL, so this is the floor of the bytes a write costs (see
+    /// `docs/storage.md`). An existing file keeps the size it was made with.
+    pub page_size: u32,
+    /// The background checkpointer copies the WAL into the database once it
+    /// holds this many bytes not yet copied, or [`Self::checkpoint_wal_percent`]
+    /// of the database file's size if that is more. A page written many
+    /// times in that stretch is copied once, so a longer stretch means fewer
+    /// bytes written per write, for a longer WAL. 0 copies after every
+    /// commit.
+    pub checkpoint_wal_bytes: u64,
+    /// The WAL may hold this percentage of the database file's size before
+    /// it is copied (like Redis's `auto-aof-rewrite-percentage`): the copy
+    /// then writes each page of the file at most once for every
+    /// `percent / 100` file sizes of WAL, whatever the keyspace's size.
+    pub checkpoint_wal_percent: u64,
+    /// Once the WAL file grows past this many bytes, or three times the
+    /// checkpointer's current threshold if that is more, the writer
+    /// checkpoints it and truncates it, so it stays bounded under constant
+    /// load even when the background copy falls behind.
     pub wal_checkpoint_bytes: u64,
-    /// `PRAGMA journal_size_limit`: what SQLite leaves of the WAL after a
-    /// checkpoint.
+    /// `PRAGMA journal_size_limit`: what SQLite leaves of the WAL file when
+    /// it starts it over; -1 keeps the file at its size (truncating and
+    /// regrowing a long WAL at every restart costs the writer an
+    /// `ftruncate` each time).
     pub journal_size_limit: i64,
     /// The most expired keys the writer deletes in one sweep between batches.
     pub expire_chunk: usize,
@@ -88,8 +109,11 @@ impl Default for EngineConfig {
             max_batch: 1024,
             readers: 4,
             databases: 16,
+            page_size: 512,
+            checkpoint_wal_bytes: 16 * 1024 * 1024,
+            checkpoint_wal_percent: 200,
             wal_checkpoint_bytes: 64 * 1024 * 1024,
-            journal_size_limit: 64 * 1024 * 1024,
+            journal_size_limit: -1,
             expire_chunk: 256,
             read_cache_bytes: 64 * 1024 * 1024,
         }

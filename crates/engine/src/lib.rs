@@ -56,6 +56,7 @@ pub use error::{EngineError, Result};
 pub use read_pool::{complete_read, deliver_reads_inline, DeliverReads, ReadDone, ReadJob};
 pub use schema::Kind;
 pub use stats::StatsSnapshot;
+
 pub use txn::Txn;
 pub use view::{now_ms, DbCounts, Entry, ScanPage, View};
 pub use watch::Watches;
@@ -74,6 +75,50 @@ pub use writer::{deliver_inline, Deliver, Finished, WriteDone, WriteItem, WriteO
 
 use stats::Stats;
 use writer::Msg;
+
+/// Bytes written to storage, from [`Engine::disk_writes`].
+#[derive(Debug, Clone, Copy)]
+pub struct DiskWrites {
+    /// Bytes since the statistics were last reset.
+    pub bytes: u64,
+    /// Those bytes per write operation applied (0 before the first).
+    pub per_op: u64,
+}
+
+/// This process's `write_bytes` from /proc/self/io: what the kernel counted
+/// as sent to storage on its behalf, at the time pages are dirtied.
+fn process_write_bytes() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// After an unclean stop: SQLite's own recovery rebuilds the WAL index from
+/// the WAL's checksummed frames when the file is first read (a commit is in
+/// the WAL whole or not at all; frames of a commit that never finished are
+/// ignored), and nothing else in respite's layout needs rebuilding. This
+/// copies the recovered commits into the database and empties the WAL
+/// before any client connects, and says so in the log.
+fn recover(conn: &rusqlite::Connection, wal_bytes: u64) -> Result<()> {
+    tracing::warn!(
+        wal_bytes,
+        "the last run did not stop cleanly: recovering the commits in its WAL"
+    );
+    let started = std::time::Instant::now();
+    let (busy, frames, copied): (i64, i64, i64) =
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    tracing::info!(
+        frames,
+        copied,
+        complete = busy == 0,
+        ms = started.elapsed().as_millis() as u64,
+        "recovered the WAL into the database"
+    );
+    Ok(())
+}
 
 /// How the engine hands finished work back: the writer, each commit's
 /// finished items at once; the readers, the results of the jobs each ran in
@@ -103,6 +148,12 @@ pub struct Engine<R: Send + 'static> {
     stats: Arc<Stats>,
     max_batch: Arc<AtomicUsize>,
     wal_path: PathBuf,
+    db_path: PathBuf,
+    /// The database's page size, read once at open.
+    page_size: u32,
+    /// `write_bytes` of /proc/self/io when the statistics were last reset.
+    io_base: std::sync::atomic::AtomicU64,
+    copy_threshold: Arc<std::sync::atomic::AtomicU64>,
     cache: Arc<ValueCache>,
     watches: Arc<Watches>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -123,11 +174,22 @@ impl<R: Send + 'static> Engine<R> {
             writes: deliver,
             reads: deliver_reads,
         } = delivery;
-        let conn =
-            schema::open_writer(&config.path, config.appendfsync, config.journal_size_limit)?;
+        // A clean stop checkpoints the WAL and leaves it empty; one that
+        // still holds frames means the last run did not stop cleanly.
         let mut wal = config.path.clone().into_os_string();
         wal.push("-wal");
         let wal_path = PathBuf::from(wal);
+        let unclean_wal = std::fs::metadata(&wal_path).map_or(0, |m| m.len());
+        let conn = schema::open_writer(
+            &config.path,
+            config.appendfsync,
+            config.journal_size_limit,
+            config.page_size,
+        )?;
+        let page_size: u32 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        if unclean_wal > 0 {
+            recover(&conn, unclean_wal)?;
+        }
         let stats = Arc::new(Stats::new());
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
         let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
@@ -137,7 +199,13 @@ impl<R: Send + 'static> Engine<R> {
         // Unbounded here: the server bounds operations in flight with an
         // async semaphore, so connection tasks wait without blocking a thread.
         let (write_tx, write_rx) = crossbeam_channel::unbounded();
-        let checkpointer = checkpointer::Checkpointer::start(&config.path, config.appendfsync)?;
+        let checkpointer = checkpointer::Checkpointer::start(
+            &config.path,
+            config.appendfsync,
+            config.checkpoint_wal_bytes,
+            config.checkpoint_wal_percent,
+        )?;
+        let copy_threshold = checkpointer.copy_threshold.clone();
         let settings = writer::WriterSettings {
             checkpointer,
             wal_path: wal_path.clone(),
@@ -178,6 +246,10 @@ impl<R: Send + 'static> Engine<R> {
             stats,
             max_batch,
             wal_path,
+            db_path: config.path.clone(),
+            page_size,
+            io_base: std::sync::atomic::AtomicU64::new(process_write_bytes().unwrap_or(0)),
+            copy_threshold,
             cache,
             watches,
             threads: Mutex::new(threads),
@@ -240,6 +312,40 @@ impl<R: Send + 'static> Engine<R> {
     pub fn reset_stats(&self) {
         self.stats.reset();
         self.cache.reset_stats();
+        self.io_base
+            .store(process_write_bytes().unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// What the storage write path costs: bytes this process has sent to
+    /// storage (the kernel's `write_bytes` in /proc/self/io: the WAL, the
+    /// checkpoints into the database file, anything else) since the
+    /// statistics were last reset, and per write operation applied. `None`
+    /// where /proc is not there.
+    pub fn disk_writes(&self) -> Option<DiskWrites> {
+        let bytes = process_write_bytes()?.saturating_sub(self.io_base.load(Ordering::Relaxed));
+        let ops = self.stats.snapshot().ops;
+        Some(DiskWrites {
+            bytes,
+            per_op: bytes.checked_div(ops).unwrap_or(0),
+        })
+    }
+
+    /// The database's page size in bytes.
+    pub fn page_size(&self) -> u32 {
+        self.page_size
+    }
+
+    /// The database file's current size in bytes.
+    pub fn db_size(&self) -> u64 {
+        std::fs::metadata(&self.db_path)
+            .map(|m| m.len())
+            .unwrap_or(0)
+    }
+
+    /// How many bytes of WAL the checkpointer lets pile up before copying
+    /// it into the database (see `checkpointer.rs`).
+    pub fn checkpoint_threshold(&self) -> u64 {
+        self.copy_threshold.load(Ordering::Relaxed)
     }
 
     /// The WAL file's current size in bytes.

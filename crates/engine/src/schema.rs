@@ -112,14 +112,24 @@ CREATE TABLE IF NOT EXISTS zsets (
 CREATE INDEX IF NOT EXISTS zsets_by_score ON zsets (db, key, score, member);
 ";
 
+/// How much of the database file connections map into memory. Pages
+/// outside SQLite's own cache are then read straight from the OS page cache,
+/// without a `pread` and a copy each (a fifth of the writer's time on random
+/// keys over a database larger than its cache).
+const MMAP_BYTES: i64 = 1 << 40;
+
 /// Opens the single read-write connection the writer thread owns, creating
 /// the file and schema if needed.
 pub(crate) fn open_writer(
     path: &Path,
     fsync: AppendFsync,
     journal_size_limit: i64,
+    page_size: u32,
 ) -> Result<Connection> {
     let conn = Connection::open(path)?;
+    // Only takes effect on a new, empty file, and only before it turns to
+    // WAL mode: an existing database keeps the page size it was made with.
+    conn.pragma_update(None, "page_size", page_size)?;
     // WAL lets the read pool read while the writer writes.
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL in WAL mode fsyncs the WAL at every commit: that is `always`.
@@ -134,6 +144,7 @@ pub(crate) fn open_writer(
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     conn.pragma_update(None, "journal_size_limit", journal_size_limit)?;
     conn.pragma_update(None, "cache_size", -64_000)?;
+    conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
     // A TRUNCATE checkpoint waits this long for readers to finish.
     conn.busy_timeout(Duration::from_secs(2))?;
     conn.set_prepared_statement_cache_capacity(128);
@@ -150,6 +161,7 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection> {
             | OpenFlags::SQLITE_OPEN_URI,
     )?;
     conn.pragma_update(None, "cache_size", -32_000)?;
+    conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
     conn.busy_timeout(Duration::from_secs(5))?;
     conn.set_prepared_statement_cache_capacity(128);
     Ok(conn)
@@ -187,12 +199,15 @@ mod tests {
     fn writer_connection_settings_follow_appendfsync() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let conn = open_writer(&path, AppendFsync::Always, 1 << 20).unwrap();
+        let conn = open_writer(&path, AppendFsync::Always, 1 << 20, 1024).unwrap();
         assert_eq!(setting(&conn, "journal_mode"), "Text(\"wal\")");
         // 2 = FULL: the WAL is fsynced at every commit.
         assert_eq!(setting(&conn, "synchronous"), "Integer(2)");
+        assert_eq!(setting(&conn, "page_size"), "Integer(1024)");
         drop(conn);
-        let conn = open_writer(&path, AppendFsync::Everysec, 1 << 20).unwrap();
+        // Reopened with another page size: the file keeps its own.
+        let conn = open_writer(&path, AppendFsync::Everysec, 1 << 20, 4096).unwrap();
         assert_eq!(setting(&conn, "synchronous"), "Integer(1)");
+        assert_eq!(setting(&conn, "page_size"), "Integer(1024)");
     }
 }

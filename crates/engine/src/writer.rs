@@ -459,7 +459,16 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         {
             self.sync_wal();
         }
-        if self.wal_size() > self.settings.wal_checkpoint_bytes {
+        let copy_threshold = self
+            .settings
+            .checkpointer
+            .copy_threshold
+            .load(Ordering::Relaxed);
+        let hard_bound = self
+            .settings
+            .wal_checkpoint_bytes
+            .max(copy_threshold.saturating_mul(3));
+        if self.wal_size() > hard_bound {
             self.checkpoint();
         } else if self
             .settings

@@ -43,6 +43,12 @@ pub struct Config {
     pub proto_max_bulk_len: usize,
     /// Largest unprocessed input one client may have buffered, in bytes.
     pub client_query_buffer_limit: usize,
+    /// SQLite page size of a new database file.
+    pub page_size: u32,
+    /// Copy the WAL into the database once it holds this many new bytes.
+    pub checkpoint_wal_bytes: u64,
+    /// ... or this percentage of the database file's size, if more.
+    pub checkpoint_wal_percent: u64,
     /// Checkpoint and truncate the WAL once it grows past this many bytes.
     pub wal_checkpoint_bytes: u64,
     /// What SQLite keeps of the WAL file after a checkpoint, in bytes.
@@ -76,6 +82,9 @@ impl Default for Config {
             requirepass: None,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
+            page_size: engine.page_size,
+            checkpoint_wal_bytes: engine.checkpoint_wal_bytes,
+            checkpoint_wal_percent: engine.checkpoint_wal_percent,
             wal_checkpoint_bytes: engine.wal_checkpoint_bytes,
             journal_size_limit: engine.journal_size_limit,
             expire_chunk: engine.expire_chunk,
@@ -141,6 +150,12 @@ impl Config {
         if self.maxclients == 0 {
             return Err(ConfigError::Invalid("maxclients must be at least 1".into()));
         }
+        if !(512..=65536).contains(&self.page_size) || !self.page_size.is_power_of_two() {
+            return Err(ConfigError::Invalid(format!(
+                "page_size {} is not a power of two from 512 to 65536",
+                self.page_size
+            )));
+        }
         if let Some(perm) = &self.unixsocketperm {
             parse_perm(perm)?;
         }
@@ -155,6 +170,9 @@ impl Config {
             max_batch: self.max_batch,
             readers: self.readers,
             databases: self.databases,
+            page_size: self.page_size,
+            checkpoint_wal_bytes: self.checkpoint_wal_bytes,
+            checkpoint_wal_percent: self.checkpoint_wal_percent,
             wal_checkpoint_bytes: self.wal_checkpoint_bytes,
             journal_size_limit: self.journal_size_limit,
             expire_chunk: self.expire_chunk,
@@ -199,6 +217,18 @@ mod tests {
         assert_eq!(parsed.readers, default.readers);
         assert_eq!(parsed.databases, default.databases);
         assert_eq!(parsed.read_cache_bytes, default.read_cache_bytes);
+        assert_eq!(parsed.page_size, default.page_size);
+        assert_eq!(parsed.checkpoint_wal_bytes, default.checkpoint_wal_bytes);
+        assert_eq!(
+            parsed.checkpoint_wal_percent,
+            default.checkpoint_wal_percent
+        );
+        assert_eq!(parsed.wal_checkpoint_bytes, default.wal_checkpoint_bytes);
+        assert_eq!(parsed.journal_size_limit, default.journal_size_limit);
+        assert!(toml::from_str::<Config>("page_size = 1000")
+            .unwrap()
+            .validate()
+            .is_err());
     }
 
     #[test]

@@ -214,9 +214,10 @@ impl ReadCommand for Info {
             );
         }
         if want("persistence") {
+            let disk = sh.engine.disk_writes();
             let _ = write!(
                 out,
-                "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\ngroup_commit_max_batch:{}\r\ngroup_commit_batches:{}\r\ngroup_commit_ops:{}\r\ngroup_commit_failed_ops:{}\r\ngroup_commit_failed_commits:{}\r\ngroup_commit_ops_per_batch_mean:{:.2}\r\ngroup_commit_ops_per_batch_p50:{}\r\ngroup_commit_ops_per_batch_p99:{}\r\ngroup_commit_ops_per_batch_max:{}\r\ngroup_commit_commit_latency_p50_us:{}\r\ngroup_commit_commit_latency_p99_us:{}\r\ngroup_commit_queue_depth:{}\r\nwal_size_bytes:{}\r\nwal_checkpoints:{}\r\n\r\n",
+                "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\ngroup_commit_max_batch:{}\r\ngroup_commit_batches:{}\r\ngroup_commit_ops:{}\r\ngroup_commit_failed_ops:{}\r\ngroup_commit_failed_commits:{}\r\ngroup_commit_ops_per_batch_mean:{:.2}\r\ngroup_commit_ops_per_batch_p50:{}\r\ngroup_commit_ops_per_batch_p99:{}\r\ngroup_commit_ops_per_batch_max:{}\r\ngroup_commit_commit_latency_p50_us:{}\r\ngroup_commit_commit_latency_p99_us:{}\r\ngroup_commit_queue_depth:{}\r\nwal_size_bytes:{}\r\nwal_checkpoints:{}\r\nwal_checkpoint_threshold_bytes:{}\r\ndb_size_bytes:{}\r\npage_size:{}\r\ndisk_write_bytes:{}\r\nwrite_bytes_per_op:{}\r\n\r\n",
                 lock(&sh.settings.appendfsync).as_str(),
                 sh.engine.max_batch(),
                 stats.batches,
@@ -232,6 +233,11 @@ impl ReadCommand for Info {
                 sh.engine.write_queue_len(),
                 sh.engine.wal_size(),
                 stats.checkpoints,
+                sh.engine.checkpoint_threshold(),
+                sh.engine.db_size(),
+                sh.engine.page_size(),
+                disk.map_or(0, |d| d.bytes),
+                disk.map_or(0, |d| d.per_op),
             );
         }
         if want("keyspace") {
@@ -426,6 +432,9 @@ const PARAMS: &[&str] = &[
     "write-queue-depth",
     "readers",
     "wal-checkpoint-bytes",
+    "page-size",
+    "checkpoint-wal-bytes",
+    "checkpoint-wal-percent",
     "journal-size-limit",
     "expire-chunk",
     "read-cache-bytes",
@@ -463,6 +472,9 @@ fn param_value(sh: &Shared, name: &str) -> String {
         "write-queue-depth" => c.write_queue_depth.to_string(),
         "readers" => c.readers.to_string(),
         "wal-checkpoint-bytes" => c.wal_checkpoint_bytes.to_string(),
+        "page-size" => sh.engine.page_size().to_string(),
+        "checkpoint-wal-bytes" => c.checkpoint_wal_bytes.to_string(),
+        "checkpoint-wal-percent" => c.checkpoint_wal_percent.to_string(),
         "journal-size-limit" => c.journal_size_limit.to_string(),
         "expire-chunk" => c.expire_chunk.to_string(),
         "read-cache-bytes" => c.read_cache_bytes.to_string(),
