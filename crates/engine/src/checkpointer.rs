@@ -202,6 +202,23 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// Whether to ask the writer to start the WAL over, after a copy that
+    /// saw `frames` frames, given the WAL's state now. Only once the WAL is
+    /// long enough and nearly all of it is copied: the writer's RESTART
+    /// copies whatever is left itself, on the write path, and a long copy
+    /// here lets many frames arrive meanwhile (a first version asked right
+    /// after the first copy of a 200 MB WAL, and the writer's RESTART then
+    /// copied the tens of MB written during it: a commit p99 of 5.7 ms).
+    fn restart_now(&self, frames: u64, now: Option<WalFrames>) -> bool {
+        frames >= self.restart_frames
+            && now.is_some_and(|w| w.last.saturating_sub(w.backfilled) <= RESTART_TAIL_FRAMES)
+    }
+}
+
+/// The most frames the writer's RESTART may be left to copy.
+const RESTART_TAIL_FRAMES: u64 = 512;
+
 /// The two counters of the WAL index this thread decides by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct WalFrames {
@@ -272,7 +289,7 @@ fn run(
             continue;
         }
         match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1)) {
-            Ok(frames) if frames as u64 >= policy.restart_frames => {
+            Ok(frames) if policy.restart_now(frames as u64, index.frames()) => {
                 restart_due.store(true, Ordering::Relaxed)
             }
             Ok(_) => {}
@@ -339,6 +356,23 @@ mod tests {
             last: 1,
             backfilled: 0
         })));
+    }
+
+    #[test]
+    fn restarts_only_once_nearly_everything_is_copied() {
+        let p = Policy {
+            bytes: 536_000,
+            copy_after_frames: 1000,
+            restart_frames: 1000,
+        };
+        let now = |last, backfilled| Some(WalFrames { last, backfilled });
+        assert!(p.restart_now(1000, now(1500, 1000)));
+        // Too much arrived during the copy: copy again first.
+        assert!(!p.restart_now(1000, now(5000, 1000)));
+        // Too short a WAL to be worth restarting.
+        assert!(!p.restart_now(900, now(900, 900)));
+        // Unknown state: let the next round decide.
+        assert!(!p.restart_now(1000, None));
     }
 
     #[test]
