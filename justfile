@@ -296,6 +296,15 @@ bench-writes MEMTIER KEYS="100000" ROUNDS="3" SECS="10" WORKLOADS="all":
         echo "| $label | $(lat "$label,7201") | $(lat "$label,7203") | $(ratio $(lat "$label,7201") $(lat "$label,7203")) | $(bps "$label,7201") | $(bps "$label,7205") | $(bps "$label,7203") | $(cpu "$label,7201") | $(cpu "$label,7205") | $(cpu "$label,7203") | $(cpu "$label,7204") |"
     done
     echo
+    # The same SET workload through respite-loadgen, against the same
+    # servers, so the two load generators can be compared.
+    cargo build --release -p respite-loadgen 2>/dev/null
+    for mix in 1:0 4:1; do
+        echo "respite-loadgen --ratio $mix -t 2 -c 50 --keyspace $keys -d 64 --duration {{SECS}}s:"
+        ./target/release/respite-loadgen -q --target respite=127.0.0.1:7201 --target aof=127.0.0.1:7203 \
+            --ratio $mix -t 2 -c 50 --keyspace "$keys" --key-prefix memtier- -d 64 --duration {{SECS}}s 2>&1 | grep -vE '^\s*$' || true
+    done
+    echo
     for f in on old; do
         echo "respite ($f): database $(stat -c %s "$dir/$f.db") bytes, WAL $(stat -c %s "$dir/$f.db-wal" 2>/dev/null || echo 0) bytes"
     done
