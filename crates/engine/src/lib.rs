@@ -100,24 +100,35 @@ fn process_write_bytes() -> Option<u64> {
 /// ignored), and nothing else in respite's layout needs rebuilding. This
 /// copies the recovered commits into the database and empties the WAL
 /// before any client connects, and says so in the log.
-fn recover(conn: &rusqlite::Connection, wal_bytes: u64) -> Result<()> {
+fn recover(conn: &rusqlite::Connection, wal_bytes: u64) {
     tracing::warn!(
         wal_bytes,
         "the last run did not stop cleanly: recovering the commits in its WAL"
     );
     let started = std::time::Instant::now();
-    let (busy, frames, copied): (i64, i64, i64) =
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
-    tracing::info!(
-        frames,
-        copied,
-        complete = busy == 0,
-        ms = started.elapsed().as_millis() as u64,
-        "recovered the WAL into the database"
-    );
-    Ok(())
+    let copied = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    });
+    match copied {
+        Ok((busy, frames, copied)) => tracing::info!(
+            frames,
+            copied,
+            complete = busy == 0,
+            ms = started.elapsed().as_millis() as u64,
+            "recovered the WAL into the database"
+        ),
+        // The commits are safe in the WAL (SQLite has already rebuilt its
+        // index to open the schema); copying them can wait for the
+        // checkpointer, e.g. once a full disk has room again.
+        Err(e) => tracing::warn!(
+            error = %e,
+            "the recovered WAL could not be copied into the database yet; serving from the WAL"
+        ),
+    }
 }
 
 /// How the engine hands finished work back: the writer, each commit's
@@ -188,7 +199,7 @@ impl<R: Send + 'static> Engine<R> {
         )?;
         let page_size: u32 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
         if unclean_wal > 0 {
-            recover(&conn, unclean_wal)?;
+            recover(&conn, unclean_wal);
         }
         let stats = Arc::new(Stats::new());
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
