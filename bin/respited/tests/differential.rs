@@ -21,13 +21,21 @@
 //! - `@scan ARGS ...`: a full SCAN iteration (from cursor 0 until the server
 //!   hands back 0) with the given options; only the union of the keys is
 //!   compared, since cursors differ by design.
+//! - `@hscan KEY ARGS ...`, `@hscannovalues KEY ARGS ...`, `@sscan KEY
+//!   ARGS ...`: the same for HSCAN (field/value pairs) and SSCAN.
+//! - `@len CMD ...`: a reply of random elements (SPOP, SRANDMEMBER,
+//!   HRANDFIELD with a count): only its type and number of elements are
+//!   compared (properties of the elements are checked in `types.rs`).
+//! - `@quiet CMD ...`: run on both, compare nothing (HELLO 3, whose
+//!   server fields differ, switches both to RESP3).
 //! - `@sleep MS`: pause both sides (to let a short expiry pass).
 //! - `@closed`: both servers must have closed the connection (after QUIT).
 //!
 //! Every script runs on a fresh connection to each server after FLUSHALL.
 //! When the servers disagree, the test fails listing every differing line.
 //! Where respite differs *deliberately* (HELLO's server and version fields,
-//! INFO, CLIENT LIST, COMMAND, OBJECT and DEBUG) nothing is compared.
+//! INFO, CLIENT LIST, COMMAND, OBJECT FREQ/IDLETIME/REFCOUNT and DEBUG)
+//! nothing is compared.
 //!
 //! Each test starts its own pair of servers, and skips (as the harness
 //! prints) when redis-server is not installed.
@@ -231,23 +239,36 @@ fn send(conn: &mut BufReader<TcpStream>, args: &[Vec<u8>]) -> Reply {
 
 /// Every key a full SCAN with `opts` returns, sorted.
 fn scan_all(conn: &mut BufReader<TcpStream>, opts: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    scan_with(conn, &[b"SCAN".to_vec()], opts, 1)
+}
+
+/// Every element a full `command` iteration (SCAN, `HSCAN key`, `SSCAN key`)
+/// returns with `opts`, sorted; `group` elements make one entry (2 for
+/// HSCAN's field and value, joined by a NUL byte).
+fn scan_with(
+    conn: &mut BufReader<TcpStream>,
+    command: &[Vec<u8>],
+    opts: &[Vec<u8>],
+    group: usize,
+) -> Vec<Vec<u8>> {
     let mut cursor = b"0".to_vec();
     let mut keys = Vec::new();
     for _ in 0..10_000 {
-        let mut args = vec![b"SCAN".to_vec(), cursor];
+        let mut args = command.to_vec();
+        args.push(cursor);
         args.extend_from_slice(opts);
         let reply = send(conn, &args);
         let items = reply
             .items()
             .unwrap_or_else(|| panic!("SCAN reply {}", show(&reply.raw)));
         cursor = items[0].bulk().expect("cursor").to_vec();
-        keys.extend(
-            items[1]
-                .items()
-                .expect("keys")
-                .iter()
-                .map(|k| k.bulk().expect("key").to_vec()),
-        );
+        let elements: Vec<Vec<u8>> = items[1]
+            .items()
+            .expect("elements")
+            .iter()
+            .map(|k| k.bulk().expect("element").to_vec())
+            .collect();
+        keys.extend(elements.chunks(group).map(|c| c.join(&0u8)));
         if cursor == b"0" {
             keys.sort();
             keys.dedup();
@@ -310,6 +331,35 @@ fn diff(pair: &mut Pair, script: &[&str]) -> Vec<String> {
                 let ours = scan_all(&mut pair.respite, &parts);
                 let theirs = scan_all(&mut pair.redis, &parts);
                 (ours != theirs).then(|| (format!("{ours:?}"), format!("{theirs:?}")))
+            }
+            "@hscan" | "@hscannovalues" | "@sscan" => {
+                let key = parts.remove(0);
+                let (name, group) = match directive.as_str() {
+                    "@hscan" => ("HSCAN", 2),
+                    "@hscannovalues" => ("HSCAN", 1),
+                    _ => ("SSCAN", 1),
+                };
+                let command = [name.as_bytes().to_vec(), key];
+                let ours = scan_with(&mut pair.respite, &command, &parts, group);
+                let theirs = scan_with(&mut pair.redis, &command, &parts, group);
+                (ours != theirs).then(|| (format!("{ours:?}"), format!("{theirs:?}")))
+            }
+            "@len" => {
+                let (ours, theirs) = pair.both(&parts);
+                let shape = |r: &Reply| (r.raw.first().copied(), r.items().map(<[Reply]>::len));
+                let same = match (ours.items(), theirs.items()) {
+                    (Some(_), Some(_)) => shape(&ours) == shape(&theirs),
+                    // One random element: a bulk string on both, or nil.
+                    _ => match (ours.bulk(), theirs.bulk()) {
+                        (Some(_), Some(_)) => true,
+                        _ => ours.raw == theirs.raw,
+                    },
+                };
+                (!same).then(|| (show(&ours.raw), show(&theirs.raw)))
+            }
+            "@quiet" => {
+                pair.both(&parts);
+                None
             }
             "@sleep" => {
                 let ms = String::from_utf8(parts.remove(0)).unwrap().parse().unwrap();
@@ -1482,6 +1532,468 @@ const WATCHES: &[&str] = &[
     "UNWATCH extra",
 ];
 
+const HASHES: &[&str] = &[
+    "HSET h f1 v1",
+    "HSET h f1 v1b f2 v2 f3 v3",
+    "HSET h f1",
+    "HSET h f1 v1 f2",
+    "HSET h",
+    "HMSET h f4 v4 f5 v5",
+    "HMSET h f4",
+    "HGET h f1",
+    "HGET h nosuch",
+    "HGET nokey f1",
+    "HMGET h f1 nosuch f2",
+    "HMGET nokey a b",
+    "HLEN h",
+    "HLEN nokey",
+    "@sort HGETALL h",
+    "@sort HKEYS h",
+    "@sort HVALS h",
+    "HGETALL nokey",
+    "HKEYS nokey",
+    "HVALS nokey",
+    "HEXISTS h f1",
+    "HEXISTS h nosuch",
+    "HEXISTS nokey f1",
+    "HSTRLEN h f1",
+    "HSTRLEN h nosuch",
+    "HSTRLEN nokey f",
+    "HSETNX h f1 other",
+    "HSETNX h f9 nine",
+    "HGET h f9",
+    "HSETNX newh f v",
+    "HDEL h f1 f2 nosuch",
+    "HDEL h nosuch",
+    "HDEL nokey f",
+    "HLEN h",
+    "HDEL newh f",
+    "EXISTS newh",
+    "TYPE h",
+    "HINCRBY h n 5",
+    "HINCRBY h n -7",
+    "HINCRBY h n 9223372036854775807",
+    "HGET h n",
+    "HSET h big 9223372036854775806",
+    "HINCRBY h big 1",
+    "HINCRBY h big 1",
+    "HINCRBY h f9 1",
+    "HINCRBY h n abc",
+    "HINCRBY h n 1.5",
+    "HINCRBY nokey2 n 3",
+    "HINCRBYFLOAT h fl 1.5",
+    "HINCRBYFLOAT h fl 2.25e2",
+    "HINCRBYFLOAT h fl -0.75",
+    "HINCRBYFLOAT h f9 1",
+    "HINCRBYFLOAT h fl abc",
+    "HINCRBYFLOAT h fl inf",
+    "HINCRBYFLOAT h fl -inf",
+    "HINCRBYFLOAT h n 0.5",
+    "HSET h huge 1.7e308",
+    "HINCRBYFLOAT h huge 1.7e308",
+    "HGET h huge",
+    "HINCRBYFLOAT h ws \" 1\"",
+    "HINCRBYFLOAT nokey3 x 3.0",
+    "HGET nokey3 x",
+    "HSET s1 a b",
+    "SET str v",
+    "HSET str f v",
+    "HSETNX str f v",
+    "HGET str f",
+    "HMGET str f",
+    "HGETALL str",
+    "HKEYS str",
+    "HVALS str",
+    "HLEN str",
+    "HDEL str f",
+    "HEXISTS str f",
+    "HSTRLEN str f",
+    "HINCRBY str f 1",
+    "HINCRBYFLOAT str f 1",
+    "HINCRBY str f abc",
+    "HINCRBYFLOAT str f abc",
+    "HRANDFIELD str",
+    "HRANDFIELD str 2",
+    "HSCAN str 0",
+    "HMSET str f v",
+    "GET str",
+    "@quiet HELLO 3",
+    "@sort HGETALL h",
+    "HGETALL nokey",
+    "HGET nokey f",
+    "HMGET h f9 nosuch",
+    "HINCRBYFLOAT h fl 1",
+    "HRANDFIELD nokey",
+    "HRANDFIELD nokey 2",
+    "HRANDFIELD nokey 2 WITHVALUES",
+    "@quiet HELLO 2",
+];
+
+const HASH_RANDOM_AND_SCAN: &[&str] = &[
+    "HRANDFIELD nokey",
+    "HRANDFIELD nokey 5",
+    "HRANDFIELD nokey -5 WITHVALUES",
+    "HSET one only v",
+    "HRANDFIELD one",
+    "HRANDFIELD one 1",
+    "HRANDFIELD one 1 WITHVALUES",
+    "HRANDFIELD one -3",
+    "HRANDFIELD one -3 WITHVALUES",
+    "HRANDFIELD one 0",
+    "HRANDFIELD one 0 WITHVALUES",
+    "HSET h a 1 b 2 c 3 d 4 e 5",
+    "@len HRANDFIELD h 3",
+    "@len HRANDFIELD h 3 WITHVALUES",
+    "@sort HRANDFIELD h 5",
+    "@sort HRANDFIELD h 50",
+    "@sort HRANDFIELD h 50 WITHVALUES",
+    "@len HRANDFIELD h -8",
+    "@len HRANDFIELD h -8 WITHVALUES",
+    "HRANDFIELD h abc",
+    "HRANDFIELD h 1 WITHVALUES extra",
+    "HRANDFIELD h 1 NOVALUES",
+    "HRANDFIELD h 1.5",
+    "HRANDFIELD h -9223372036854775808",
+    "HRANDFIELD h 9223372036854775807 WITHVALUES",
+    "HRANDFIELD h -4611686018427387904 WITHVALUES",
+    "@quiet HELLO 3",
+    "@len HRANDFIELD h 2 WITHVALUES",
+    "@len HRANDFIELD h -2 WITHVALUES",
+    "@sort HRANDFIELD h 9 WITHVALUES",
+    "HRANDFIELD one -2 WITHVALUES",
+    "HRANDFIELD nokey -2 WITHVALUES",
+    "@quiet HELLO 2",
+    "HSCAN h 0",
+    "HSCAN h 0 COUNT 1",
+    "HSCAN h 0 MATCH a*",
+    "HSCAN h 0 MATCH [a-c] COUNT 100",
+    "HSCAN nokey 0",
+    "HSCAN nokey 0 COUNT 0",
+    "HSCAN nokey 0 BADOPT",
+    "HSCAN h 0 COUNT 0",
+    "HSCAN h 0 COUNT -1",
+    "HSCAN h 0 COUNT abc",
+    "HSCAN h 0 MATCH",
+    "HSCAN h 0 BADOPT",
+    "HSCAN h 0 TYPE string",
+    "HSCAN h abc",
+    "HSCAN h -1",
+    "HSCAN h 18446744073709551616",
+    "@hscan h",
+    "@hscan h COUNT 2",
+    "@hscan h MATCH *",
+];
+
+const SETS: &[&str] = &[
+    "SADD s a b c",
+    "SADD s a d",
+    "SADD s",
+    "SCARD s",
+    "SCARD nokey",
+    "@sort SMEMBERS s",
+    "SMEMBERS nokey",
+    "SISMEMBER s a",
+    "SISMEMBER s z",
+    "SISMEMBER nokey a",
+    "SMISMEMBER s a z b",
+    "SMISMEMBER nokey a",
+    "SMISMEMBER s",
+    "SREM s a z",
+    "SREM s",
+    "SREM nokey a",
+    "SCARD s",
+    "SADD nums 3 1 2",
+    "SMEMBERS nums",
+    "SADD tmp x",
+    "SREM tmp x",
+    "EXISTS tmp",
+    "SADD s1 a b c d",
+    "SADD s2 c d e",
+    "SADD s3 d e f",
+    "@sort SINTER s1 s2",
+    "@sort SINTER s1 s2 s3",
+    "SINTER s1 nokey",
+    "SINTER nokey s1",
+    "@sort SUNION s1 s2 s3",
+    "@sort SUNION s1 nokey",
+    "SUNION nokey",
+    "@sort SDIFF s1 s2",
+    "@sort SDIFF s1 s2 s3",
+    "SDIFF nokey s1",
+    "@sort SDIFF s1 nokey",
+    "SINTERSTORE d1 s1 s2",
+    "@sort SMEMBERS d1",
+    "SUNIONSTORE d2 s1 s2 s3",
+    "SCARD d2",
+    "SDIFFSTORE d3 s1 s2",
+    "@sort SMEMBERS d3",
+    "SINTERSTORE d3 s1 nokey",
+    "EXISTS d3",
+    "SINTERSTORE d4 nokey",
+    "SET str v",
+    "SINTERSTORE str s1 s2",
+    "TYPE str",
+    "SDIFFSTORE s1 s1 s2",
+    "@sort SMEMBERS s1",
+    "SUNIONSTORE s2 s2",
+    "SINTERCARD 2 s2 s3",
+    "SINTERCARD 2 s2 s3 LIMIT 1",
+    "SINTERCARD 2 s2 s3 LIMIT 0",
+    "SINTERCARD 1 s2",
+    "SINTERCARD 1 nokey",
+    "SINTERCARD 0 s2",
+    "SINTERCARD -1 s2",
+    "SINTERCARD abc s2",
+    "SINTERCARD 3 s2 s3",
+    "SINTERCARD 2 s2 s3 LIMIT -1",
+    "SINTERCARD 2 s2 s3 LIMIT abc",
+    "SINTERCARD 2 s2 s3 LIMIT",
+    "SINTERCARD 2 s2 s3 FOO 1",
+    "SADD m1 a b",
+    "SADD m2 c",
+    "SMOVE m1 m2 a",
+    "@sort SMEMBERS m2",
+    "SMOVE m1 m2 zz",
+    "SMOVE m1 m3 b",
+    "EXISTS m1",
+    "SMEMBERS m3",
+    "SMOVE nokey m2 a",
+    "SMOVE m2 m2 a",
+    "SMOVE m2 m2 zz",
+    "SMOVE m2 str a",
+    "SMOVE str m2 a",
+    "SMOVE nokey str a",
+    "HSET hh f v",
+    "SADD hh a",
+    "SET str v",
+    "SADD str a",
+    "SREM str a",
+    "SMEMBERS str",
+    "SISMEMBER str a",
+    "SMISMEMBER str a",
+    "SCARD str",
+    "SPOP str",
+    "SPOP str 2",
+    "SRANDMEMBER str",
+    "SRANDMEMBER str 2",
+    "SINTER s2 str",
+    "SINTER nokey str",
+    "SUNION s2 str",
+    "SDIFF str s2",
+    "SDIFF nokey str",
+    "SINTERCARD 2 s2 str",
+    "SSCAN str 0",
+    "SUNIONSTORE d5 s2 str",
+    "@quiet HELLO 3",
+    "@sort SMEMBERS s2",
+    "SMEMBERS nokey",
+    "@sort SINTER s2 s3",
+    "SINTER nokey s3",
+    "@sort SUNION s2 s3",
+    "SDIFF s2 s2",
+    "SMISMEMBER s2 c nope",
+    "SPOP nokey",
+    "SPOP nokey 3",
+    "SPOP s2 0",
+    "SRANDMEMBER nokey",
+    "SRANDMEMBER nokey 3",
+    "@quiet HELLO 2",
+];
+
+const SET_RANDOM_AND_SCAN: &[&str] = &[
+    "SPOP nokey",
+    "SPOP nokey 2",
+    "SPOP nokey 0",
+    "SPOP nokey -1",
+    "SPOP nokey abc",
+    "SPOP nokey 1 2",
+    "SADD one x",
+    "SPOP one",
+    "EXISTS one",
+    "SADD one x",
+    "SPOP one 5",
+    "EXISTS one",
+    "SADD s 1 2 3 4 5",
+    "@len SPOP s",
+    "@len SPOP s 2",
+    "SCARD s",
+    "@len SPOP s 10",
+    "EXISTS s",
+    "SADD s a b c d e",
+    "@len SRANDMEMBER s",
+    "@len SRANDMEMBER s 3",
+    "@sort SRANDMEMBER s 5",
+    "@sort SRANDMEMBER s 50",
+    "@len SRANDMEMBER s -8",
+    "SRANDMEMBER s 0",
+    "SRANDMEMBER s abc",
+    "SRANDMEMBER s 1 2",
+    "SRANDMEMBER s -9223372036854775808",
+    "SRANDMEMBER nokey -5",
+    "SADD one y",
+    "SRANDMEMBER one -3",
+    "SSCAN s 0 COUNT 0",
+    "SSCAN s 0 NOVALUES",
+    "SSCAN s abc",
+    "SSCAN nokey 0",
+    "SSCAN nokey 0 COUNT 0",
+    "SADD ints 1 2 3 10 20",
+    "SSCAN ints 0",
+    "SSCAN ints 0 MATCH 1*",
+    "@sscan s",
+    "@sscan s COUNT 1",
+    "@sscan ints MATCH *0",
+];
+
+const TYPES_ON_KEYS: &[&str] = &[
+    "HSET h f v g w",
+    "SADD s a b",
+    "SET str v",
+    "TYPE h",
+    "TYPE s",
+    "TYPE str",
+    "TYPE nokey",
+    "EXISTS h s str nokey",
+    "EXPIRE h 100",
+    "@near 1 TTL h",
+    "PERSIST h",
+    "TTL h",
+    "PEXPIRE s 100000",
+    "@near 50 PTTL s",
+    "RENAME h h2",
+    "HGET h2 f",
+    "EXISTS h",
+    "RENAME s str",
+    "TYPE str",
+    "SCARD str",
+    "RENAMENX h2 str",
+    "RENAMENX h2 h3",
+    "@sort HGETALL h3",
+    "COPY h3 h4",
+    "@sort HGETALL h4",
+    "HSET h4 f changed",
+    "HGET h3 f",
+    "COPY str s5",
+    "@sort SMEMBERS s5",
+    "COPY h3 s5",
+    "COPY h3 s5 REPLACE",
+    "TYPE s5",
+    "HGET s5 g",
+    "COPY s5 x DB 1",
+    "MOVE h3 2",
+    "EXISTS h3",
+    "SELECT 2",
+    "HGET h3 f",
+    "SELECT 1",
+    "@sort HGETALL x",
+    "SELECT 0",
+    "@scan",
+    "@scan TYPE hash",
+    "@scan TYPE set",
+    "@scan TYPE string",
+    "@scan TYPE list",
+    "@scan TYPE bogus",
+    "DBSIZE",
+    "DEL s5 h4 nokey",
+    "UNLINK str",
+    "DBSIZE",
+    "SADD e1 a",
+    "EXPIRE e1 0",
+    "EXISTS e1",
+    "HSET e2 f v",
+    "PEXPIRE e2 1",
+    "@sleep 20",
+    "HGET e2 f",
+    "HLEN e2",
+    "HSET e2 g w",
+    "@sort HGETALL e2",
+    "TTL e2",
+    "SADD e3 a",
+    "PEXPIRE e3 1",
+    "@sleep 20",
+    "SISMEMBER e3 a",
+    "SADD e3 b",
+    "SMEMBERS e3",
+    "SET e4 v",
+    "HSET e4 f v",
+    "DEL e4",
+    "HSET e4 f v",
+    "GET e4",
+    "SET e4 v",
+    "GET e4",
+    "TYPE e4",
+    "FLUSHDB",
+    "DBSIZE",
+];
+
+#[test]
+fn hashes() {
+    check(&[HASHES, HASH_RANDOM_AND_SCAN]);
+}
+
+#[test]
+fn sets() {
+    check(&[SETS, SET_RANDOM_AND_SCAN]);
+}
+
+#[test]
+fn key_commands_on_every_type() {
+    check(&[TYPES_ON_KEYS, OBJECT_AND_SWAPDB]);
+}
+
+const OBJECT_AND_SWAPDB: &[&str] = &[
+    "SET i 12345",
+    "SET neg -7",
+    "SET big 12345678901234567890",
+    "SET lead 0123",
+    "SET short hello",
+    "SET s44 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "SET s45 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "OBJECT ENCODING i",
+    "OBJECT ENCODING neg",
+    "OBJECT ENCODING big",
+    "OBJECT ENCODING lead",
+    "OBJECT ENCODING short",
+    "OBJECT ENCODING s44",
+    "OBJECT ENCODING s45",
+    "OBJECT ENCODING nokey",
+    "HSET h f v",
+    "OBJECT ENCODING h",
+    "HSET h long aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "OBJECT ENCODING h",
+    "HDEL h long",
+    "OBJECT ENCODING h",
+    "SADD ints 1 2 -3",
+    "OBJECT ENCODING ints",
+    "SADD ints 01",
+    "OBJECT ENCODING ints",
+    "SADD words a",
+    "OBJECT ENCODING words",
+    "OBJECT REFCOUNT nokey",
+    "OBJECT ENCODING",
+    "OBJECT ENCODING a b",
+    "OBJECT FOO k",
+    "OBJECT HELP",
+    "SET k0 zero",
+    "SELECT 1",
+    "SADD k1 one",
+    "SELECT 0",
+    "SWAPDB 0 1",
+    "GET k0",
+    "SMEMBERS k1",
+    "SELECT 1",
+    "GET k0",
+    "SELECT 0",
+    "SWAPDB 0 0",
+    "SWAPDB 0 16",
+    "SWAPDB -1 0",
+    "SWAPDB a 0",
+    "SWAPDB 0 b",
+    "SWAPDB 0 4294967296",
+    "SWAPDB 1 0",
+    "GET k0",
+];
+
 #[test]
 fn strings_set_options() {
     check(&[SET_OPTIONS]);
@@ -1712,7 +2224,7 @@ fn random_command(rng: &mut impl rand::Rng) -> Vec<Vec<u8>> {
             .collect()
     };
     let rng: &mut dyn rand::RngCore = rng;
-    let mut cmd: Vec<Vec<u8>> = match rng.next_u32() % 30 {
+    let mut cmd: Vec<Vec<u8>> = match rng.next_u32() % 50 {
         0 => {
             let mut c = vec![w("SET"), k(rng), v(rng)];
             match rng.next_u32() % 6 {
@@ -1859,10 +2371,11 @@ fn random_command(rng: &mut impl rand::Rng) -> Vec<Vec<u8>> {
         }
         27 => vec![w("DBSIZE")],
         28 => vec![w("ECHO"), v(rng)],
-        _ => vec![
+        29 => vec![
             w(["get", "Set", "gEt", "FOO", "incr"][(rng.next_u32() % 5) as usize]),
             k(rng),
         ],
+        _ => random_type_command(rng, &KEYS),
     };
     // Sometimes the wrong number of arguments.
     match rng.next_u32() % 10 {
@@ -1870,18 +2383,200 @@ fn random_command(rng: &mut impl rand::Rng) -> Vec<Vec<u8>> {
         1 => cmd.push(v(rng)),
         _ => {}
     }
+    // SPOP without a count pops a random member: the servers would part.
+    if cmd.len() == 2 && cmd[0].eq_ignore_ascii_case(b"SPOP") {
+        cmd.push(w("100"));
+    }
     cmd
 }
 
-/// Replies that may legitimately differ: KEYS order, and expiry readings
-/// taken a moment apart.
+/// A random hash or set command on `keys` (shared with the string
+/// commands, so wrong types meet), with counts that probe the edges:
+/// negative, zero, huge. SPOP always pops everything or nothing, so both
+/// servers keep the same state.
+fn random_type_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8>> {
+    const FIELDS: [&str; 5] = ["a", "b", "c", "1", "2"];
+    const VALUES: [&str; 8] = [
+        "v",
+        "",
+        "12",
+        "-3",
+        "1.5",
+        "abc",
+        "9223372036854775807",
+        "x y",
+    ];
+    const COUNTS: [&str; 10] = [
+        "0",
+        "1",
+        "3",
+        "-1",
+        "-4",
+        "100",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "abc",
+        "1.5",
+    ];
+    let pick = |rng: &mut dyn rand::RngCore, from: &[&str]| {
+        from[(rng.next_u32() as usize) % from.len()]
+            .as_bytes()
+            .to_vec()
+    };
+    let w = |s: &str| s.as_bytes().to_vec();
+    let k = |rng: &mut dyn rand::RngCore| pick(rng, keys);
+    let f = |rng: &mut dyn rand::RngCore| pick(rng, &FIELDS);
+    let v = |rng: &mut dyn rand::RngCore| pick(rng, &VALUES);
+    let some = |rng: &mut dyn rand::RngCore, each: &dyn Fn(&mut dyn rand::RngCore) -> Vec<u8>| {
+        (0..1 + rng.next_u32() % 3)
+            .map(|_| each(rng))
+            .collect::<Vec<_>>()
+    };
+    let mut c = match rng.next_u32() % 20 {
+        0 | 1 => {
+            let mut c = vec![w(["HSET", "HMSET"][(rng.next_u32() % 2) as usize]), k(rng)];
+            for _ in 0..1 + rng.next_u32() % 3 {
+                c.extend([f(rng), v(rng)]);
+            }
+            c
+        }
+        2 => vec![w("HSETNX"), k(rng), f(rng), v(rng)],
+        3 => {
+            let names = ["HGET", "HEXISTS", "HSTRLEN"];
+            vec![pick(rng, &names), k(rng), f(rng)]
+        }
+        4 => {
+            let names = ["HMGET", "HDEL"];
+            let mut c = vec![pick(rng, &names), k(rng)];
+            c.extend(some(rng, &f));
+            c
+        }
+        5 => {
+            let names = ["HLEN", "HGETALL", "HKEYS", "HVALS", "SCARD", "SMEMBERS"];
+            vec![pick(rng, &names), k(rng)]
+        }
+        6 => vec![w("HINCRBY"), k(rng), f(rng), pick(rng, &COUNTS)],
+        7 => vec![w("HINCRBYFLOAT"), k(rng), f(rng), pick(rng, &VALUES)],
+        8 => {
+            let mut c = vec![w("HRANDFIELD"), k(rng)];
+            match rng.next_u32() % 4 {
+                0 => {}
+                1 => c.push(pick(rng, &COUNTS)),
+                _ => c.extend([pick(rng, &COUNTS), w("WITHVALUES")]),
+            }
+            c
+        }
+        9 | 10 => {
+            let names = ["SADD", "SREM", "SMISMEMBER"];
+            let mut c = vec![pick(rng, &names), k(rng)];
+            c.extend(some(rng, &f));
+            c
+        }
+        11 => vec![w("SISMEMBER"), k(rng), f(rng)],
+        12 => {
+            let counts = ["0", "100", "-1", "abc"];
+            vec![w("SPOP"), k(rng), pick(rng, &counts)]
+        }
+        13 => {
+            let mut c = vec![w("SRANDMEMBER"), k(rng)];
+            if rng.next_u32().is_multiple_of(3) {
+                c.push(pick(rng, &COUNTS));
+            }
+            c
+        }
+        14 => vec![w("SMOVE"), k(rng), k(rng), f(rng)],
+        15 | 16 => {
+            let names = [
+                "SINTER",
+                "SUNION",
+                "SDIFF",
+                "SINTERSTORE",
+                "SUNIONSTORE",
+                "SDIFFSTORE",
+            ];
+            let mut c = vec![pick(rng, &names), k(rng)];
+            c.extend(some(rng, &k));
+            c
+        }
+        17 => {
+            let mut c = vec![w("SINTERCARD"), w("2"), k(rng), k(rng)];
+            if rng.next_u32().is_multiple_of(2) {
+                c.extend([w("LIMIT"), pick(rng, &COUNTS)]);
+            }
+            c
+        }
+        18 => vec![w("OBJECT"), w("ENCODING"), k(rng)],
+        _ => vec![w("SADD"), k(rng), pick(rng, &VALUES)],
+    };
+    if rng.next_u32().is_multiple_of(25) {
+        c[0] = c[0].to_ascii_lowercase();
+    }
+    c
+}
+
+/// A reply of random elements (SRANDMEMBER, HRANDFIELD) compared by its
+/// properties: the same reply type and number of elements, and no
+/// repeated element where a positive count promises distinct ones.
+fn random_equivalent(cmd: &[Vec<u8>], ours: &Reply, theirs: &Reply) -> bool {
+    let (Some(a), Some(b)) = (ours.items(), theirs.items()) else {
+        return match (ours.bulk(), theirs.bulk()) {
+            (Some(_), Some(_)) => true,
+            _ => ours.raw == theirs.raw,
+        };
+    };
+    if ours.raw.first() != theirs.raw.first() || a.len() != b.len() {
+        return false;
+    }
+    let positive = cmd
+        .get(2)
+        .and_then(|c| std::str::from_utf8(c).ok()?.parse::<i64>().ok())
+        .is_some_and(|n| n > 0);
+    let with_values = cmd.len() > 3;
+    let mut names: Vec<&[u8]> = a
+        .iter()
+        .step_by(if with_values { 2 } else { 1 })
+        .map(|r| &r.raw[..])
+        .collect();
+    names.sort();
+    let before = names.len();
+    names.dedup();
+    !positive || names.len() == before
+}
+
+/// Field/value pairs of a flat HGETALL reply, sorted.
+fn unordered_pairs(r: &Reply) -> Option<Vec<(&[u8], &[u8])>> {
+    let items = r.items()?;
+    let mut pairs: Vec<(&[u8], &[u8])> = items
+        .chunks(2)
+        .map(|c| (&c[0].raw[..], c.get(1).map_or(&b""[..], |x| &x.raw[..])))
+        .collect();
+    pairs.sort();
+    Some(pairs)
+}
+
+/// Replies that may legitimately differ: KEYS order, the order of hash and
+/// set elements, random picks, and expiry readings taken a moment apart.
 fn equivalent(cmd: &[Vec<u8>], ours: &Reply, theirs: &Reply) -> bool {
     if ours.raw == theirs.raw {
         return true;
     }
     let name = String::from_utf8_lossy(&cmd[0]).to_ascii_uppercase();
     match name.as_str() {
-        "KEYS" => unordered(ours) == unordered(theirs),
+        "KEYS" | "HKEYS" | "HVALS" | "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF" | "SPOP" => {
+            unordered(ours) == unordered(theirs)
+        }
+        "HGETALL" => {
+            ours.raw.first() == theirs.raw.first()
+                && unordered_pairs(ours) == unordered_pairs(theirs)
+        }
+        "SRANDMEMBER" | "HRANDFIELD" => random_equivalent(cmd, ours, theirs),
+        // respite judges a string's encoding by its value; redis-server
+        // also by its history (APPEND, SETRANGE, SETBIT make it raw,
+        // INCRBYFLOAT embstr): see docs/commands.md.
+        "OBJECT" => {
+            let string = |r: &Reply| matches!(r.bulk(), Some(b"int" | b"embstr" | b"raw"));
+            string(ours) && string(theirs)
+        }
         "TTL" | "PTTL" | "EXPIRETIME" | "PEXPIRETIME" => match (ours.int(), theirs.int()) {
             (Some(a), Some(b)) => (a - b).abs() <= 2,
             _ => false,
@@ -1927,6 +2622,24 @@ fn random_command_sequences_match_redis() {
             }
             if i % 10 == 9 {
                 for key in ["k1", "k2", "k3", "n1", "f1"] {
+                    let kind = pair.both(&words(&format!("TYPE {key}")));
+                    let contents = match &kind.0.raw[..] {
+                        b"+hash\r\n" => Some(pair.both(&words(&format!("HGETALL {key}")))),
+                        b"+set\r\n" => Some(pair.both(&words(&format!("SMEMBERS {key}")))),
+                        _ => None,
+                    };
+                    let same_contents = contents.as_ref().is_none_or(|(a, b)| {
+                        unordered_pairs(a) == unordered_pairs(b) || unordered(a) == unordered(b)
+                    });
+                    if kind.0.raw != kind.1.raw || !same_contents {
+                        bad.push(format!(
+                            "seed {seed}: {key} differs after command {i} (TYPE {} / {}); last commands:\n  {}",
+                            show(&kind.0.raw),
+                            show(&kind.1.raw),
+                            history[history.len().saturating_sub(10)..].join("\n  ")
+                        ));
+                        break;
+                    }
                     let get = pair.both(&words(&format!("GET {key}")));
                     let pttl = pair.both(&words(&format!("PTTL {key}")));
                     let expiring = |r: &Reply| r.int().map(|t| t > 0).unwrap_or(false);
@@ -1989,6 +2702,32 @@ fn random_pipelines_match_redis() {
                             .any(|n| c[0].eq_ignore_ascii_case(n)) =>
                         {
                             words("EXISTS k1 k2 k3 n1 f1")
+                        }
+                        // Nor replies in an unspecified order or picked at
+                        // random: the same key's size instead.
+                        c if [&b"HGETALL"[..], b"HKEYS", b"HVALS", b"HRANDFIELD"]
+                            .iter()
+                            .any(|n| c[0].eq_ignore_ascii_case(n))
+                            && c.len() > 1 =>
+                        {
+                            vec![b"HLEN".to_vec(), c[1].clone()]
+                        }
+                        c if [
+                            &b"SMEMBERS"[..],
+                            b"SRANDMEMBER",
+                            b"SPOP",
+                            b"SINTER",
+                            b"SUNION",
+                            b"SDIFF",
+                        ]
+                        .iter()
+                        .any(|n| c[0].eq_ignore_ascii_case(n))
+                            && c.len() > 1 =>
+                        {
+                            vec![b"SCARD".to_vec(), c[1].clone()]
+                        }
+                        c if c[0].eq_ignore_ascii_case(b"OBJECT") && c.len() > 2 => {
+                            vec![b"TYPE".to_vec(), c[2].clone()]
                         }
                         c => c,
                     },

@@ -124,17 +124,14 @@ fn fast_set(
     {
         return None;
     }
-    static SET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let index = *SET.get_or_init(|| crate::cmd::lookup_index(b"set").unwrap_or(0));
+    let index = crate::cmd::TABLE.set?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let set = crate::cmd::strings::Set::plain(
         session.db,
         Bytes::copy_from_slice(&input[args[1].clone()]),
         Bytes::copy_from_slice(&input[args[2].clone()]),
     );
-    Some(Plan::Write(Box::new(move |txn| {
-        crate::cmd::WriteCommand::apply(set, txn)
-    })))
+    Some(Plan::Write(crate::cmd::write_op(set)))
 }
 
 /// Runs one command's step; a panic (a bug) becomes that command's error
@@ -281,7 +278,10 @@ impl Turn {
             });
             done
         });
-        match shared.engine.submit_read(job, snapshot, quick) {
+        match shared
+            .engine
+            .submit_read(job, crate::cmd::ReadNeeds { snapshot, quick })
+        {
             Ok(()) => {
                 self.slots.push(Slot::Reads(rx, n, resp3));
                 self.open_reads += 1;
@@ -379,8 +379,7 @@ impl Turn {
         if !self.cache_usable(cache) {
             return None;
         }
-        static GET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let index = *GET.get_or_init(|| crate::cmd::lookup_index(b"get").unwrap_or(0));
+        let index = crate::cmd::TABLE.get?;
         session.client.last_cmd.store(index, Ordering::Relaxed);
         let key = &input[args[1].clone()];
         match cache.get(session.db, key, respite_engine::now_ms) {

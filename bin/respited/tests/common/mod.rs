@@ -29,6 +29,8 @@ pub struct Respited {
     _tmp: Option<tempfile::TempDir>,
     /// Log lines, as they arrive.
     pub log: mpsc::Receiver<String>,
+    /// The log lines read while waiting for the server to listen.
+    pub startup_log: Vec<String>,
 }
 
 impl Respited {
@@ -86,11 +88,13 @@ impl Respited {
             }
         });
         let deadline = Instant::now() + Duration::from_secs(30);
+        let mut startup_log = Vec::new();
         let port = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = rx
                 .recv_timeout(left)
                 .expect("respited did not report its TCP port in time");
+            startup_log.push(line.clone());
             if let Some(rest) = line.split("listening on tcp ").nth(1) {
                 let addr = rest.trim();
                 let port = addr.rsplit(':').next().and_then(|p| p.parse().ok());
@@ -104,6 +108,7 @@ impl Respited {
             let line = rx
                 .recv_timeout(left)
                 .expect("respited did not report its Unix socket in time");
+            startup_log.push(line.clone());
             if line.contains("listening on unix ") {
                 break;
             }
@@ -115,6 +120,7 @@ impl Respited {
             dir: dir.to_path_buf(),
             _tmp: None,
             log: rx,
+            startup_log,
         }
     }
 

@@ -347,7 +347,7 @@ impl WriteCommand for Set {
         })
     }
 
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let db = self.db;
         let old = if self.get || self.expire == ExpireOpt::Keep {
             txn.string_entry(db, &self.key).or_else(|e| match e {
@@ -407,7 +407,7 @@ impl WriteCommand for SetNx {
             value: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         if txn.exists(self.db, &self.key)? {
             return Ok(Reply::Int(0));
         }
@@ -450,7 +450,7 @@ impl<const MILLIS: bool> WriteCommand for SetWithExpire<MILLIS> {
             value,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         txn.put_string_shared(self.db, &self.key, self.value, Some(self.expire_at))?;
         Ok(Reply::Ok)
     }
@@ -475,7 +475,7 @@ impl WriteCommand for GetSet {
             value: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let old = txn.get_string(self.db, &self.key)?;
         txn.put_string_shared(self.db, &self.key, self.value, None)?;
         Ok(Reply::bulk_or_nil(old))
@@ -497,7 +497,7 @@ impl WriteCommand for GetDel {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let old = txn.get_string(self.db, &self.key)?;
         if old.is_some() {
             txn.delete(self.db, &self.key)?;
@@ -528,7 +528,7 @@ impl WriteCommand for GetEx {
             clause: ext.clause,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let Some((value, expire_at)) = txn.string_entry(self.db, &self.key)? else {
             return Ok(Reply::Nil);
         };
@@ -578,7 +578,7 @@ impl WriteCommand for MSet {
             pairs: parse_pairs(args, "mset")?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         for (k, v) in self.pairs {
             txn.put_string_shared(self.db, &k, v, None)?;
         }
@@ -601,7 +601,7 @@ impl WriteCommand for MSetNx {
             pairs: parse_pairs(args, "msetnx")?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         for (k, _) in &self.pairs {
             if txn.exists(self.db, k)? {
                 return Ok(Reply::Int(0));
@@ -616,7 +616,7 @@ impl WriteCommand for MSetNx {
 
 /// Adds `delta` to the integer in a string key, keeping its TTL. The shared
 /// step of INCR, DECR, INCRBY, DECRBY.
-fn incr_by(txn: &mut Txn<'_, '_>, db: u32, key: &[u8], delta: i64) -> Result<Reply, EngineError> {
+fn incr_by(txn: &mut Txn<'_, '_>, db: u32, key: &[u8], delta: i64) -> Result<Reply, CommandError> {
     let (current, expire_at) = match txn.string_entry(db, key)? {
         Some((v, at)) => (parse_i64(&v).ok_or(EngineError::NotInteger)?, at),
         None => (0, None),
@@ -641,7 +641,7 @@ impl WriteCommand for Incr {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         incr_by(txn, self.db, &self.key, 1)
     }
 }
@@ -661,7 +661,7 @@ impl WriteCommand for Decr {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         incr_by(txn, self.db, &self.key, -1)
     }
 }
@@ -684,7 +684,7 @@ impl WriteCommand for IncrBy {
             delta: args.next_i64()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         incr_by(txn, self.db, &self.key, self.delta)
     }
 }
@@ -713,7 +713,7 @@ impl WriteCommand for DecrBy {
             delta,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         incr_by(txn, self.db, &self.key, self.delta)
     }
 }
@@ -736,7 +736,7 @@ impl WriteCommand for IncrByFloat {
             delta: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let (current, expire_at) = match txn.string_entry(self.db, &self.key)? {
             Some((v, at)) => (long_double::parse(&v).ok_or(EngineError::NotFloat)?, at),
             None => (long_double::LongDouble::ZERO, None),
@@ -774,10 +774,10 @@ impl WriteCommand for Append {
                 .load(std::sync::atomic::Ordering::Relaxed),
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let (mut current, expire_at) = txn.string_entry(self.db, &self.key)?.unwrap_or_default();
         if current.len() + self.value.len() > self.max_len {
-            return Err(EngineError::StringTooLong);
+            return Err(EngineError::StringTooLong.into());
         }
         current.extend_from_slice(&self.value);
         txn.put_string(self.db, &self.key, &current, expire_at)?;
@@ -823,7 +823,7 @@ impl WriteCommand for SetRange {
             max_len,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let entry = txn.string_entry(self.db, &self.key)?;
         let Some((mut current, expire_at)) = entry else {
             if self.value.is_empty() {
@@ -839,7 +839,7 @@ impl WriteCommand for SetRange {
         }
         let end = self.offset + self.value.len();
         if end > self.max_len {
-            return Err(EngineError::StringTooLong);
+            return Err(EngineError::StringTooLong.into());
         }
         if current.len() < end {
             current.resize(end, 0);
@@ -848,6 +848,34 @@ impl WriteCommand for SetRange {
         txn.put_string(self.db, &self.key, &current, expire_at)?;
         Ok(Reply::Int(current.len() as i64))
     }
+}
+
+/// This family's rows of the command table (see [`super::table`]).
+#[rustfmt::skip]
+pub(super) fn commands() -> Vec<super::Spec> {
+    use super::Spec;
+    vec![
+        Spec::write::<Append>("append", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
+        Spec::write::<Decr>("decr", 2, &["denyoom", "fast"], [1, 1, 1], "string", "Decrements the integer value of a key by one."),
+        Spec::write::<DecrBy>("decrby", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Decrements a number from the integer value of a key."),
+        Spec::read::<Get>("get", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key.").planned_by(super::plan_get),
+        Spec::write::<GetDel>("getdel", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key after deleting the key."),
+        Spec::write::<GetEx>("getex", -2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key after setting its expiration time."),
+        Spec::read::<GetRange>("getrange", 4, &[], [1, 1, 1], "string", "Returns a substring of the string stored at a key."),
+        Spec::write::<GetSet>("getset", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Returns the previous string value of a key after setting it to a new value."),
+        Spec::write::<Incr>("incr", 2, &["denyoom", "fast"], [1, 1, 1], "string", "Increments the integer value of a key by one."),
+        Spec::write::<IncrBy>("incrby", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Increments the integer value of a key by a number."),
+        Spec::write::<IncrByFloat>("incrbyfloat", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Increment the floating point value of a key by a number."),
+        Spec::read::<MGet>("mget", -2, &["fast"], [1, -1, 1], "string", "Atomically returns the string values of one or more keys.").planned_by(super::plan_mget),
+        Spec::write::<MSet>("mset", -3, &["denyoom"], [1, -1, 2], "string", "Atomically creates or modifies the string values of one or more keys."),
+        Spec::write::<MSetNx>("msetnx", -3, &["denyoom"], [1, -1, 2], "string", "Atomically modifies the string values of one or more keys only when all keys don't exist."),
+        Spec::write::<PSetEx>("psetex", 4, &["denyoom"], [1, 1, 1], "string", "Sets both string value and expiration time in milliseconds of a key."),
+        Spec::write::<Set>("set", -3, &["denyoom"], [1, 1, 1], "string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
+        Spec::write::<SetEx>("setex", 4, &["denyoom"], [1, 1, 1], "string", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
+        Spec::write::<SetNx>("setnx", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Set the string value of a key only when the key doesn't exist."),
+        Spec::write::<SetRange>("setrange", 4, &["denyoom"], [1, 1, 1], "string", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
+        Spec::read::<StrLen>("strlen", 2, &["fast"], [1, 1, 1], "string", "Returns the length of a string value."),
+    ]
 }
 
 #[cfg(test)]

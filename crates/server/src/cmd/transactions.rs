@@ -60,7 +60,7 @@ pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, 
         }
         return Err(e);
     }
-    if index.is_some_and(|i| TABLE[i].flags.contains(&"no_multi")) {
+    if index.is_some_and(|i| TABLE[i].has_flag("no_multi")) {
         // SHUTDOWN: refused, and the transaction with it, as in Redis.
         if let Some(q) = session.multi.as_mut() {
             q.doomed = true;
@@ -345,4 +345,17 @@ impl LocalCommand for Exec {
             Ok(Reply::Array(replies))
         })))
     }
+}
+
+/// This family's rows of the command table (see [`super::table`]).
+#[rustfmt::skip]
+pub(super) fn commands() -> Vec<super::Spec> {
+    use super::Spec;
+    vec![
+        Spec::local::<Discard>("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Discards a transaction."),
+        Spec::local::<Exec>("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], [0, 0, 0], "transactions", "Executes all commands in a transaction."),
+        Spec::local::<Multi>("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Starts a transaction."),
+        Spec::local::<Unwatch>("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Forgets about watched keys of a transaction."),
+        Spec::local::<Watch>("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], [1, -1, 1], "transactions", "Monitors changes to keys to determine the execution of a transaction."),
+    ]
 }
