@@ -16,7 +16,7 @@
 //! (which carries the engine's [`EngineError`]), so a command's failures
 //! read the same whichever side it runs on.
 //!
-//! The families live one per file: [`strings`], [`hashes`], [`sets`],
+//! The families live one per file: [`strings`], [`bitmaps`], [`hashes`], [`sets`],
 //! [`keys`], [`connection`], [`server`], [`transactions`]. Each exports its
 //! own rows of the command table (`commands()`), next to the code they
 //! name; [`TABLE`] gathers them once, at start-up, and sorts them by name
@@ -25,6 +25,7 @@
 //! reads or writes (its `readonly` or `write` flag, and where it runs) is
 //! never written down twice.
 
+pub mod bitmaps;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
@@ -368,6 +369,7 @@ pub struct Table {
 impl Table {
     fn build() -> Table {
         let mut specs: Vec<Spec> = [
+            bitmaps::commands(),
             connection::commands(),
             hashes::commands(),
             keys::commands(),

@@ -850,6 +850,171 @@ impl WriteCommand for SetRange {
     }
 }
 
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]`:
+/// the longest common subsequence of two strings, by Redis's own dynamic
+/// programming (so where several are equally long, the same one), its
+/// length (LEN), or the matching ranges (IDX, a map in RESP3).
+pub struct Lcs {
+    /// Selected database.
+    db: u32,
+    /// The two keys.
+    keys: [Bytes; 2],
+    /// The options, or the error they make (answered after the keys'
+    /// types are checked, as in Redis).
+    options: Result<LcsOptions, CommandError>,
+    /// `proto-max-bulk-len`: the most memory the table may take.
+    max_len: usize,
+}
+
+/// LCS's options.
+struct LcsOptions {
+    len: bool,
+    idx: bool,
+    min_match_len: u64,
+    with_match_len: bool,
+}
+
+impl ReadCommand for Lcs {
+    const MULTI_STATEMENT: bool = true;
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let keys = [args.next()?, args.next()?];
+        let rest = args.rest();
+        let options = (|| {
+            let mut o = LcsOptions {
+                len: false,
+                idx: false,
+                min_match_len: 0,
+                with_match_len: false,
+            };
+            let mut i = 0;
+            while i < rest.len() {
+                match upper(&rest[i]).as_str() {
+                    "IDX" => o.idx = true,
+                    "LEN" => o.len = true,
+                    "WITHMATCHLEN" => o.with_match_len = true,
+                    "MINMATCHLEN" if i + 1 < rest.len() => {
+                        i += 1;
+                        let n = parse_i64(&rest[i]).ok_or(CommandError::NotInteger)?;
+                        o.min_match_len = n.max(0) as u64;
+                    }
+                    _ => return Err(CommandError::Syntax),
+                }
+                i += 1;
+            }
+            if o.len && o.idx {
+                return Err(CommandError::Other(
+                    "If you want both the length and indexes, please just use IDX.".into(),
+                ));
+            }
+            Ok(o)
+        })();
+        Ok(Lcs {
+            db: s.db,
+            keys,
+            options,
+            max_len: s
+                .shared
+                .settings
+                .proto_max_bulk_len
+                .load(std::sync::atomic::Ordering::Relaxed),
+        })
+    }
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
+        let mut values = Vec::with_capacity(2);
+        for key in &self.keys {
+            values.push(match view.get_string(self.db, key) {
+                Ok(v) => v.unwrap_or_default(),
+                Err(EngineError::WrongType) => {
+                    return Err(CommandError::Other(
+                        "The specified keys must contain string values".into(),
+                    ))
+                }
+                Err(e) => return Err(e.into()),
+            });
+        }
+        let o = self.options?;
+        let (a, b) = (&values[0], &values[1]);
+        let cells = (a.len() as u64 + 1) * (b.len() as u64 + 1);
+        if cells.saturating_mul(4) > self.max_len as u64 {
+            return Err(CommandError::Other(
+                "Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len".into(),
+            ));
+        }
+        let w = b.len() + 1;
+        let mut t = vec![0u32; cells as usize];
+        for i in 1..=a.len() {
+            for j in 1..=b.len() {
+                t[i * w + j] = if a[i - 1] == b[j - 1] {
+                    t[(i - 1) * w + j - 1] + 1
+                } else {
+                    t[(i - 1) * w + j].max(t[i * w + j - 1])
+                };
+            }
+        }
+        let total = t[a.len() * w + b.len()];
+        if o.len && !o.idx {
+            return Ok(Reply::Int(total as i64));
+        }
+        // Walk back as Redis does, collecting the string and the ranges.
+        let mut result = vec![0u8; total as usize];
+        let mut idx = total as usize;
+        let mut matches = Vec::new();
+        let (mut i, mut j) = (a.len(), b.len());
+        let unset = a.len();
+        let (mut a_start, mut a_end, mut b_start, mut b_end) = (unset, 0, 0, 0);
+        while i > 0 && j > 0 {
+            let mut emit = false;
+            if a[i - 1] == b[j - 1] {
+                result[idx - 1] = a[i - 1];
+                if a_start == unset {
+                    (a_start, a_end, b_start, b_end) = (i - 1, i - 1, j - 1, j - 1);
+                } else if a_start == i && b_start == j {
+                    a_start -= 1;
+                    b_start -= 1;
+                } else {
+                    emit = true;
+                }
+                if a_start == 0 || b_start == 0 {
+                    emit = true;
+                }
+                idx -= 1;
+                i -= 1;
+                j -= 1;
+            } else {
+                if t[(i - 1) * w + j] > t[i * w + j - 1] {
+                    i -= 1;
+                } else {
+                    j -= 1;
+                }
+                if a_start != unset {
+                    emit = true;
+                }
+            }
+            let match_len = (a_end as i64 - a_start as i64 + 1) as u64;
+            if emit {
+                if o.min_match_len == 0 || match_len >= o.min_match_len {
+                    let mut entry = vec![
+                        Reply::Array(vec![Reply::Int(a_start as i64), Reply::Int(a_end as i64)]),
+                        Reply::Array(vec![Reply::Int(b_start as i64), Reply::Int(b_end as i64)]),
+                    ];
+                    if o.with_match_len {
+                        entry.push(Reply::Int(match_len as i64));
+                    }
+                    matches.push(Reply::Array(entry));
+                }
+                a_start = unset;
+            }
+        }
+        if o.idx {
+            return Ok(Reply::Map(vec![
+                (Reply::bulk("matches"), Reply::Array(matches)),
+                (Reply::bulk("len"), Reply::Int(total as i64)),
+            ]));
+        }
+        Ok(Reply::bulk(result))
+    }
+}
+
 /// This family's rows of the command table (see [`super::table`]).
 #[rustfmt::skip]
 pub(super) fn commands() -> Vec<super::Spec> {
@@ -874,6 +1039,8 @@ pub(super) fn commands() -> Vec<super::Spec> {
         Spec::write::<SetEx>("setex", 4, &["denyoom"], [1, 1, 1], "string", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
         Spec::write::<SetNx>("setnx", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Set the string value of a key only when the key doesn't exist."),
         Spec::write::<SetRange>("setrange", 4, &["denyoom"], [1, 1, 1], "string", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
+        Spec::read::<GetRange>("substr", 4, &[], [1, 1, 1], "string", "Returns a substring from a string value."),
+        Spec::read::<Lcs>("lcs", -3, &[], [1, 2, 1], "string", "Finds the longest common substring."),
         Spec::read::<StrLen>("strlen", 2, &["fast"], [1, 1, 1], "string", "Returns the length of a string value."),
     ]
 }
