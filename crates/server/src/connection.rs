@@ -295,24 +295,25 @@ impl Turn {
         self.flush_reads(shared).await;
     }
 
+    /// Gathers a read for the pool, after this connection's gathered
+    /// writes are sent.
+    async fn add_read(
+        &mut self,
+        f: crate::cmd::ReadFn,
+        needs: crate::cmd::ReadNeeds,
+        shared: &Shared,
+    ) {
+        self.flush_writes(shared).await;
+        self.reads.push(f);
+        self.reads_need_snapshot |= needs.snapshot;
+        self.reads_may_be_slow |= !needs.quick;
+    }
+
     /// Adds one planned command. Returns false when the connection must
     /// close after this turn.
     /// `resp3` is the protocol after the command ran (HELLO's own reply is
     /// in the protocol it switched to).
     async fn add(&mut self, plan: Plan, shared: &Shared, resp3: bool) -> bool {
-        let plan = match plan {
-            Plan::Cached(read) => match self.try_cache(&read, shared) {
-                Some(reply) => {
-                    self.slots.push(Slot::Ready(reply, self.resp3));
-                    return true;
-                }
-                None => {
-                    let (f, needs) = read.into_read();
-                    Plan::Read(f, needs)
-                }
-            },
-            plan => plan,
-        };
         match plan {
             Plan::Write(op) => {
                 // A write planned under a protocol switch (HELLO inside
@@ -329,12 +330,14 @@ impl Turn {
                 }
                 self.writes.push(op);
             }
-            Plan::Read(f, needs) => {
-                self.flush_writes(shared).await;
-                self.reads.push(f);
-                self.reads_need_snapshot |= needs.snapshot;
-                self.reads_may_be_slow |= !needs.quick;
-            }
+            Plan::Read(f, needs) => self.add_read(f, needs, shared).await,
+            Plan::Cached(read) => match self.try_cache(&read, shared) {
+                Some(reply) => self.slots.push(Slot::Ready(reply, self.resp3)),
+                None => {
+                    let (f, needs) = read.into_read();
+                    self.add_read(f, needs, shared).await;
+                }
+            },
             Plan::Reply(r) => {
                 self.flush(shared).await;
                 self.resp3 = resp3;
@@ -350,7 +353,6 @@ impl Turn {
                 self.flush(shared).await;
                 return false;
             }
-            Plan::Cached(_) => unreachable!("turned into a read above"),
         }
         true
     }

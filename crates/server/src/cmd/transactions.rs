@@ -299,16 +299,18 @@ impl LocalCommand for Exec {
                 Err(e) => Step::Reply(e.into()),
             })
             .collect();
-        if !watching && steps.iter().all(|st| matches!(st, Step::Reply(_))) {
+        if !watching {
             // Nothing touches the data: no need to wait for the writer.
-            let replies = steps
-                .into_iter()
+            let answered: Option<Vec<Reply>> = steps
+                .iter()
                 .map(|st| match st {
-                    Step::Reply(r) => r,
-                    _ => unreachable!("all replies"),
+                    Step::Reply(r) => Some(r.clone()),
+                    Step::Read(_) | Step::Write(_) => None,
                 })
                 .collect();
-            return Ok(Plan::Reply(Reply::Array(replies)));
+            if let Some(replies) = answered {
+                return Ok(Plan::Reply(Reply::Array(replies)));
+            }
         }
         Ok(Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
             // On the writer, after every earlier write: the check that
