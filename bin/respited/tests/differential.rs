@@ -2195,6 +2195,78 @@ fn bits_bitfield_lcs_substr() {
     check(&[BITS, BITFIELDS, LCS_SCRIPT]);
 }
 
+/// OBJECT ENCODING at redis-server's thresholds: a hash of 512 fields is
+/// a listpack and of 513 a hashtable, a set of 512 integers an intset and
+/// of 513 a hashtable; neither goes back when it shrinks.
+#[test]
+fn object_encoding_follows_the_thresholds() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let mut pair = Pair::connect(&respite, &redis);
+    let mut bad = Vec::new();
+    let compare = |pair: &mut Pair, args: Vec<Vec<u8>>, bad: &mut Vec<String>| {
+        let (ours, theirs) = pair.both(&args);
+        if ours.raw != theirs.raw {
+            bad.push(format!(
+                "{}: respite {} redis {}",
+                show(&args.concat()),
+                show(&ours.raw),
+                show(&theirs.raw)
+            ));
+        }
+    };
+    let w = |s: &str| s.as_bytes().to_vec();
+    let mut hset = vec![w("HSET"), w("h")];
+    let mut sadd = vec![w("SADD"), w("s")];
+    for i in 0..512 {
+        hset.extend([format!("f{i}").into_bytes(), w("v")]);
+        sadd.push(i.to_string().into_bytes());
+    }
+    compare(&mut pair, hset, &mut bad);
+    compare(&mut pair, sadd, &mut bad);
+    for key in ["h", "s"] {
+        compare(
+            &mut pair,
+            vec![w("OBJECT"), w("ENCODING"), w(key)],
+            &mut bad,
+        );
+    }
+    compare(&mut pair, words("HSET h f512 v"), &mut bad);
+    compare(&mut pair, words("SADD s 512"), &mut bad);
+    for key in ["h", "s"] {
+        compare(
+            &mut pair,
+            vec![w("OBJECT"), w("ENCODING"), w(key)],
+            &mut bad,
+        );
+    }
+    compare(&mut pair, words("HDEL h f512 f511"), &mut bad);
+    compare(&mut pair, words("SREM s 512 511"), &mut bad);
+    for key in ["h", "s"] {
+        compare(
+            &mut pair,
+            vec![w("OBJECT"), w("ENCODING"), w(key)],
+            &mut bad,
+        );
+    }
+    // A long value converts a small hash; a string member a small set.
+    let long = "x".repeat(65);
+    compare(&mut pair, words("HSET small f v"), &mut bad);
+    compare(&mut pair, words(&format!("HSET small g {long}")), &mut bad);
+    compare(&mut pair, words("OBJECT ENCODING small"), &mut bad);
+    compare(&mut pair, words(&format!("HSET small2 {long} v")), &mut bad);
+    compare(&mut pair, words("OBJECT ENCODING small2"), &mut bad);
+    compare(&mut pair, words("SADD ints 1 -2 300"), &mut bad);
+    compare(&mut pair, words("SMEMBERS ints"), &mut bad);
+    compare(&mut pair, words("OBJECT ENCODING ints"), &mut bad);
+    compare(&mut pair, words("SADD ints x"), &mut bad);
+    compare(&mut pair, words("SREM ints x"), &mut bad);
+    compare(&mut pair, words("OBJECT ENCODING ints"), &mut bad);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 #[test]
 fn strings_set_options() {
     check(&[SET_OPTIONS]);
