@@ -30,9 +30,23 @@ pub enum EngineError {
     /// A string would grow past `proto-max-bulk-len` (APPEND, SETRANGE).
     #[error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")]
     StringTooLong,
-    /// A SCAN cursor this server never handed out (or forgot).
+    /// A SCAN cursor that is not a number.
     #[error("ERR invalid cursor")]
     InvalidCursor,
+    /// HINCRBY on a field whose value is not a 64-bit signed integer.
+    #[error("ERR hash value is not an integer")]
+    HashNotInteger,
+    /// HINCRBYFLOAT on a field whose value is not a float.
+    #[error("ERR hash value is not a float")]
+    HashNotFloat,
+    /// A key row carries a type code this build does not know: the file
+    /// was written by a newer build. Nothing is read or written as if it
+    /// were a string.
+    #[error("ERR the key holds a type this server does not know (code {0}); was the file written by a newer respite?")]
+    UnknownType(i64),
+    /// The file's layout version is newer than this build's.
+    #[error("ERR the database file has layout version {0}, newer than this server knows")]
+    NewerLayout(i64),
     /// SQLite failed while running this one operation. If it had started
     /// writing, its whole transaction is rolled back (see `txn.rs`); either
     /// way nothing of it is visible.

@@ -21,9 +21,13 @@
 //!   in-memory [`cache`] of values the readers found, which the writer empties
 //!   of every key a transaction changes just before committing it.
 //!
-//! The keyspace layout is in [`schema`]; the typed operations are in
-//! [`view`] (reads, expiry-aware) and [`txn`] (writes). [`glob`] is Redis's
-//! pattern matching, and [`stats`] the group-commit figures INFO reports.
+//! The keyspace layout is in [`schema`]. The typed operations are organised
+//! by data type: [`keyspace`] (key rows, expiry, renaming, iteration, and
+//! the one gate every collection write goes through), [`string`], [`hash`]
+//! and [`set`], each with its reads (on a [`View`], expiry-aware) and its
+//! writes (on a [`Txn`]) and their SQL side by side; no SQL lives outside
+//! this crate. [`glob`] is Redis's pattern matching, and [`stats`] the
+//! group-commit figures INFO reports.
 //! What each `appendfsync` setting survives is written down in
 //! `docs/durability.md`.
 
@@ -34,10 +38,14 @@ pub mod checkpointer;
 pub mod config;
 pub mod error;
 pub mod glob;
+pub mod hash;
+pub mod keyspace;
 pub mod read_pool;
 pub mod schema;
+pub mod set;
 pub mod stats;
 pub mod stmt_cache;
+pub mod string;
 pub mod txn;
 pub mod view;
 pub mod watch;
@@ -53,12 +61,15 @@ use crossbeam_channel::Sender;
 pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, EngineConfig};
 pub use error::{EngineError, Result};
-pub use read_pool::{complete_read, deliver_reads_inline, DeliverReads, ReadDone, ReadJob};
+pub use keyspace::{DbCounts, Entry, KeyRow, ScanPage, Slot};
+pub use read_pool::{
+    complete_read, deliver_reads_inline, DeliverReads, ReadDone, ReadJob, ReadNeeds,
+};
 pub use schema::Kind;
 pub use stats::StatsSnapshot;
 
 pub use txn::Txn;
-pub use view::{now_ms, DbCounts, Entry, ScanPage, View};
+pub use view::{now_ms, View};
 pub use watch::Watches;
 
 /// The message of a caught panic, for logs and error replies.
@@ -276,24 +287,11 @@ impl<R: Send + 'static> Engine<R> {
         })
     }
 
-    /// Queues a read job for the read pool; `snapshot` asks for one read
-    /// transaction around the whole job (needed when it runs more than one
-    /// statement and they must agree); `quick` says the job reads a bounded
-    /// amount (some keys by name), so its result may be held back a moment
-    /// to be handed back with others (see [`read_pool`]). Gives the job back
-    /// if the pool is gone.
-    pub fn submit_read(
-        &self,
-        job: ReadJob,
-        snapshot: bool,
-        quick: bool,
-    ) -> std::result::Result<(), ReadJob> {
+    /// Queues a read job for the read pool, with what it needs of the pool
+    /// (see [`ReadNeeds`]). Gives the job back if the pool is gone.
+    pub fn submit_read(&self, job: ReadJob, needs: ReadNeeds) -> std::result::Result<(), ReadJob> {
         self.read_tx
-            .send(read_pool::ReadRequest {
-                job,
-                snapshot,
-                quick,
-            })
+            .send(read_pool::ReadRequest { job, needs })
             .map_err(|e| e.0.job)
     }
 

@@ -69,17 +69,26 @@ pub fn complete_read(done: ReadDone) {
 /// The most quick jobs a reader runs before handing their results back.
 const MAX_HELD: usize = 64;
 
+/// What a read job needs of the pool: the one description of a read that
+/// travels from the command that plans it to the reader that runs it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadNeeds {
+    /// Whether the job needs one snapshot across several statements. A
+    /// single SQL statement always reads one consistent state, so a lone GET
+    /// skips the explicit BEGIN/COMMIT pair; a pipeline of reads, an MGET or
+    /// an HGETALL (the key row, then its fields) gets one transaction so its
+    /// reads agree with each other.
+    pub snapshot: bool,
+    /// Whether the job reads a bounded amount (some keys by name), so its
+    /// own result, and others', may wait for it (see the module docs); KEYS,
+    /// SCAN, DBSIZE or SMEMBERS may take long and are not.
+    pub quick: bool,
+}
+
 /// A read job and how to run it.
 pub(crate) struct ReadRequest {
     pub(crate) job: ReadJob,
-    /// Whether the job needs one snapshot across several statements. A
-    /// single SQL statement always reads one consistent state, so a lone GET
-    /// skips the explicit BEGIN/COMMIT pair; a pipeline of reads, or an
-    /// MGET, gets one transaction so its reads agree with each other.
-    pub(crate) snapshot: bool,
-    /// Whether the job reads a bounded amount (some keys by name), so its
-    /// own result, and others', may wait for it (see the module docs).
-    pub(crate) quick: bool,
+    pub(crate) needs: ReadNeeds,
 }
 
 /// Handle to the pool's threads; dropping every sender ends them.
@@ -129,7 +138,7 @@ fn reader_loop(
     };
     let mut next = rx.recv().ok();
     while let Some(request) = next {
-        let quick = request.quick;
+        let quick = request.needs.quick;
         if !quick {
             // Nothing waits behind a job that may take long.
             hand_back(&mut held);
@@ -155,7 +164,8 @@ fn reader_loop(
 /// Runs one job in its own read transaction (or statement). `None` if the
 /// job panicked: its caller sees its result channel dropped.
 fn run(stmts: &Statements<'_>, cache: &ValueCache, request: ReadRequest) -> Option<ReadDone> {
-    let ReadRequest { job, snapshot, .. } = request;
+    let ReadRequest { job, needs } = request;
+    let snapshot = needs.snapshot;
     // Taken before the snapshot starts: a value read here may enter the
     // value cache only if no commit began since (see cache.rs).
     let since = cache.read_started();

@@ -1,17 +1,33 @@
-//! The on-disk layout, and how connections to it are opened.
+//! The on-disk layout, how connections to it are opened, and how an older
+//! layout is brought up to date.
 //!
 //! One table, `keys`, holds every key of every logical database with its
 //! type and expiry. A string's value lives in its key's row, so a plain SET
 //! writes exactly one row in one b-tree (the table is `WITHOUT ROWID`, keyed
 //! by `(db, key)`): the peers that keep a key row and a separate value row pay
-//! for two. The other types keep their elements in a table each (`hashes`,
-//! `lists`, `sets`, `zsets`), keyed by the owning `(db, key)`; their key row
-//! carries the type and the expiry.
+//! for two.
+//!
+//! The other types keep their elements in a table each (`hashes`, `sets`,
+//! and later `lists`, `zsets`), keyed by an integer **key id** that the key
+//! row carries, never by the key's name. So RENAME and MOVE change one row
+//! whatever the size of the key, and a deleted key's elements can be freed
+//! later, a chunk at a time (they are unreachable the moment the key row is
+//! gone, since ids are never reused: `meta.next_id` only grows). The key row
+//! of a hash or set also keeps its element `count` (HLEN and SCARD read one
+//! row) and, in `value`, a few flag bits about its elements (see
+//! [`ENC_BIG`]). A dropped key's id waits in `dropped` until the writer has
+//! deleted its elements (see `keyspace.rs`).
 //!
 //! Expiry times are absolute milliseconds since the Unix epoch. A partial
 //! index holds only the keys that have one, so keys without a TTL cost nothing
 //! there and the writer's active-expiry sweep finds due keys by an index range
 //! scan.
+//!
+//! The layout's version is `PRAGMA user_version` ([`VERSION`]). A file
+//! without one was written before hashes and sets existed, when only
+//! strings could be stored: it is migrated in place when opened (the key
+//! table gains its two columns; the old, necessarily empty, element tables
+//! are replaced).
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,7 +35,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::config::AppendFsync;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 
 /// The data type a key holds, as stored in `keys.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,13 +44,16 @@ pub enum Kind {
     String,
     /// A hash: rows in `hashes`.
     Hash,
-    /// A list: rows in `lists`.
+    /// A list (not implemented yet; the code is reserved).
     List,
     /// A set: rows in `sets`.
     Set,
-    /// A sorted set: rows in `zsets`.
+    /// A sorted set (not implemented yet; the code is reserved).
     ZSet,
 }
+
+/// Every kind, in code order (SCAN TYPE looks names up here).
+pub const KINDS: [Kind; 5] = [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet];
 
 impl Kind {
     /// The integer stored in `keys.type`.
@@ -48,15 +67,17 @@ impl Kind {
         }
     }
 
-    /// The inverse of [`Kind::code`]; an unknown code is treated as a string
-    /// so a newer file opened by an older build still reads.
-    pub fn from_code(code: i64) -> Kind {
+    /// The inverse of [`Kind::code`]. An unknown code (a file written by a
+    /// newer build) is an error: reading it as a string would answer with
+    /// garbage and let a write destroy data this build cannot see.
+    pub fn from_code(code: i64) -> Result<Kind> {
         match code {
-            1 => Kind::Hash,
-            2 => Kind::List,
-            3 => Kind::Set,
-            4 => Kind::ZSet,
-            _ => Kind::String,
+            0 => Ok(Kind::String),
+            1 => Ok(Kind::Hash),
+            2 => Ok(Kind::List),
+            3 => Ok(Kind::Set),
+            4 => Ok(Kind::ZSet),
+            _ => Err(EngineError::UnknownType(code)),
         }
     }
 
@@ -70,18 +91,17 @@ impl Kind {
             Kind::ZSet => "zset",
         }
     }
-
-    /// The element table of a non-string type.
-    pub(crate) fn element_table(self) -> Option<&'static str> {
-        match self {
-            Kind::String => None,
-            Kind::Hash => Some("hashes"),
-            Kind::List => Some("lists"),
-            Kind::Set => Some("sets"),
-            Kind::ZSet => Some("zsets"),
-        }
-    }
 }
+
+/// The layout version this build writes (`PRAGMA user_version`).
+pub const VERSION: i64 = 1;
+
+/// A flag bit in the `value` column of a hash's or set's key row: the key
+/// has outgrown Redis's compact encoding (a hash with more than 512 fields
+/// or a field or value over 64 bytes; a set with a member that is not an
+/// integer or more than 512 members). Like Redis, a key never goes back,
+/// so OBJECT ENCODING answers what redis-server would.
+pub const ENC_BIG: i64 = 1;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS keys (
@@ -90,26 +110,22 @@ CREATE TABLE IF NOT EXISTS keys (
     type      INTEGER NOT NULL,
     value     BLOB,
     expire_at INTEGER,
+    id        INTEGER,
+    count     INTEGER,
     PRIMARY KEY (db, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expire_at) WHERE expire_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta (name, value) VALUES ('next_id', 1);
 CREATE TABLE IF NOT EXISTS hashes (
-    db INTEGER NOT NULL, key BLOB NOT NULL, field BLOB NOT NULL, value BLOB NOT NULL,
-    PRIMARY KEY (db, key, field)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS lists (
-    db INTEGER NOT NULL, key BLOB NOT NULL, pos INTEGER NOT NULL, value BLOB NOT NULL,
-    PRIMARY KEY (db, key, pos)
+    id INTEGER NOT NULL, field BLOB NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (id, field)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sets (
-    db INTEGER NOT NULL, key BLOB NOT NULL, member BLOB NOT NULL,
-    PRIMARY KEY (db, key, member)
+    id INTEGER NOT NULL, member BLOB NOT NULL,
+    PRIMARY KEY (id, member)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS zsets (
-    db INTEGER NOT NULL, key BLOB NOT NULL, member BLOB NOT NULL, score REAL NOT NULL,
-    PRIMARY KEY (db, key, member)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS zsets_by_score ON zsets (db, key, score, member);
+CREATE TABLE IF NOT EXISTS dropped (id INTEGER PRIMARY KEY, type INTEGER NOT NULL);
 ";
 
 /// How much of the database file connections map into memory. Pages
@@ -117,6 +133,59 @@ CREATE INDEX IF NOT EXISTS zsets_by_score ON zsets (db, key, score, member);
 /// without a `pread` and a copy each (a fifth of the writer's time on random
 /// keys over a database larger than its cache).
 const MMAP_BYTES: i64 = 1 << 40;
+
+/// The old layout's element tables, keyed by `(db, key)`. Only strings
+/// could be written to a file of that layout, so they are empty.
+const OLD_ELEMENT_TABLES: &str = "
+DROP TABLE IF EXISTS hashes;
+DROP TABLE IF EXISTS lists;
+DROP TABLE IF EXISTS sets;
+DROP TABLE IF EXISTS zsets;
+ALTER TABLE keys ADD COLUMN id INTEGER;
+ALTER TABLE keys ADD COLUMN count INTEGER;
+";
+
+/// Creates the layout in a new file, migrates a file of the old layout, and
+/// refuses one newer than this build.
+pub(crate) fn prepare(conn: &Connection) -> Result<()> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > VERSION {
+        return Err(EngineError::NewerLayout(version));
+    }
+    if version == VERSION {
+        conn.execute_batch(SCHEMA)?;
+        return Ok(());
+    }
+    let has_keys: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'keys'",
+        [],
+        |r| r.get(0),
+    )?;
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let result = (|| -> Result<()> {
+        if has_keys {
+            conn.execute_batch(OLD_ELEMENT_TABLES)?;
+        }
+        conn.execute_batch(SCHEMA)?;
+        conn.pragma_update(None, "user_version", VERSION)?;
+        Ok(())
+    })();
+    match result {
+        Ok(()) => conn.execute_batch("COMMIT")?,
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e);
+        }
+    }
+    if has_keys {
+        tracing::info!(
+            from = version,
+            to = VERSION,
+            "migrated the database file to the layout with key ids"
+        );
+    }
+    Ok(())
+}
 
 /// Opens the single read-write connection the writer thread owns, creating
 /// the file and schema if needed.
@@ -148,7 +217,7 @@ pub(crate) fn open_writer(
     // A TRUNCATE checkpoint waits this long for readers to finish.
     conn.busy_timeout(Duration::from_secs(2))?;
     conn.set_prepared_statement_cache_capacity(128);
-    conn.execute_batch(SCHEMA)?;
+    prepare(&conn)?;
     Ok(conn)
 }
 

@@ -42,9 +42,12 @@ impl<'c> Statements<'c> {
         let key = sql.as_ptr();
         let found = {
             let mut idle = self.idle.borrow_mut();
+            // From the end: a statement goes back to the end when it is
+            // dropped, so the hot ones (SET's, GET's) are found first
+            // among the many the other types prepare.
             idle.iter()
-                .position(|(k, _)| *k == key)
-                .map(|i| idle.swap_remove(i).1)
+                .rposition(|(k, _)| *k == key)
+                .map(|i| idle.remove(i).1)
         };
         let stmt = match found {
             Some(s) => s,

@@ -52,7 +52,15 @@ fn quick_jobs_in_a_row_are_handed_back_together_but_never_behind_a_slow_one() {
                 let _ = all_tx.send(());
             })
         });
-        assert!(engine.submit_read(job, false, quick).is_ok());
+        assert!(engine
+            .submit_read(
+                job,
+                respite_engine::ReadNeeds {
+                    snapshot: false,
+                    quick
+                }
+            )
+            .is_ok());
     }
     gate_tx.send(()).unwrap();
     for _ in 0..5 {

@@ -51,7 +51,15 @@ fn get(engine: &Engine<&'static str>, key: &'static str) -> Option<Vec<u8>> {
         });
         done
     });
-    assert!(engine.submit_read(job, false, true).is_ok());
+    assert!(engine
+        .submit_read(
+            job,
+            respite_engine::ReadNeeds {
+                snapshot: false,
+                quick: true
+            }
+        )
+        .is_ok());
     rx.recv_timeout(Duration::from_secs(10))
         .expect("reader answered")
 }
@@ -183,7 +191,15 @@ fn a_panicking_operation_fails_alone_and_the_engine_goes_on() {
                 panic!("a bug in a read")
             },
         );
-        assert!(engine.submit_read(job, false, true).is_ok());
+        assert!(engine
+            .submit_read(
+                job,
+                respite_engine::ReadNeeds {
+                    snapshot: false,
+                    quick: true
+                }
+            )
+            .is_ok());
     }
     assert!(get(&engine, "c").is_some());
     assert!(matches!(write(&engine, vec![set("d")])[..], [Ok("OK")]));

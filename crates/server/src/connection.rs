@@ -124,17 +124,14 @@ fn fast_set(
     {
         return None;
     }
-    static SET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let index = *SET.get_or_init(|| crate::cmd::lookup_index(b"set").unwrap_or(0));
+    let index = crate::cmd::TABLE.set?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let set = crate::cmd::strings::Set::plain(
         session.db,
         Bytes::copy_from_slice(&input[args[1].clone()]),
         Bytes::copy_from_slice(&input[args[2].clone()]),
     );
-    Some(Plan::Write(Box::new(move |txn| {
-        crate::cmd::WriteCommand::apply(set, txn)
-    })))
+    Some(Plan::Write(crate::cmd::write_op(set)))
 }
 
 /// Runs one command's step; a panic (a bug) becomes that command's error
@@ -281,7 +278,10 @@ impl Turn {
             });
             done
         });
-        match shared.engine.submit_read(job, snapshot, quick) {
+        match shared
+            .engine
+            .submit_read(job, crate::cmd::ReadNeeds { snapshot, quick })
+        {
             Ok(()) => {
                 self.slots.push(Slot::Reads(rx, n, resp3));
                 self.open_reads += 1;
@@ -295,24 +295,25 @@ impl Turn {
         self.flush_reads(shared).await;
     }
 
+    /// Gathers a read for the pool, after this connection's gathered
+    /// writes are sent.
+    async fn add_read(
+        &mut self,
+        f: crate::cmd::ReadFn,
+        needs: crate::cmd::ReadNeeds,
+        shared: &Shared,
+    ) {
+        self.flush_writes(shared).await;
+        self.reads.push(f);
+        self.reads_need_snapshot |= needs.snapshot;
+        self.reads_may_be_slow |= !needs.quick;
+    }
+
     /// Adds one planned command. Returns false when the connection must
     /// close after this turn.
     /// `resp3` is the protocol after the command ran (HELLO's own reply is
     /// in the protocol it switched to).
     async fn add(&mut self, plan: Plan, shared: &Shared, resp3: bool) -> bool {
-        let plan = match plan {
-            Plan::Cached(read) => match self.try_cache(&read, shared) {
-                Some(reply) => {
-                    self.slots.push(Slot::Ready(reply, self.resp3));
-                    return true;
-                }
-                None => {
-                    let (f, needs) = read.into_read();
-                    Plan::Read(f, needs)
-                }
-            },
-            plan => plan,
-        };
         match plan {
             Plan::Write(op) => {
                 // A write planned under a protocol switch (HELLO inside
@@ -329,12 +330,14 @@ impl Turn {
                 }
                 self.writes.push(op);
             }
-            Plan::Read(f, needs) => {
-                self.flush_writes(shared).await;
-                self.reads.push(f);
-                self.reads_need_snapshot |= needs.snapshot;
-                self.reads_may_be_slow |= !needs.quick;
-            }
+            Plan::Read(f, needs) => self.add_read(f, needs, shared).await,
+            Plan::Cached(read) => match self.try_cache(&read, shared) {
+                Some(reply) => self.slots.push(Slot::Ready(reply, self.resp3)),
+                None => {
+                    let (f, needs) = read.into_read();
+                    self.add_read(f, needs, shared).await;
+                }
+            },
             Plan::Reply(r) => {
                 self.flush(shared).await;
                 self.resp3 = resp3;
@@ -350,7 +353,6 @@ impl Turn {
                 self.flush(shared).await;
                 return false;
             }
-            Plan::Cached(_) => unreachable!("turned into a read above"),
         }
         true
     }
@@ -379,8 +381,7 @@ impl Turn {
         if !self.cache_usable(cache) {
             return None;
         }
-        static GET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let index = *GET.get_or_init(|| crate::cmd::lookup_index(b"get").unwrap_or(0));
+        let index = crate::cmd::TABLE.get?;
         session.client.last_cmd.store(index, Ordering::Relaxed);
         let key = &input[args[1].clone()];
         match cache.get(session.db, key, respite_engine::now_ms) {

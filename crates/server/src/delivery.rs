@@ -126,7 +126,15 @@ mod tests {
             });
             done
         });
-        assert!(engine.submit_read(job, false, true).is_ok());
+        assert!(engine
+            .submit_read(
+                job,
+                respite_engine::ReadNeeds {
+                    snapshot: false,
+                    quick: true
+                }
+            )
+            .is_ok());
         rx
     }
 

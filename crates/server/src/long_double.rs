@@ -36,6 +36,12 @@ impl LongDouble {
         exp: 0,
         inf: false,
     };
+
+    /// Whether this is an infinity (`inf` parses; Redis refuses it as an
+    /// increment in some commands).
+    pub fn is_infinite(&self) -> bool {
+        self.inf
+    }
 }
 
 /// An unsigned big integer, little-endian 32-bit limbs, no zero limb on

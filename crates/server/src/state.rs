@@ -2,7 +2,7 @@
 //! SET can change, the client registry, counters for INFO, and the shutdown
 //! signal.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -144,38 +144,6 @@ impl Counters {
     }
 }
 
-/// SCAN cursors handed out: a cursor number stands for "continue after this
-/// key". Numbers grow, so the oldest are evicted first when the table is
-/// full.
-#[derive(Default)]
-pub struct Cursors {
-    next: u64,
-    map: BTreeMap<u64, (u32, Vec<u8>)>,
-}
-
-/// The most SCAN cursors remembered at once.
-const MAX_CURSORS: usize = 100_000;
-
-impl Cursors {
-    /// Remembers where a scan of `db` stopped; returns the cursor number.
-    pub fn save(&mut self, db: u32, after: Vec<u8>) -> u64 {
-        self.next += 1;
-        if self.map.len() >= MAX_CURSORS {
-            self.map.pop_first();
-        }
-        self.map.insert(self.next, (db, after));
-        self.next
-    }
-
-    /// Where the scan with this cursor number continues.
-    pub fn get(&self, db: u32, cursor: u64) -> Option<Vec<u8>> {
-        self.map
-            .get(&cursor)
-            .filter(|(d, _)| *d == db)
-            .map(|(_, k)| k.clone())
-    }
-}
-
 /// Everything connections share.
 pub struct Shared {
     /// The storage engine.
@@ -192,8 +160,6 @@ pub struct Shared {
     pub write_permits: Arc<Semaphore>,
     /// INFO counters.
     pub counters: Counters,
-    /// SCAN cursors.
-    pub cursors: Mutex<Cursors>,
     /// When the server started.
     pub started: Instant,
     /// Set once shutdown begins: a lock-free copy of the `shutdown` watch
@@ -222,7 +188,6 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             write_permits: Arc::new(Semaphore::new(config.write_queue_depth)),
             counters: Counters::default(),
-            cursors: Mutex::new(Cursors::default()),
             started: Instant::now(),
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),

@@ -512,3 +512,19 @@ impl LocalCommand for Client {
         Ok(Plan::Reply(reply))
     }
 }
+
+/// This family's rows of the command table (see [`super::table`]).
+#[rustfmt::skip]
+pub(super) fn commands() -> Vec<super::Spec> {
+    use super::Spec;
+    vec![
+        Spec::local::<Auth>("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Authenticates the connection."),
+        Spec::local::<Client>("client", -2, &[], [0, 0, 0], "connection", "A container for client connection commands."),
+        Spec::local::<Echo>("echo", 2, &["fast"], [0, 0, 0], "connection", "Returns the given string."),
+        Spec::local::<Hello>("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Handshakes with the Redis server."),
+        Spec::local::<Ping>("ping", -1, &["fast"], [0, 0, 0], "connection", "Returns the server's liveliness response."),
+        Spec::local::<Quit>("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Closes the connection."),
+        Spec::local::<Reset>("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Resets the connection."),
+        Spec::local::<Select>("select", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Changes the selected database."),
+    ]
+}

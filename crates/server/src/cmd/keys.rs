@@ -1,14 +1,13 @@
 //! Generic key commands: existence, deletion, expiry, renaming, iteration.
 
 use bytes::Bytes;
-use respite_engine::{now_ms, EngineError, Kind, Txn, View};
+use respite_engine::schema::KINDS;
+use respite_engine::{now_ms, Kind, Txn, View};
 
 use super::{ReadCommand, Session, WriteCommand};
 use crate::args::{upper, Args};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
-use crate::state::{lock, Shared};
-use std::sync::Arc;
 
 /// How an expiry argument is meant.
 #[derive(Clone, Copy, PartialEq)]
@@ -49,7 +48,7 @@ impl WriteCommand for Del {
             keys: args.rest(),
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut n = 0;
         for key in &self.keys {
             if txn.delete(self.db, key)? {
@@ -222,7 +221,7 @@ impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
         })
     }
 
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let Some(entry) = txn.entry(self.db, &self.key)? else {
             return Ok(Reply::Int(0));
         };
@@ -249,7 +248,7 @@ impl WriteCommand for Persist {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         match txn.entry(self.db, &self.key)? {
             Some(e) if e.expire_at.is_some() => {
                 txn.set_expire(self.db, &self.key, None)?;
@@ -326,7 +325,7 @@ impl<const NX: bool> WriteCommand for RenameGeneric<NX> {
             to: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let moved = txn.rename(self.db, &self.from, &self.to, NX)?;
         Ok(if NX {
             Reply::Int(moved as i64)
@@ -381,7 +380,7 @@ impl WriteCommand for Copy {
         }
         Ok(cmd)
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let copied = txn.copy(self.db, &self.from, self.dst_db, &self.to, self.replace)?;
         Ok(Reply::Int(copied as i64))
     }
@@ -415,7 +414,7 @@ impl WriteCommand for Move {
             dst_db: n as u32,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         Ok(Reply::Int(
             txn.move_key(self.db, &self.key, self.dst_db)? as i64
         ))
@@ -445,48 +444,32 @@ impl ReadCommand for Keys {
 
 /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`
 ///
-/// Cursor 0 starts a scan; every other cursor is a number this server handed
-/// out, standing for "continue after key K" (kept in [`crate::state::Cursors`]).
-/// Walking keys in order guarantees that a key present for the whole scan is
-/// returned exactly once.
+/// Cursor 0 starts a scan; any other number is a position in key order
+/// written into the cursor itself (see `respite_engine::keyspace`), so the
+/// server keeps nothing between calls and no cursor a client sends is
+/// refused. Every key present for the whole scan is returned.
 pub struct Scan {
     /// Selected database.
     db: u32,
-    /// Where to continue: `None` from the start.
-    after: Option<Vec<u8>>,
+    /// Where to go on from.
+    cursor: u64,
     /// MATCH pattern.
     pattern: Option<Bytes>,
     /// COUNT: keys examined per call.
     count: usize,
     /// TYPE filter; `Some(None)` is a type name that matches nothing.
     kind: Option<Option<Kind>>,
-    /// For saving the next cursor.
-    shared: Arc<Shared>,
 }
 
 impl ReadCommand for Scan {
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
-        let cursor_arg = args.next()?;
-        let cursor = std::str::from_utf8(&cursor_arg)
-            .ok()
-            .and_then(|t| t.parse::<u64>().ok())
-            .ok_or(CommandError::Engine(EngineError::InvalidCursor))?;
-        let after = if cursor == 0 {
-            None
-        } else {
-            Some(
-                lock(&s.shared.cursors)
-                    .get(s.db, cursor)
-                    .ok_or(CommandError::Engine(EngineError::InvalidCursor))?,
-            )
-        };
+        let cursor = super::hashes::parse_cursor(&args.next()?)?;
         let mut cmd = Scan {
             db: s.db,
-            after,
+            cursor,
             pattern: None,
             count: 10,
             kind: None,
-            shared: s.shared.clone(),
         };
         while args.remaining() > 0 {
             match args.next_upper()?.as_str() {
@@ -500,9 +483,7 @@ impl ReadCommand for Scan {
                 }
                 "TYPE" => {
                     let name = upper(&args.next()?).to_ascii_lowercase();
-                    let kind = [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet]
-                        .into_iter()
-                        .find(|k| k.name() == name);
+                    let kind = KINDS.into_iter().find(|k| k.name() == name);
                     cmd.kind = Some(kind);
                 }
                 _ => return Err(CommandError::Syntax),
@@ -513,7 +494,7 @@ impl ReadCommand for Scan {
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let page = view.scan(
             self.db,
-            self.after.as_deref(),
+            self.cursor,
             self.count,
             self.pattern.as_deref(),
             self.kind.flatten(),
@@ -522,14 +503,124 @@ impl ReadCommand for Scan {
             Some(None) => Vec::new(),
             _ => page.keys,
         };
-        let next = match page.resume_after {
-            Some(after) => lock(&self.shared.cursors).save(self.db, after),
-            None => 0,
-        };
         Ok(Reply::Array(vec![
-            Reply::bulk(next.to_string()),
+            Reply::bulk(page.cursor.to_string()),
             Reply::Array(keys.into_iter().map(Reply::bulk).collect()),
         ]))
+    }
+}
+
+/// `OBJECT ENCODING | REFCOUNT | IDLETIME | FREQ key`, `OBJECT HELP`
+///
+/// ENCODING answers what redis-server 7.0 would use for the same value by
+/// its default thresholds: `int`, `embstr` (up to 44 bytes) or `raw` for a
+/// string; `listpack` or `hashtable` for a hash; `intset` or `hashtable`
+/// for a set. respite keeps no reference counts or access times:
+/// REFCOUNT answers 1 and IDLETIME 0.
+pub struct Object {
+    /// Selected database.
+    db: u32,
+    /// The subcommand.
+    sub: ObjectSub,
+    /// The key (not for HELP).
+    key: Bytes,
+}
+
+/// OBJECT's subcommands.
+#[derive(Clone, Copy, PartialEq)]
+enum ObjectSub {
+    Encoding,
+    RefCount,
+    IdleTime,
+    Freq,
+    Help,
+}
+
+/// The encoding redis-server 7.0 gives a string value.
+fn string_encoding(value: &[u8]) -> &'static str {
+    if value.len() <= 20 && crate::args::parse_i64(value).is_some() {
+        "int"
+    } else if value.len() <= 44 {
+        "embstr"
+    } else {
+        "raw"
+    }
+}
+
+impl ReadCommand for Object {
+    const QUICK: bool = true;
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let sub = super::subcommand(args)?;
+        let (kind, name) = match sub.name.as_str() {
+            "ENCODING" => (ObjectSub::Encoding, "object|encoding"),
+            "REFCOUNT" => (ObjectSub::RefCount, "object|refcount"),
+            "IDLETIME" => (ObjectSub::IdleTime, "object|idletime"),
+            "FREQ" => (ObjectSub::Freq, "object|freq"),
+            "HELP" => (ObjectSub::Help, "object|help"),
+            _ => return Err(sub.unknown("OBJECT")),
+        };
+        let wanted = if kind == ObjectSub::Help { 0 } else { 1 };
+        if args.remaining() != wanted {
+            return Err(CommandError::WrongArity(name.into()));
+        }
+        let key = args.next_opt().unwrap_or_default();
+        Ok(Object {
+            db: s.db,
+            sub: kind,
+            key,
+        })
+    }
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
+        if self.sub == ObjectSub::Help {
+            let lines = [
+                "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "ENCODING <key>",
+                "    Return the kind of internal representation used in order to store the value",
+                "    associated with a <key>.",
+                "FREQ <key>",
+                "    Return the access frequency index of the <key>. The returned integer is",
+                "    proportional to the logarithm of the recent access frequency of the key.",
+                "IDLETIME <key>",
+                "    Return the idle time of the <key>, that is the approximated number of",
+                "    seconds elapsed since the last access to the key.",
+                "REFCOUNT <key>",
+                "    Return the number of references of the value associated with the specified",
+                "    <key>.",
+                "HELP",
+                "    Prints this help.",
+            ];
+            return Ok(Reply::Array(
+                lines
+                    .iter()
+                    .map(|l| Reply::Status((*l).to_string()))
+                    .collect(),
+            ));
+        }
+        let Some(entry) = view.entry(self.db, &self.key)? else {
+            return Ok(Reply::Nil);
+        };
+        let big = entry.flags & respite_engine::schema::ENC_BIG != 0;
+        Ok(match self.sub {
+            ObjectSub::Encoding => Reply::bulk(match entry.kind {
+                Kind::String => {
+                    let value = view.get_string(self.db, &self.key)?.unwrap_or_default();
+                    string_encoding(&value)
+                }
+                Kind::Hash if big => "hashtable",
+                Kind::Hash => "listpack",
+                Kind::Set if big => "hashtable",
+                Kind::Set => "intset",
+                Kind::List => "quicklist",
+                Kind::ZSet if big => "skiplist",
+                Kind::ZSet => "listpack",
+            }),
+            ObjectSub::RefCount => Reply::Int(1),
+            ObjectSub::IdleTime => Reply::Int(0),
+            ObjectSub::Freq => {
+                return Err(CommandError::Other("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.".into()))
+            }
+            ObjectSub::Help => Reply::Nil,
+        })
     }
 }
 
@@ -549,6 +640,37 @@ impl ReadCommand for RandomKey {
             view.random_key(self.db, rand::random())?,
         ))
     }
+}
+
+/// This family's rows of the command table (see [`super::table`]).
+#[rustfmt::skip]
+pub(super) fn commands() -> Vec<super::Spec> {
+    use super::Spec;
+    vec![
+        Spec::write::<Copy>("copy", -3, &["denyoom"], [1, 2, 1], "generic", "Copies the value of a key to a new key."),
+        Spec::write::<Del>("del", -2, &[], [1, -1, 1], "generic", "Deletes one or more keys."),
+        Spec::read::<Exists>("exists", -2, &["fast"], [1, -1, 1], "generic", "Determines whether one or more keys exist."),
+        Spec::write::<Expire>("expire", -3, &["fast"], [1, 1, 1], "generic", "Sets the expiration time of a key in seconds."),
+        Spec::write::<ExpireAt>("expireat", -3, &["fast"], [1, 1, 1], "generic", "Sets the expiration time of a key to a Unix timestamp."),
+        Spec::read::<ExpireTime>("expiretime", 2, &["fast"], [1, 1, 1], "generic", "Returns the expiration time of a key as a Unix timestamp."),
+        Spec::read::<Keys>("keys", 2, &[], [0, 0, 0], "generic", "Returns all key names that match a pattern."),
+        Spec::write::<Move>("move", 3, &["fast"], [1, 1, 1], "generic", "Moves a key to another database."),
+        Spec::write::<Persist>("persist", 2, &["fast"], [1, 1, 1], "generic", "Removes the expiration time of a key."),
+        Spec::write::<PExpire>("pexpire", -3, &["fast"], [1, 1, 1], "generic", "Sets the expiration time of a key in milliseconds."),
+        Spec::write::<PExpireAt>("pexpireat", -3, &["fast"], [1, 1, 1], "generic", "Sets the expiration time of a key to a Unix milliseconds timestamp."),
+        Spec::read::<PExpireTime>("pexpiretime", 2, &["fast"], [1, 1, 1], "generic", "Returns the expiration time of a key as a Unix milliseconds timestamp."),
+        Spec::read::<PTtl>("pttl", 2, &["fast"], [1, 1, 1], "generic", "Returns the expiration time in milliseconds of a key."),
+        Spec::read::<Object>("object", -2, &[], [2, 2, 1], "generic", "A container for object introspection commands.")
+            .with_subcommands("OBJECT", &[("encoding", 3), ("freq", 3), ("help", 2), ("idletime", 3), ("refcount", 3)]),
+        Spec::read::<RandomKey>("randomkey", 1, &[], [0, 0, 0], "generic", "Returns a random key name from the database."),
+        Spec::write::<Rename>("rename", 3, &[], [1, 2, 1], "generic", "Renames a key and overwrites the destination."),
+        Spec::write::<RenameNx>("renamenx", 3, &["fast"], [1, 2, 1], "generic", "Renames a key only when the target key name doesn't exist."),
+        Spec::read::<Scan>("scan", -2, &[], [0, 0, 0], "generic", "Iterates over the key names in the database."),
+        Spec::read::<Touch>("touch", -2, &["fast"], [1, -1, 1], "generic", "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
+        Spec::read::<Ttl>("ttl", 2, &["fast"], [1, 1, 1], "generic", "Returns the expiration time in seconds of a key."),
+        Spec::read::<Type>("type", 2, &["fast"], [1, 1, 1], "generic", "Determines the type of value stored at a key."),
+        Spec::write::<Del>("unlink", -2, &["fast"], [1, -1, 1], "generic", "Asynchronously deletes one or more keys."),
+    ]
 }
 
 #[cfg(test)]

@@ -12,13 +12,25 @@
 //! - [`LocalCommand`]: right on the connection, for commands about the
 //!   connection or server rather than the data (PING, SELECT, CLIENT, CONFIG).
 //!
-//! The families live one per file: [`strings`], [`keys`], [`connection`],
-//! [`server`], [`transactions`]. [`TABLE`] lists every command with its
-//! arity, flags and key positions, as COMMAND reports them.
+//! Both data traits answer with the same error enum, [`CommandError`]
+//! (which carries the engine's [`EngineError`]), so a command's failures
+//! read the same whichever side it runs on.
+//!
+//! The families live one per file: [`strings`], [`bitmaps`], [`hashes`], [`sets`],
+//! [`keys`], [`connection`], [`server`], [`transactions`]. Each exports its
+//! own rows of the command table (`commands()`), next to the code they
+//! name; [`TABLE`] gathers them once, at start-up, and sorts them by name
+//! for lookups. A row is made by the trait's own constructor
+//! ([`Spec::read`], [`Spec::write`], [`Spec::local`]), so whether a command
+//! reads or writes (its `readonly` or `write` flag, and where it runs) is
+//! never written down twice.
 
+pub mod bitmaps;
 pub mod connection;
+pub mod hashes;
 pub mod keys;
 pub mod server;
+pub mod sets;
 pub mod strings;
 pub mod transactions;
 
@@ -59,16 +71,8 @@ pub enum Plan {
 /// 63 more, so each must be short.
 pub const QUICK_READ_LIMIT: usize = 64;
 
-/// What a read asks of the read pool.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ReadNeeds {
-    /// It runs more than one statement and needs them in one snapshot.
-    pub snapshot: bool,
-    /// It reads a bounded amount (some keys by name), so its result may
-    /// wait a moment to be handed back with others' (see the engine's
-    /// `read_pool`); KEYS, SCAN, DBSIZE or INFO may take long and are not.
-    pub quick: bool,
-}
+/// What a read asks of the read pool (the engine's type, end to end).
+pub use respite_engine::ReadNeeds;
 
 /// Per-connection state commands can see and change.
 pub struct Session {
@@ -106,9 +110,11 @@ pub trait ReadCommand: Sized + Send + 'static {
 pub trait WriteCommand: Sized + Send + 'static {
     /// Parses the arguments (after the command name).
     fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
-    /// Runs inside the current group commit. An error rolls back this
-    /// command alone.
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError>;
+    /// Runs inside the current group commit. An error found before the
+    /// first write is this command's reply alone; one after it (only a
+    /// storage failure) takes the whole group back (see the engine's
+    /// `txn.rs`).
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError>;
 }
 
 /// A command answered on the connection itself.
@@ -161,12 +167,35 @@ fn plan_mget(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
 
 fn plan_write<C: WriteCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     let cmd = parse_all(args, s, C::parse)?;
-    Ok(Plan::Write(Box::new(move |txn| cmd.apply(txn))))
+    Ok(Plan::Write(write_op(cmd)))
+}
+
+/// A parsed write command as an operation for the writer. The writer needs
+/// to know of failures (a failure after the first write rolls the group
+/// back); a command's own error before it wrote is just its reply.
+pub(crate) fn write_op<C: WriteCommand>(cmd: C) -> WriteOp<Reply> {
+    Box::new(move |txn| match cmd.apply(txn) {
+        Ok(reply) => Ok(reply),
+        Err(CommandError::Engine(e)) => Err(e),
+        Err(e) if !txn.wrote() => Ok(Reply::from(e)),
+        Err(e) => Err(EngineError::Internal(e.to_string())),
+    })
 }
 
 fn plan_local<C: LocalCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     let cmd = parse_all(args, s, C::parse)?;
     cmd.apply(s)
+}
+
+/// Where a command's `apply` runs, as the trait it implements says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A [`ReadCommand`]: on the read pool (flag `readonly`).
+    Read,
+    /// A [`WriteCommand`]: on the writer (flag `write`).
+    Write,
+    /// A [`LocalCommand`]: on the connection.
+    Local,
 }
 
 /// One row of the command table.
@@ -176,8 +205,11 @@ pub struct Spec {
     /// Redis arity: exact count including the name if positive, minimum if
     /// negative.
     pub arity: i32,
-    /// COMMAND INFO flags.
-    pub flags: &'static [&'static str],
+    /// Which trait the command implements.
+    pub access: Access,
+    /// COMMAND INFO flags besides `readonly`/`write` (which come from
+    /// `access`).
+    pub extra_flags: &'static [&'static str],
     /// Position of the first key argument (0: none).
     pub first_key: i32,
     /// Position of the last key (-1: the last argument).
@@ -190,95 +222,181 @@ pub struct Spec {
     pub summary: &'static str,
     /// Parses and plans the command.
     pub plan: fn(&mut Session, Args) -> Result<Plan, CommandError>,
+    /// For a container command whose subcommands Redis checks before
+    /// queueing (OBJECT): its upper-case name and each subcommand's arity.
+    pub subcommands: Option<(&'static str, &'static [(&'static str, i32)])>,
 }
 
-macro_rules! spec {
-    ($name:literal, $arity:expr, [$($flag:literal),*], $first:expr, $last:expr, $step:expr, $group:literal, $summary:literal, $plan:expr) => {
+impl Spec {
+    // One argument per column of the row: the table reads best this way.
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        name: &'static str,
+        arity: i32,
+        access: Access,
+        extra_flags: &'static [&'static str],
+        keys: [i32; 3],
+        group: &'static str,
+        summary: &'static str,
+        plan: fn(&mut Session, Args) -> Result<Plan, CommandError>,
+    ) -> Spec {
         Spec {
-            name: $name,
-            arity: $arity,
-            flags: &[$($flag),*],
-            first_key: $first,
-            last_key: $last,
-            step: $step,
-            group: $group,
-            summary: $summary,
-            plan: $plan,
+            name,
+            arity,
+            access,
+            extra_flags,
+            first_key: keys[0],
+            last_key: keys[1],
+            step: keys[2],
+            group,
+            summary,
+            plan,
+            subcommands: None,
         }
-    };
+    }
+
+    /// The same row, with subcommands whose names and arities are checked
+    /// with the command's own (so inside MULTI too, as in Redis).
+    pub(crate) fn with_subcommands(
+        self,
+        upper: &'static str,
+        subs: &'static [(&'static str, i32)],
+    ) -> Spec {
+        Spec {
+            subcommands: Some((upper, subs)),
+            ..self
+        }
+    }
+
+    /// The row of a [`ReadCommand`]: `keys` is first key, last key, step.
+    pub(crate) fn read<C: ReadCommand>(
+        name: &'static str,
+        arity: i32,
+        flags: &'static [&'static str],
+        keys: [i32; 3],
+        group: &'static str,
+        summary: &'static str,
+    ) -> Spec {
+        Spec::row(
+            name,
+            arity,
+            Access::Read,
+            flags,
+            keys,
+            group,
+            summary,
+            plan_read::<C>,
+        )
+    }
+
+    /// The row of a [`WriteCommand`].
+    pub(crate) fn write<C: WriteCommand>(
+        name: &'static str,
+        arity: i32,
+        flags: &'static [&'static str],
+        keys: [i32; 3],
+        group: &'static str,
+        summary: &'static str,
+    ) -> Spec {
+        Spec::row(
+            name,
+            arity,
+            Access::Write,
+            flags,
+            keys,
+            group,
+            summary,
+            plan_write::<C>,
+        )
+    }
+
+    /// The row of a [`LocalCommand`].
+    pub(crate) fn local<C: LocalCommand>(
+        name: &'static str,
+        arity: i32,
+        flags: &'static [&'static str],
+        keys: [i32; 3],
+        group: &'static str,
+        summary: &'static str,
+    ) -> Spec {
+        Spec::row(
+            name,
+            arity,
+            Access::Local,
+            flags,
+            keys,
+            group,
+            summary,
+            plan_local::<C>,
+        )
+    }
+
+    /// The same row, planned by `plan` (GET and MGET, which may be answered
+    /// from the value cache).
+    pub(crate) fn planned_by(
+        self,
+        plan: fn(&mut Session, Args) -> Result<Plan, CommandError>,
+    ) -> Spec {
+        Spec { plan, ..self }
+    }
+
+    /// Every COMMAND INFO flag, `readonly` or `write` first.
+    pub fn flags(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let access = match self.access {
+            Access::Read => Some("readonly"),
+            Access::Write => Some("write"),
+            Access::Local => None,
+        };
+        access.into_iter().chain(self.extra_flags.iter().copied())
+    }
+
+    /// Whether the command has the flag.
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags().any(|f| f == flag)
+    }
 }
 
-use connection as c;
-use keys as k;
-use server as sv;
-use strings as st;
-use transactions as tx;
+/// The command table: every family's rows, sorted by name once at
+/// start-up, with the rows the connection's fast paths use.
+pub struct Table {
+    specs: Vec<Spec>,
+    /// GET's row, for the fast path.
+    pub get: Option<usize>,
+    /// SET's row, for the fast path.
+    pub set: Option<usize>,
+}
+
+impl Table {
+    fn build() -> Table {
+        let mut specs: Vec<Spec> = [
+            bitmaps::commands(),
+            connection::commands(),
+            hashes::commands(),
+            keys::commands(),
+            server::commands(),
+            sets::commands(),
+            strings::commands(),
+            transactions::commands(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        specs.sort_by_key(|s| s.name);
+        let position = |name: &str| specs.iter().position(|s| s.name == name);
+        let (get, set) = (position("get"), position("set"));
+        Table { specs, get, set }
+    }
+}
+
+impl std::ops::Deref for Table {
+    type Target = [Spec];
+    fn deref(&self) -> &[Spec] {
+        &self.specs
+    }
+}
 
 /// Every command respite knows, in alphabetical order.
-pub static TABLE: &[Spec] = &[
-    spec!("append", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Appends a string to the value of a key. Creates the key if it doesn't exist.", plan_write::<st::Append>),
-    spec!("auth", -2, ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], 0, 0, 0, "connection", "Authenticates the connection.", plan_local::<c::Auth>),
-    spec!("client", -2, [], 0, 0, 0, "connection", "A container for client connection commands.", plan_local::<c::Client>),
-    spec!("command", -1, ["loading", "stale"], 0, 0, 0, "server", "Returns detailed information about all commands.", plan_local::<sv::Command>),
-    spec!("config", -2, [], 0, 0, 0, "server", "A container for server configuration commands.", plan_local::<sv::Config>),
-    spec!("copy", -3, ["write", "denyoom"], 1, 2, 1, "generic", "Copies the value of a key to a new key.", plan_write::<k::Copy>),
-    spec!("dbsize", 1, ["readonly", "fast"], 0, 0, 0, "server", "Returns the number of keys in the database.", plan_read::<sv::DbSize>),
-    spec!("decr", 2, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Decrements the integer value of a key by one.", plan_write::<st::Decr>),
-    spec!("decrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Decrements a number from the integer value of a key.", plan_write::<st::DecrBy>),
-    spec!("del", -2, ["write"], 1, -1, 1, "generic", "Deletes one or more keys.", plan_write::<k::Del>),
-    spec!("discard", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, "transactions", "Discards a transaction.", plan_local::<tx::Discard>),
-    spec!("echo", 2, ["fast"], 0, 0, 0, "connection", "Returns the given string.", plan_local::<c::Echo>),
-    spec!("exec", 1, ["noscript", "loading", "stale", "skip_slowlog"], 0, 0, 0, "transactions", "Executes all commands in a transaction.", plan_local::<tx::Exec>),
-    spec!("exists", -2, ["readonly", "fast"], 1, -1, 1, "generic", "Determines whether one or more keys exist.", plan_read::<k::Exists>),
-    spec!("expire", -3, ["write", "fast"], 1, 1, 1, "generic", "Sets the expiration time of a key in seconds.", plan_write::<k::Expire>),
-    spec!("expireat", -3, ["write", "fast"], 1, 1, 1, "generic", "Sets the expiration time of a key to a Unix timestamp.", plan_write::<k::ExpireAt>),
-    spec!("expiretime", 2, ["readonly", "fast"], 1, 1, 1, "generic", "Returns the expiration time of a key as a Unix timestamp.", plan_read::<k::ExpireTime>),
-    spec!("flushall", -1, ["write"], 0, 0, 0, "server", "Removes all keys from all databases.", plan_write::<sv::FlushAll>),
-    spec!("flushdb", -1, ["write"], 0, 0, 0, "server", "Remove all keys from the current database.", plan_write::<sv::FlushDb>),
-    spec!("get", 2, ["readonly", "fast"], 1, 1, 1, "string", "Returns the string value of a key.", plan_get),
-    spec!("getdel", 2, ["write", "fast"], 1, 1, 1, "string", "Returns the string value of a key after deleting the key.", plan_write::<st::GetDel>),
-    spec!("getex", -2, ["write", "fast"], 1, 1, 1, "string", "Returns the string value of a key after setting its expiration time.", plan_write::<st::GetEx>),
-    spec!("getrange", 4, ["readonly"], 1, 1, 1, "string", "Returns a substring of the string stored at a key.", plan_read::<st::GetRange>),
-    spec!("getset", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Returns the previous string value of a key after setting it to a new value.", plan_write::<st::GetSet>),
-    spec!("hello", -1, ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], 0, 0, 0, "connection", "Handshakes with the Redis server.", plan_local::<c::Hello>),
-    spec!("incr", 2, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Increments the integer value of a key by one.", plan_write::<st::Incr>),
-    spec!("incrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Increments the integer value of a key by a number.", plan_write::<st::IncrBy>),
-    spec!("incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Increment the floating point value of a key by a number.", plan_write::<st::IncrByFloat>),
-    spec!("info", -1, ["loading", "stale"], 0, 0, 0, "server", "Returns information and statistics about the server.", plan_read::<sv::Info>),
-    spec!("keys", 2, ["readonly"], 0, 0, 0, "generic", "Returns all key names that match a pattern.", plan_read::<k::Keys>),
-    spec!("mget", -2, ["readonly", "fast"], 1, -1, 1, "string", "Atomically returns the string values of one or more keys.", plan_mget),
-    spec!("move", 3, ["write", "fast"], 1, 1, 1, "generic", "Moves a key to another database.", plan_write::<k::Move>),
-    spec!("mset", -3, ["write", "denyoom"], 1, -1, 2, "string", "Atomically creates or modifies the string values of one or more keys.", plan_write::<st::MSet>),
-    spec!("msetnx", -3, ["write", "denyoom"], 1, -1, 2, "string", "Atomically modifies the string values of one or more keys only when all keys don't exist.", plan_write::<st::MSetNx>),
-    spec!("multi", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, "transactions", "Starts a transaction.", plan_local::<tx::Multi>),
-    spec!("persist", 2, ["write", "fast"], 1, 1, 1, "generic", "Removes the expiration time of a key.", plan_write::<k::Persist>),
-    spec!("pexpire", -3, ["write", "fast"], 1, 1, 1, "generic", "Sets the expiration time of a key in milliseconds.", plan_write::<k::PExpire>),
-    spec!("pexpireat", -3, ["write", "fast"], 1, 1, 1, "generic", "Sets the expiration time of a key to a Unix milliseconds timestamp.", plan_write::<k::PExpireAt>),
-    spec!("pexpiretime", 2, ["readonly", "fast"], 1, 1, 1, "generic", "Returns the expiration time of a key as a Unix milliseconds timestamp.", plan_read::<k::PExpireTime>),
-    spec!("ping", -1, ["fast"], 0, 0, 0, "connection", "Returns the server's liveliness response.", plan_local::<c::Ping>),
-    spec!("psetex", 4, ["write", "denyoom"], 1, 1, 1, "string", "Sets both string value and expiration time in milliseconds of a key.", plan_write::<st::PSetEx>),
-    spec!("pttl", 2, ["readonly", "fast"], 1, 1, 1, "generic", "Returns the expiration time in milliseconds of a key.", plan_read::<k::PTtl>),
-    spec!("quit", -1, ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], 0, 0, 0, "connection", "Closes the connection.", plan_local::<c::Quit>),
-    spec!("randomkey", 1, ["readonly"], 0, 0, 0, "generic", "Returns a random key name from the database.", plan_read::<k::RandomKey>),
-    spec!("rename", 3, ["write"], 1, 2, 1, "generic", "Renames a key and overwrites the destination.", plan_write::<k::Rename>),
-    spec!("renamenx", 3, ["write", "fast"], 1, 2, 1, "generic", "Renames a key only when the target key name doesn't exist.", plan_write::<k::RenameNx>),
-    spec!("reset", 1, ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], 0, 0, 0, "connection", "Resets the connection.", plan_local::<c::Reset>),
-    spec!("scan", -2, ["readonly"], 0, 0, 0, "generic", "Iterates over the key names in the database.", plan_read::<k::Scan>),
-    spec!("select", 2, ["loading", "stale", "fast"], 0, 0, 0, "connection", "Changes the selected database.", plan_local::<c::Select>),
-    spec!("set", -3, ["write", "denyoom"], 1, 1, 1, "string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", plan_write::<st::Set>),
-    spec!("setex", 4, ["write", "denyoom"], 1, 1, 1, "string", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", plan_write::<st::SetEx>),
-    spec!("setnx", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "Set the string value of a key only when the key doesn't exist.", plan_write::<st::SetNx>),
-    spec!("setrange", 4, ["write", "denyoom"], 1, 1, 1, "string", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", plan_write::<st::SetRange>),
-    spec!("shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, "server", "Synchronously saves the database(s) to disk and shuts down the Redis server.", plan_local::<sv::Shutdown>),
-    spec!("strlen", 2, ["readonly", "fast"], 1, 1, 1, "string", "Returns the length of a string value.", plan_read::<st::StrLen>),
-    spec!("time", 1, ["loading", "stale", "fast"], 0, 0, 0, "server", "Returns the server time.", plan_local::<sv::Time>),
-    spec!("touch", -2, ["readonly", "fast"], 1, -1, 1, "generic", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", plan_read::<k::Touch>),
-    spec!("ttl", 2, ["readonly", "fast"], 1, 1, 1, "generic", "Returns the expiration time in seconds of a key.", plan_read::<k::Ttl>),
-    spec!("type", 2, ["readonly", "fast"], 1, 1, 1, "generic", "Determines the type of value stored at a key.", plan_read::<k::Type>),
-    spec!("unlink", -2, ["write", "fast"], 1, -1, 1, "generic", "Asynchronously deletes one or more keys.", plan_write::<k::Del>),
-    spec!("unwatch", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, "transactions", "Forgets about watched keys of a transaction.", plan_local::<tx::Unwatch>),
-    spec!("watch", -2, ["noscript", "loading", "stale", "fast", "allow_busy"], 1, -1, 1, "transactions", "Monitors changes to keys to determine the execution of a transaction.", plan_local::<tx::Watch>),
-];
+pub static TABLE: std::sync::LazyLock<Table> = std::sync::LazyLock::new(Table::build);
 
 /// Finds a command by name, case-insensitively.
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
@@ -334,12 +452,7 @@ pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
 }
 
 fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
-    let found = lookup_index(&request[0]);
-    check(session, &request, found)?;
-    let Some(index) = found else {
-        unreachable!("check refuses unknown commands");
-    };
-    let spec = &TABLE[index];
+    let (index, spec) = check(session, &request, lookup_index(&request[0]))?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let mut args = request.into_iter();
     args.next();
@@ -349,7 +462,11 @@ fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, Comm
 /// What can be refused without running the command: an unknown name, no
 /// authentication, a wrong number of arguments. (Inside MULTI these doom
 /// the transaction; everything else is found when it runs.)
-fn check(session: &Session, request: &[Bytes], found: Option<usize>) -> Result<(), CommandError> {
+fn check(
+    session: &Session,
+    request: &[Bytes],
+    found: Option<usize>,
+) -> Result<(usize, &'static Spec), CommandError> {
     let Some(index) = found else {
         if !session.authenticated {
             return Err(CommandError::NoAuth);
@@ -358,13 +475,27 @@ fn check(session: &Session, request: &[Bytes], found: Option<usize>) -> Result<(
     };
     let spec = &TABLE[index];
     let argc = request.len() as i32;
-    if !session.authenticated && !spec.flags.contains(&"no_auth") {
+    if !session.authenticated && !spec.has_flag("no_auth") {
         return Err(CommandError::NoAuth);
     }
     if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
-    Ok(())
+    if let (Some((upper, subs)), Some(sub)) = (spec.subcommands, request.get(1)) {
+        let Some((name, arity)) = subs
+            .iter()
+            .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
+        else {
+            return Err(CommandError::UnknownSubcommand {
+                cmd: upper,
+                sub: Lossy(sub.to_vec()),
+            });
+        };
+        if (*arity > 0 && argc != *arity) || argc < -arity {
+            return Err(CommandError::WrongArity(format!("{}|{name}", spec.name)));
+        }
+    }
+    Ok((index, spec))
 }
 
 /// Parses a subcommand name for container commands (CLIENT, CONFIG,
@@ -393,5 +524,75 @@ impl Sub {
             cmd,
             sub: Lossy(self.raw.to_vec()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_unique_and_finds_every_name() {
+        for pair in TABLE.windows(2) {
+            assert!(
+                pair[0].name < pair[1].name,
+                "{} {}",
+                pair[0].name,
+                pair[1].name
+            );
+        }
+        for (i, spec) in TABLE.iter().enumerate() {
+            assert_eq!(lookup_index(spec.name.as_bytes()), Some(i));
+            assert_eq!(lookup_index(spec.name.to_uppercase().as_bytes()), Some(i));
+        }
+        assert_eq!(TABLE.get.map(|i| TABLE[i].name), Some("get"));
+        assert_eq!(TABLE.set.map(|i| TABLE[i].name), Some("set"));
+    }
+
+    #[test]
+    fn read_and_write_flags_come_from_the_trait() {
+        for spec in TABLE.iter() {
+            let flags: Vec<&str> = spec.flags().collect();
+            assert_eq!(
+                flags.contains(&"write"),
+                spec.access == Access::Write,
+                "{}",
+                spec.name
+            );
+            assert_eq!(
+                flags.contains(&"readonly"),
+                spec.access == Access::Read,
+                "{}",
+                spec.name
+            );
+            assert!(
+                !spec.extra_flags.contains(&"write") && !spec.extra_flags.contains(&"readonly")
+            );
+        }
+    }
+
+    /// docs/commands.md lists exactly the commands of the table, each once.
+    #[test]
+    fn commands_md_lists_exactly_the_table() {
+        let doc = include_str!("../../../../docs/commands.md");
+        let mut listed: Vec<String> = doc
+            .lines()
+            .filter_map(|line| {
+                let mut cells = line.split('|').map(str::trim);
+                cells.next()?;
+                let name = cells.next()?;
+                let syntax = cells.next()?;
+                let is_command = !name.is_empty()
+                    && name.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                    && syntax.starts_with('`');
+                is_command.then(|| name.to_ascii_lowercase())
+            })
+            .collect();
+        let count = listed.len();
+        listed.sort();
+        listed.dedup();
+        assert_eq!(listed.len(), count, "a command is listed twice");
+        let table: Vec<String> = TABLE.iter().map(|s| s.name.to_string()).collect();
+        assert_eq!(listed, table);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use respite_engine::{glob::glob_match, AppendFsync, EngineError, Txn, View};
+use respite_engine::{glob::glob_match, AppendFsync, Txn, View};
 
 use super::{
     lookup, subcommand, LocalCommand, Plan, ReadCommand, Session, Spec, WriteCommand, TABLE,
@@ -57,7 +57,7 @@ impl WriteCommand for FlushDb {
         flush_mode(args)?;
         Ok(FlushDb { db: s.db })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         txn.flush_db(self.db)?;
         Ok(Reply::Ok)
     }
@@ -71,8 +71,43 @@ impl WriteCommand for FlushAll {
         flush_mode(args)?;
         Ok(FlushAll)
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         txn.flush_all()?;
+        Ok(Reply::Ok)
+    }
+}
+
+/// `SWAPDB index1 index2`: exchanges two databases. Only their key rows
+/// change (each gets the other's number); clients that selected one see
+/// the other's data from then on, as in Redis.
+pub struct SwapDb {
+    /// The first database.
+    a: u32,
+    /// The second.
+    b: u32,
+}
+
+impl WriteCommand for SwapDb {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let mut index = |msg: &str| -> Result<i64, CommandError> {
+            let n = crate::args::parse_i64(&args.next()?)
+                .filter(|n| i32::try_from(*n).is_ok())
+                .ok_or_else(|| CommandError::Other(msg.into()))?;
+            Ok(n)
+        };
+        let a = index("invalid first DB index")?;
+        let b = index("invalid second DB index")?;
+        let databases = s.shared.config.databases as i64;
+        if !(0..databases).contains(&a) || !(0..databases).contains(&b) {
+            return Err(CommandError::DbIndexOutOfRange);
+        }
+        Ok(SwapDb {
+            a: a as u32,
+            b: b as u32,
+        })
+    }
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
+        txn.swap_db(self.a, self.b)?;
         Ok(Reply::Ok)
     }
 }
@@ -293,7 +328,7 @@ fn command_info(spec: &Spec) -> Reply {
     Reply::Array(vec![
         Reply::bulk(spec.name),
         Reply::Int(spec.arity as i64),
-        Reply::Set(spec.flags.iter().map(|f| Reply::Simple(f)).collect()),
+        Reply::Set(spec.flags().map(Reply::Simple).collect()),
         Reply::Int(spec.first_key as i64),
         Reply::Int(spec.last_key as i64),
         Reply::Int(spec.step as i64),
@@ -665,4 +700,21 @@ impl LocalCommand for Config {
         };
         Ok(Plan::Reply(reply))
     }
+}
+
+/// This family's rows of the command table (see [`super::table`]).
+#[rustfmt::skip]
+pub(super) fn commands() -> Vec<super::Spec> {
+    use super::Spec;
+    vec![
+        Spec::local::<Command>("command", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns detailed information about all commands."),
+        Spec::local::<Config>("config", -2, &[], [0, 0, 0], "server", "A container for server configuration commands."),
+        Spec::read::<DbSize>("dbsize", 1, &["fast"], [0, 0, 0], "server", "Returns the number of keys in the database."),
+        Spec::write::<FlushAll>("flushall", -1, &[], [0, 0, 0], "server", "Removes all keys from all databases."),
+        Spec::write::<FlushDb>("flushdb", -1, &[], [0, 0, 0], "server", "Remove all keys from the current database."),
+        Spec::read::<Info>("info", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns information and statistics about the server."),
+        Spec::local::<Shutdown>("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], [0, 0, 0], "server", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
+        Spec::write::<SwapDb>("swapdb", 3, &["fast"], [0, 0, 0], "server", "Swaps two Redis databases."),
+        Spec::local::<Time>("time", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the server time."),
+    ]
 }

@@ -347,7 +347,7 @@ impl WriteCommand for Set {
         })
     }
 
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let db = self.db;
         let old = if self.get || self.expire == ExpireOpt::Keep {
             txn.string_entry(db, &self.key).or_else(|e| match e {
@@ -407,7 +407,7 @@ impl WriteCommand for SetNx {
             value: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         if txn.exists(self.db, &self.key)? {
             return Ok(Reply::Int(0));
         }
@@ -450,7 +450,7 @@ impl<const MILLIS: bool> WriteCommand for SetWithExpire<MILLIS> {
             value,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         txn.put_string_shared(self.db, &self.key, self.value, Some(self.expire_at))?;
         Ok(Reply::Ok)
     }
@@ -475,7 +475,7 @@ impl WriteCommand for GetSet {
             value: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let old = txn.get_string(self.db, &self.key)?;
         txn.put_string_shared(self.db, &self.key, self.value, None)?;
         Ok(Reply::bulk_or_nil(old))
@@ -497,7 +497,7 @@ impl WriteCommand for GetDel {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let old = txn.get_string(self.db, &self.key)?;
         if old.is_some() {
             txn.delete(self.db, &self.key)?;
@@ -528,7 +528,7 @@ impl WriteCommand for GetEx {
             clause: ext.clause,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let Some((value, expire_at)) = txn.string_entry(self.db, &self.key)? else {
             return Ok(Reply::Nil);
         };
@@ -578,7 +578,7 @@ impl WriteCommand for MSet {
             pairs: parse_pairs(args, "mset")?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         for (k, v) in self.pairs {
             txn.put_string_shared(self.db, &k, v, None)?;
         }
@@ -601,7 +601,7 @@ impl WriteCommand for MSetNx {
             pairs: parse_pairs(args, "msetnx")?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         for (k, _) in &self.pairs {
             if txn.exists(self.db, k)? {
                 return Ok(Reply::Int(0));
@@ -616,7 +616,7 @@ impl WriteCommand for MSetNx {
 
 /// Adds `delta` to the integer in a string key, keeping its TTL. The shared
 /// step of INCR, DECR, INCRBY, DECRBY.
-fn incr_by(txn: &mut Txn<'_, '_>, db: u32, key: &[u8], delta: i64) -> Result<Reply, EngineError> {
+fn incr_by(txn: &mut Txn<'_, '_>, db: u32, key: &[u8], delta: i64) -> Result<Reply, CommandError> {
     let (current, expire_at) = match txn.string_entry(db, key)? {
         Some((v, at)) => (parse_i64(&v).ok_or(EngineError::NotInteger)?, at),
         None => (0, None),
@@ -641,7 +641,7 @@ impl WriteCommand for Incr {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         incr_by(txn, self.db, &self.key, 1)
     }
 }
@@ -661,7 +661,7 @@ impl WriteCommand for Decr {
             key: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         incr_by(txn, self.db, &self.key, -1)
     }
 }
@@ -684,7 +684,7 @@ impl WriteCommand for IncrBy {
             delta: args.next_i64()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         incr_by(txn, self.db, &self.key, self.delta)
     }
 }
@@ -713,7 +713,7 @@ impl WriteCommand for DecrBy {
             delta,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         incr_by(txn, self.db, &self.key, self.delta)
     }
 }
@@ -736,7 +736,7 @@ impl WriteCommand for IncrByFloat {
             delta: args.next()?,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let (current, expire_at) = match txn.string_entry(self.db, &self.key)? {
             Some((v, at)) => (long_double::parse(&v).ok_or(EngineError::NotFloat)?, at),
             None => (long_double::LongDouble::ZERO, None),
@@ -774,10 +774,10 @@ impl WriteCommand for Append {
                 .load(std::sync::atomic::Ordering::Relaxed),
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let (mut current, expire_at) = txn.string_entry(self.db, &self.key)?.unwrap_or_default();
         if current.len() + self.value.len() > self.max_len {
-            return Err(EngineError::StringTooLong);
+            return Err(EngineError::StringTooLong.into());
         }
         current.extend_from_slice(&self.value);
         txn.put_string(self.db, &self.key, &current, expire_at)?;
@@ -823,7 +823,7 @@ impl WriteCommand for SetRange {
             max_len,
         })
     }
-    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, EngineError> {
+    fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let entry = txn.string_entry(self.db, &self.key)?;
         let Some((mut current, expire_at)) = entry else {
             if self.value.is_empty() {
@@ -839,7 +839,7 @@ impl WriteCommand for SetRange {
         }
         let end = self.offset + self.value.len();
         if end > self.max_len {
-            return Err(EngineError::StringTooLong);
+            return Err(EngineError::StringTooLong.into());
         }
         if current.len() < end {
             current.resize(end, 0);
@@ -848,6 +848,201 @@ impl WriteCommand for SetRange {
         txn.put_string(self.db, &self.key, &current, expire_at)?;
         Ok(Reply::Int(current.len() as i64))
     }
+}
+
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]`:
+/// the longest common subsequence of two strings, by Redis's own dynamic
+/// programming (so where several are equally long, the same one), its
+/// length (LEN), or the matching ranges (IDX, a map in RESP3).
+pub struct Lcs {
+    /// Selected database.
+    db: u32,
+    /// The two keys.
+    keys: [Bytes; 2],
+    /// The options, or the error they make (answered after the keys'
+    /// types are checked, as in Redis).
+    options: Result<LcsOptions, CommandError>,
+    /// `proto-max-bulk-len`: the most memory the table may take.
+    max_len: usize,
+}
+
+/// LCS's options.
+struct LcsOptions {
+    len: bool,
+    idx: bool,
+    min_match_len: u64,
+    with_match_len: bool,
+}
+
+impl ReadCommand for Lcs {
+    const MULTI_STATEMENT: bool = true;
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let keys = [args.next()?, args.next()?];
+        let rest = args.rest();
+        let options = (|| {
+            let mut o = LcsOptions {
+                len: false,
+                idx: false,
+                min_match_len: 0,
+                with_match_len: false,
+            };
+            let mut i = 0;
+            while i < rest.len() {
+                match upper(&rest[i]).as_str() {
+                    "IDX" => o.idx = true,
+                    "LEN" => o.len = true,
+                    "WITHMATCHLEN" => o.with_match_len = true,
+                    "MINMATCHLEN" if i + 1 < rest.len() => {
+                        i += 1;
+                        let n = parse_i64(&rest[i]).ok_or(CommandError::NotInteger)?;
+                        o.min_match_len = n.max(0) as u64;
+                    }
+                    _ => return Err(CommandError::Syntax),
+                }
+                i += 1;
+            }
+            if o.len && o.idx {
+                return Err(CommandError::Other(
+                    "If you want both the length and indexes, please just use IDX.".into(),
+                ));
+            }
+            Ok(o)
+        })();
+        Ok(Lcs {
+            db: s.db,
+            keys,
+            options,
+            max_len: s
+                .shared
+                .settings
+                .proto_max_bulk_len
+                .load(std::sync::atomic::Ordering::Relaxed),
+        })
+    }
+    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
+        let mut values = Vec::with_capacity(2);
+        for key in &self.keys {
+            values.push(match view.get_string(self.db, key) {
+                Ok(v) => v.unwrap_or_default(),
+                Err(EngineError::WrongType) => {
+                    return Err(CommandError::Other(
+                        "The specified keys must contain string values".into(),
+                    ))
+                }
+                Err(e) => return Err(e.into()),
+            });
+        }
+        let o = self.options?;
+        let (a, b) = (&values[0], &values[1]);
+        let cells = (a.len() as u64 + 1) * (b.len() as u64 + 1);
+        if cells.saturating_mul(4) > self.max_len as u64 {
+            return Err(CommandError::Other(
+                "Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len".into(),
+            ));
+        }
+        let w = b.len() + 1;
+        let mut t = vec![0u32; cells as usize];
+        for i in 1..=a.len() {
+            for j in 1..=b.len() {
+                t[i * w + j] = if a[i - 1] == b[j - 1] {
+                    t[(i - 1) * w + j - 1] + 1
+                } else {
+                    t[(i - 1) * w + j].max(t[i * w + j - 1])
+                };
+            }
+        }
+        let total = t[a.len() * w + b.len()];
+        if o.len && !o.idx {
+            return Ok(Reply::Int(total as i64));
+        }
+        // Walk back as Redis does, collecting the string and the ranges.
+        let mut result = vec![0u8; total as usize];
+        let mut idx = total as usize;
+        let mut matches = Vec::new();
+        let (mut i, mut j) = (a.len(), b.len());
+        let unset = a.len();
+        let (mut a_start, mut a_end, mut b_start, mut b_end) = (unset, 0, 0, 0);
+        while i > 0 && j > 0 {
+            let mut emit = false;
+            if a[i - 1] == b[j - 1] {
+                result[idx - 1] = a[i - 1];
+                if a_start == unset {
+                    (a_start, a_end, b_start, b_end) = (i - 1, i - 1, j - 1, j - 1);
+                } else if a_start == i && b_start == j {
+                    a_start -= 1;
+                    b_start -= 1;
+                } else {
+                    emit = true;
+                }
+                if a_start == 0 || b_start == 0 {
+                    emit = true;
+                }
+                idx -= 1;
+                i -= 1;
+                j -= 1;
+            } else {
+                if t[(i - 1) * w + j] > t[i * w + j - 1] {
+                    i -= 1;
+                } else {
+                    j -= 1;
+                }
+                if a_start != unset {
+                    emit = true;
+                }
+            }
+            let match_len = (a_end as i64 - a_start as i64 + 1) as u64;
+            if emit {
+                if o.min_match_len == 0 || match_len >= o.min_match_len {
+                    let mut entry = vec![
+                        Reply::Array(vec![Reply::Int(a_start as i64), Reply::Int(a_end as i64)]),
+                        Reply::Array(vec![Reply::Int(b_start as i64), Reply::Int(b_end as i64)]),
+                    ];
+                    if o.with_match_len {
+                        entry.push(Reply::Int(match_len as i64));
+                    }
+                    matches.push(Reply::Array(entry));
+                }
+                a_start = unset;
+            }
+        }
+        if o.idx {
+            return Ok(Reply::Map(vec![
+                (Reply::bulk("matches"), Reply::Array(matches)),
+                (Reply::bulk("len"), Reply::Int(total as i64)),
+            ]));
+        }
+        Ok(Reply::bulk(result))
+    }
+}
+
+/// This family's rows of the command table (see [`super::table`]).
+#[rustfmt::skip]
+pub(super) fn commands() -> Vec<super::Spec> {
+    use super::Spec;
+    vec![
+        Spec::write::<Append>("append", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
+        Spec::write::<Decr>("decr", 2, &["denyoom", "fast"], [1, 1, 1], "string", "Decrements the integer value of a key by one."),
+        Spec::write::<DecrBy>("decrby", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Decrements a number from the integer value of a key."),
+        Spec::read::<Get>("get", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key.").planned_by(super::plan_get),
+        Spec::write::<GetDel>("getdel", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key after deleting the key."),
+        Spec::write::<GetEx>("getex", -2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key after setting its expiration time."),
+        Spec::read::<GetRange>("getrange", 4, &[], [1, 1, 1], "string", "Returns a substring of the string stored at a key."),
+        Spec::write::<GetSet>("getset", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Returns the previous string value of a key after setting it to a new value."),
+        Spec::write::<Incr>("incr", 2, &["denyoom", "fast"], [1, 1, 1], "string", "Increments the integer value of a key by one."),
+        Spec::write::<IncrBy>("incrby", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Increments the integer value of a key by a number."),
+        Spec::write::<IncrByFloat>("incrbyfloat", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Increment the floating point value of a key by a number."),
+        Spec::read::<MGet>("mget", -2, &["fast"], [1, -1, 1], "string", "Atomically returns the string values of one or more keys.").planned_by(super::plan_mget),
+        Spec::write::<MSet>("mset", -3, &["denyoom"], [1, -1, 2], "string", "Atomically creates or modifies the string values of one or more keys."),
+        Spec::write::<MSetNx>("msetnx", -3, &["denyoom"], [1, -1, 2], "string", "Atomically modifies the string values of one or more keys only when all keys don't exist."),
+        Spec::write::<PSetEx>("psetex", 4, &["denyoom"], [1, 1, 1], "string", "Sets both string value and expiration time in milliseconds of a key."),
+        Spec::write::<Set>("set", -3, &["denyoom"], [1, 1, 1], "string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
+        Spec::write::<SetEx>("setex", 4, &["denyoom"], [1, 1, 1], "string", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
+        Spec::write::<SetNx>("setnx", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Set the string value of a key only when the key doesn't exist."),
+        Spec::write::<SetRange>("setrange", 4, &["denyoom"], [1, 1, 1], "string", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
+        Spec::read::<GetRange>("substr", 4, &[], [1, 1, 1], "string", "Returns a substring from a string value."),
+        Spec::read::<Lcs>("lcs", -3, &[], [1, 2, 1], "string", "Finds the longest common substring."),
+        Spec::read::<StrLen>("strlen", 2, &["fast"], [1, 1, 1], "string", "Returns the length of a string value."),
+    ]
 }
 
 #[cfg(test)]

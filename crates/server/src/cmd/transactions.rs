@@ -60,7 +60,7 @@ pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, 
         }
         return Err(e);
     }
-    if index.is_some_and(|i| TABLE[i].flags.contains(&"no_multi")) {
+    if index.is_some_and(|i| TABLE[i].has_flag("no_multi")) {
         // SHUTDOWN: refused, and the transaction with it, as in Redis.
         if let Some(q) = session.multi.as_mut() {
             q.doomed = true;
@@ -299,16 +299,18 @@ impl LocalCommand for Exec {
                 Err(e) => Step::Reply(e.into()),
             })
             .collect();
-        if !watching && steps.iter().all(|st| matches!(st, Step::Reply(_))) {
+        if !watching {
             // Nothing touches the data: no need to wait for the writer.
-            let replies = steps
-                .into_iter()
+            let answered: Option<Vec<Reply>> = steps
+                .iter()
                 .map(|st| match st {
-                    Step::Reply(r) => r,
-                    _ => unreachable!("all replies"),
+                    Step::Reply(r) => Some(r.clone()),
+                    Step::Read(_) | Step::Write(_) => None,
                 })
                 .collect();
-            return Ok(Plan::Reply(Reply::Array(replies)));
+            if let Some(replies) = answered {
+                return Ok(Plan::Reply(Reply::Array(replies)));
+            }
         }
         Ok(Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
             // On the writer, after every earlier write: the check that
@@ -345,4 +347,17 @@ impl LocalCommand for Exec {
             Ok(Reply::Array(replies))
         })))
     }
+}
+
+/// This family's rows of the command table (see [`super::table`]).
+#[rustfmt::skip]
+pub(super) fn commands() -> Vec<super::Spec> {
+    use super::Spec;
+    vec![
+        Spec::local::<Discard>("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Discards a transaction."),
+        Spec::local::<Exec>("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], [0, 0, 0], "transactions", "Executes all commands in a transaction."),
+        Spec::local::<Multi>("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Starts a transaction."),
+        Spec::local::<Unwatch>("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Forgets about watched keys of a transaction."),
+        Spec::local::<Watch>("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], [1, -1, 1], "transactions", "Monitors changes to keys to determine the execution of a transaction."),
+    ]
 }

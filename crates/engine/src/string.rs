@@ -1,0 +1,129 @@
+//! Strings: the value lives in the key row, so a read is one row and a SET
+//! is one row written in one b-tree.
+//!
+//! SET overwrites a key of any type. Its common case (a new key, or a string
+//! over a string) is one `INSERT ... ON CONFLICT DO UPDATE ... WHERE
+//! type = 0` statement; only over another type does it look further, to
+//! drop the old key's elements first (see `keyspace.rs`).
+
+use bytes::Bytes;
+use rusqlite::{params, OptionalExtension};
+
+use crate::error::{EngineError, Result};
+use crate::schema::Kind;
+use crate::txn::Txn;
+use crate::view::View;
+
+impl View<'_, '_> {
+    /// A string key's value with its expiry; `Ok(None)` if the key does not
+    /// exist, [`EngineError::WrongType`] if it holds another type.
+    pub fn string_entry(&self, db: u32, key: &[u8]) -> Result<Option<(Vec<u8>, Option<i64>)>> {
+        let mut stmt = self.stmt(
+            "SELECT type, value, expire_at FROM keys
+             WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
+        )?;
+        // The value column of a hash or set row holds its flags, not
+        // bytes: it is read only once the type says string.
+        let row = stmt
+            .query_row(params![db, key, self.now], |r| {
+                let code = r.get::<_, i64>(0)?;
+                let value = if code == Kind::String.code() {
+                    r.get::<_, Option<Vec<u8>>>(1)?
+                } else {
+                    None
+                };
+                Ok((code, value, r.get::<_, Option<i64>>(2)?))
+            })
+            .optional()?;
+        match row {
+            None => Ok(None),
+            Some((code, value, expire_at)) => {
+                if Kind::from_code(code)? != Kind::String {
+                    return Err(EngineError::WrongType);
+                }
+                Ok(Some((value.unwrap_or_default(), expire_at)))
+            }
+        }
+    }
+
+    /// A string key's value (GET).
+    pub fn get_string(&self, db: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.string_entry(db, key)?.map(|(v, _)| v))
+    }
+
+    /// A string key's value (GET), as shared bytes; on a read-pool view
+    /// the value is also offered to the value cache.
+    pub fn get_string_shared(&self, db: u32, key: &[u8]) -> Result<Option<Bytes>> {
+        let Some((value, expire_at)) = self.string_entry(db, key)? else {
+            return Ok(None);
+        };
+        let value = Bytes::from(value);
+        if let Some((cache, since)) = self.fill {
+            cache.fill(since, db, key, &value, expire_at);
+        }
+        Ok(Some(value))
+    }
+}
+
+impl Txn<'_, '_> {
+    /// Stores a string value under the key, replacing whatever was there
+    /// (of any type), with the given absolute expiry (SET and friends). The
+    /// common case, a string over a string or a new key, is one lookup and
+    /// one row written.
+    pub fn put_string(
+        &mut self,
+        db: u32,
+        key: &[u8],
+        value: &[u8],
+        expire_at: Option<i64>,
+    ) -> Result<()> {
+        self.changing(db, key);
+        self.store_string(db, key, value, expire_at)
+    }
+
+    /// [`Txn::put_string`] with a value the caller hands over as `Bytes`:
+    /// if the key is in the value cache, the committed value goes straight
+    /// back into it (see `cache.rs`), so a key that is read and rewritten
+    /// stays cached.
+    pub fn put_string_shared(
+        &mut self,
+        db: u32,
+        key: &[u8],
+        value: Bytes,
+        expire_at: Option<i64>,
+    ) -> Result<()> {
+        self.wrote = true;
+        self.store_string(db, key, &value, expire_at)?;
+        self.touched.put(db, key, value, expire_at);
+        Ok(())
+    }
+
+    /// The row write shared by [`Txn::put_string`] and
+    /// [`Txn::put_string_shared`] (which note the key themselves).
+    fn store_string(
+        &mut self,
+        db: u32,
+        key: &[u8],
+        value: &[u8],
+        expire_at: Option<i64>,
+    ) -> Result<()> {
+        // One statement for the common cases: a new key is inserted, a
+        // string is overwritten. Over another type the conflict update is
+        // skipped (no row changes), and the slow path below drops the old
+        // key first.
+        let changed = self
+            .stmt(
+                "INSERT INTO keys(db,key,type,value,expire_at) VALUES(?1,?2,0,?3,?4) \
+                 ON CONFLICT(db,key) DO UPDATE SET value=excluded.value, \
+                 expire_at=excluded.expire_at WHERE type=0",
+            )?
+            .execute(params![db, key, value, expire_at])?;
+        if changed == 1 {
+            return Ok(());
+        }
+        self.purge(db, key)?;
+        self.stmt("INSERT INTO keys(db,key,type,value,expire_at) VALUES(?1,?2,0,?3,?4)")?
+            .execute(params![db, key, value, expire_at])?;
+        Ok(())
+    }
+}
