@@ -309,3 +309,70 @@ bench-writes MEMTIER KEYS="100000" ROUNDS="3" SECS="10" WORKLOADS="all":
         echo "respite ($f): database $(stat -c %s "$dir/$f.db") bytes, WAL $(stat -c %s "$dir/$f.db-wal" 2>/dev/null || echo 0) bytes"
     done
     redis-cli -p 7201 info persistence | tr -d '\r' | grep -E 'group_commit_(ops_per_batch_mean|commit_latency)|write_bytes|page_size|wal_'
+
+# Hashes and sets against strings and against redis-server, side by side
+# in one run (redis-benchmark, 50 clients, N requests, keys over 100,000;
+# every write stores a value that changes): the speed targets of the hash
+# and set issue. Every cell is the median of ROUNDS runs taken in turn
+# across the servers. Example: just bench-types 200000 3
+bench-types N="200000" ROUNDS="3":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release -p respite-daemon
+    dir=$(mktemp -d)
+    trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
+    wait_up() { until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done; }
+    ./target/release/respited --port 7301 --db "$dir/r.db" 2>"$dir/r.log" &
+    redis-server --port 7303 --dir "$dir" --save "" --appendonly yes --appendfsync always >/dev/null &
+    redis-server --port 7304 --dir "$dir" --save "" --appendonly no --dbfilename none.rdb >/dev/null &
+    ports=(7301 7303 7304)
+    for p in "${ports[@]}"; do wait_up $p; done
+    x="$(printf 'x%.0s' $(seq 52))"
+    # The data the reads find: 100,000 strings, hashes of one field and sets
+    # of one member, and one hash of 100 fields and one set of 100 members.
+    for p in "${ports[@]}"; do
+        redis-benchmark -p $p -c 50 -n 100000 -r 100000 -P 32 -q SET key:__rand_int__ "$x" >/dev/null
+        redis-benchmark -p $p -c 50 -n 100000 -r 100000 -P 32 -q HSET h:__rand_int__ f "$x" >/dev/null
+        redis-benchmark -p $p -c 50 -n 100000 -r 100000 -P 32 -q SADD s:__rand_int__ m >/dev/null
+        hargs=(); sargs=()
+        for i in $(seq 100); do hargs+=("field:$i" "$x"); sargs+=("member:$i"); done
+        redis-cli -p $p HSET h100 "${hargs[@]}" >/dev/null
+        redis-cli -p $p SADD s100 "${sargs[@]}" >/dev/null
+    done
+    rps() { local p=$1; shift; redis-benchmark -p "$p" --csv -q "$@" 2>/dev/null | awk -F'"' 'NR==2 {print $4}'; }
+    median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+    declare -A res
+    rows=("SET|-r 100000 SET key:__rand_int__ ${x}__rand_int__"
+          "HSET, one field|-r 100000 HSET h:__rand_int__ f ${x}__rand_int__"
+          "SADD|-r 100000 SADD s:__rand_int__ m__rand_int__"
+          "HINCRBY|-r 100000 HINCRBY h:__rand_int__ n 1"
+          "GET|-r 100000 GET key:__rand_int__"
+          "HGET|-r 100000 HGET h:__rand_int__ f"
+          "SISMEMBER|-r 100000 SISMEMBER s:__rand_int__ m"
+          "HGETALL, 100 fields|HGETALL h100"
+          "SMEMBERS, 100 members|SMEMBERS s100")
+    for i in "${!rows[@]}"; do
+        IFS='|' read -r label args <<<"${rows[$i]}"
+        for _ in $(seq {{ROUNDS}}); do
+            for p in "${ports[@]}"; do res[$i,$p]+="$(rps $p -c 50 -n {{N}} $args) "; done
+        done
+    done
+    m() { median ${res[$1,$2]}; }
+    echo "| redis-benchmark -c 50 -n {{N}} | respite | redis AOF always | redis, no persistence | respite / AOF | respite / no persistence | respite / its SET or GET |"
+    echo "|---|---|---|---|---|---|---|"
+    for i in "${!rows[@]}"; do
+        IFS='|' read -r label args <<<"${rows[$i]}"
+        base=0; [ $i -le 3 ] && base=$(m 0 7301); [ $i -ge 4 ] && [ $i -le 6 ] && base=$(m 4 7301)
+        awk -v l="$label" -v a="$(m $i 7301)" -v b="$(m $i 7303)" -v c="$(m $i 7304)" -v s="$base" 'BEGIN {
+            printf "| %s | %.0f | %.0f | %.0f | %.2fx | %.2fx | %s |\n", l, a, b, c, a/b, a/c, (s > 0 ? sprintf("%.2fx", a/s) : "") }'
+    done
+    echo
+    # One HSET of 1000 fields (values that change every time), one client:
+    # the time per command.
+    hargs=(); for i in $(seq 1000); do hargs+=("field:$i" "v__rand_int__"); done
+    echo "| HSET of 1000 fields, -c 1 -n 500 | ms per command |"
+    echo "|---|---|"
+    for p in "${ports[@]}"; do
+        r=$(rps $p -c 1 -n 500 -r 1000000 HSET h1000 "${hargs[@]}")
+        awk -v p=$p -v r="$r" 'BEGIN { n = (p == 7301 ? "respite" : (p == 7303 ? "redis AOF always" : "redis, no persistence")); printf "| %s | %.3f |\n", n, 1000 / r }'
+    done

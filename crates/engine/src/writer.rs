@@ -499,13 +499,14 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
     }
 
-    /// Deletes one bounded chunk of expired keys in its own transaction. A
-    /// full chunk means more may be due, so the next pause sweeps again
+    /// Deletes one bounded chunk of expired keys, and frees one chunk of
+    /// dropped keys' elements, in its own transaction. A full chunk of
+    /// either means more may be waiting, so the next pause sweeps again
     /// instead of waiting a whole tick.
     fn sweep_expired(&mut self) {
         self.last_sweep = Instant::now();
         let chunk = self.settings.expire_chunk.max(1);
-        let result = (|| -> Result<usize> {
+        let result = (|| -> Result<crate::keyspace::Sweep> {
             // DEFERRED: a sweep that finds nothing takes no write lock and
             // costs no fsync.
             self.exec("BEGIN")?;
@@ -522,12 +523,13 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             Ok(n)
         })();
         match result {
-            Ok(n) => {
+            Ok(sweep) => {
+                let n = sweep.expired;
                 if n > 0 {
                     self.stats.record_expired(n as u64);
                     self.unsynced = true;
                 }
-                self.sweep_again = n >= chunk;
+                self.sweep_again = n >= chunk || sweep.more_to_free;
             }
             Err(e) => {
                 let _ = self.exec("ROLLBACK");
