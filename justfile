@@ -314,8 +314,10 @@ bench-writes MEMTIER KEYS="100000" ROUNDS="3" SECS="10" WORKLOADS="all":
 # in one run (redis-benchmark, 50 clients, N requests, keys over 100,000;
 # every write stores a value that changes): the speed targets of the hash
 # and set issue. Every cell is the median of ROUNDS runs taken in turn
-# across the servers. Example: just bench-types 200000 3
-bench-types N="200000" ROUNDS="3":
+# across the servers. Given the binaries of Redka and Redlite (built from
+# their sources, see docs/benchmarks.md), they get columns too. Example:
+# just bench-types 200000 3 /tmp/peers/bin/redka /tmp/peers/bin/redlite
+bench-types N="200000" ROUNDS="3" REDKA="" REDLITE="":
     #!/usr/bin/env bash
     set -euo pipefail
     cargo build --release -p respite-daemon
@@ -326,6 +328,11 @@ bench-types N="200000" ROUNDS="3":
     redis-server --port 7303 --dir "$dir" --save "" --appendonly yes --appendfsync always >/dev/null &
     redis-server --port 7304 --dir "$dir" --save "" --appendonly no --dbfilename none.rdb >/dev/null &
     ports=(7301 7303 7304)
+    if [ -n "{{REDKA}}" ] && [ -n "{{REDLITE}}" ]; then
+        "{{REDKA}}" -h 127.0.0.1 -p 7305 "$dir/redka.db" >"$dir/redka.log" 2>&1 &
+        "{{REDLITE}}" --db "$dir/redlite.db" --addr 127.0.0.1:7306 >"$dir/redlite.log" 2>&1 &
+        ports+=(7305 7306)
+    fi
     for p in "${ports[@]}"; do wait_up $p; done
     x="$(printf 'x%.0s' $(seq 52))"
     # The data the reads find: 100,000 strings, hashes of one field and sets
@@ -366,13 +373,24 @@ bench-types N="200000" ROUNDS="3":
         awk -v l="$label" -v a="$(m $i 7301)" -v b="$(m $i 7303)" -v c="$(m $i 7304)" -v s="$base" 'BEGIN {
             printf "| %s | %.0f | %.0f | %.0f | %.2fx | %.2fx | %s |\n", l, a, b, c, a/b, a/c, (s > 0 ? sprintf("%.2fx", a/s) : "") }'
     done
+    if [ ${#ports[@]} -gt 3 ]; then
+        echo
+        echo "| redis-benchmark -c 50 -n {{N}} | respite | Redka | Redlite | respite / Redka | respite / Redlite |"
+        echo "|---|---|---|---|---|---|"
+        for i in "${!rows[@]}"; do
+            IFS='|' read -r label args <<<"${rows[$i]}"
+            awk -v l="$label" -v a="$(m $i 7301)" -v b="$(m $i 7305)" -v c="$(m $i 7306)" 'BEGIN {
+                printf "| %s | %.0f | %.0f | %.0f | %.1fx | %.1fx |\n", l, a, b, c, (b > 0 ? a/b : 0), (c > 0 ? a/c : 0) }'
+        done
+    fi
     echo
     # One HSET of 1000 fields (values that change every time), one client:
     # the time per command.
     hargs=(); for i in $(seq 1000); do hargs+=("field:$i" "v__rand_int__"); done
     echo "| HSET of 1000 fields, -c 1 -n 500 | ms per command |"
     echo "|---|---|"
+    declare -A names=([7301]=respite [7303]="redis AOF always" [7304]="redis, no persistence" [7305]=Redka [7306]=Redlite)
     for p in "${ports[@]}"; do
         r=$(rps $p -c 1 -n 500 -r 1000000 HSET h1000 "${hargs[@]}")
-        awk -v p=$p -v r="$r" 'BEGIN { n = (p == 7301 ? "respite" : (p == 7303 ? "redis AOF always" : "redis, no persistence")); printf "| %s | %.3f |\n", n, 1000 / r }'
+        awk -v n="${names[$p]}" -v r="$r" 'BEGIN { printf "| %s | %.3f |\n", n, (r > 0 ? 1000 / r : 0) }'
     done
