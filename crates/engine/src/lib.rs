@@ -278,13 +278,13 @@ impl<R: Send + 'static> Engine<R> {
         })
     }
 
-    /// Queues writes for the writer. Gives the item back if the engine has
-    /// shut down.
-    pub fn submit_write(&self, item: WriteItem<R>) -> std::result::Result<(), WriteItem<R>> {
-        self.write_tx.send(Msg::Write(item)).map_err(|e| match e.0 {
-            Msg::Write(item) => item,
-            _ => unreachable!("only a write was sent"),
-        })
+    /// Queues writes for the writer. [`EngineError::ShuttingDown`] if the
+    /// engine has shut down: the item is then dropped unanswered (its
+    /// completion is never called), and the caller answers for it.
+    pub fn submit_write(&self, item: WriteItem<R>) -> Result<()> {
+        self.write_tx
+            .send(Msg::Write(item))
+            .map_err(|_| EngineError::ShuttingDown)
     }
 
     /// Queues a read job for the read pool, with what it needs of the pool

@@ -257,6 +257,10 @@ pub(crate) fn run<R: Send + 'static>(
             }
             w.finish_txn();
             w.checkpoint();
+            // Closed before the acknowledgement: from the moment the caller
+            // of `shutdown` goes on, every later write is refused at once
+            // rather than queued for nobody.
+            drop(rx);
             ack();
             return;
         }

@@ -295,3 +295,19 @@ fn a_panicking_completion_loses_only_its_own_reply() {
     assert!(matches!(write(&engine, vec![set("c")])[..], [Ok("OK")]));
     assert!(get(&engine, "a").is_some());
 }
+
+#[test]
+fn writes_after_shutdown_are_refused_not_lost_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    assert_eq!(write(&engine, vec![set("before")]).len(), 1);
+    engine.shutdown();
+    let item = WriteItem {
+        ops: vec![set("after")],
+        done: Box::new(|_| panic!("a refused item is never answered")),
+    };
+    assert!(matches!(
+        engine.submit_write(item),
+        Err(EngineError::ShuttingDown)
+    ));
+}
