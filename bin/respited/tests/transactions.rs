@@ -176,3 +176,35 @@ fn a_watched_key_that_expires_fails_exec_before_the_sweep_deletes_it() {
     let _: () = redis::cmd("WATCH").arg("absent").query(&mut con).unwrap();
     assert_eq!(exec(&mut con, 2), Some(vec!["OK".to_string()]));
 }
+
+#[test]
+fn exec_is_not_failed_by_watches_a_discard_already_ended() {
+    // Found by the random pipeline test (seed 38) on a loaded machine: a
+    // watch broken in an earlier round trip, then, in one pipeline, DISCARD
+    // (which ends it), a fresh WATCH, MULTI and EXEC. EXEC's early check on
+    // the connection read the ended watch, whose end was still queued for
+    // the writer, and answered nil; redis-server runs the transaction.
+    let server = Respited::start(&[]);
+    let mut stream = server.raw();
+    for round in 0..20 {
+        let mut first = Vec::new();
+        first.extend(encode(&["WATCH", "k"]));
+        first.extend(encode(&["SET", "k", &round.to_string()]));
+        let reply = exchange(&mut stream, &first, 10);
+        assert_eq!(reply, b"+OK\r\n+OK\r\n");
+        let mut second = Vec::new();
+        for cmd in [
+            &["MULTI"][..],
+            &["DISCARD"],
+            &["WATCH", "k"],
+            &["MULTI"],
+            &["PING"],
+            &["EXEC"],
+        ] {
+            second.extend(encode(cmd));
+        }
+        let expected = "+OK\r\n+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n";
+        let reply = exchange(&mut stream, &second, expected.len());
+        assert_eq!(String::from_utf8_lossy(&reply), expected, "round {round}");
+    }
+}

@@ -146,7 +146,13 @@ impl Session {
             return None;
         }
         let watches = self.shared.engine.watches();
-        let keys = self.watched.keys.clone();
+        // The ended watches go with the operation that ends them; a WATCH
+        // after this one fills a new list. Sharing one list let an EXEC's
+        // early check (below) read entries of watches already ended by an
+        // operation still queued for the writer: a pipeline `WATCH k;
+        // <write k>; DISCARD; WATCH k; MULTI; EXEC` could then fail its EXEC
+        // on a loaded server (found by the random pipeline test, seed 38).
+        let keys = std::mem::take(&mut self.watched.keys);
         Some(Box::new(move |_: &mut Txn<'_, '_>| {
             unwatch(&watches, &keys);
             Ok(reply)
@@ -271,14 +277,17 @@ impl LocalCommand for Exec {
                 b"EXECABORT Transaction discarded because of previous errors.",
             ))));
         }
-        // EXEC ends every watch, whatever happens next.
+        // EXEC ends every watch, whatever happens next; a later WATCH fills
+        // a new list (see `end_watches`).
         let watching = std::mem::take(&mut s.watched.active);
         let watches = s.shared.engine.watches();
-        let list = s.watched.keys.clone();
+        let list = std::mem::take(&mut s.watched.keys);
         // A version never goes back: a watch already broken is broken on
         // the writer too, and then nothing queued (not even CLIENT SETNAME)
-        // runs.
+        // runs. (The list holds only this transaction's watches, those
+        // whose WATCH has already run on the writer.)
         if watching && broken(&watches, &list) {
+            s.watched.keys = list;
             s.watched.active = true;
             return Ok(s.reply_ending_watches(Reply::NilArray));
         }
