@@ -28,7 +28,7 @@
 //! the WAL over needs the write lock, which the writer holds nearly all the
 //! time under load, so this thread cannot do it itself (a RESTART from here
 //! only waited and gave up). Instead, once the WAL holds enough frames
-//! ([`RESTART_FRAMES`], or the copy threshold if larger) and this thread has
+//! (`RESTART_FRAMES`, or the copy threshold if larger) and this thread has
 //! copied them, it raises a flag, and the writer, between two batches, runs a
 //! RESTART checkpoint: with nearly every frame already copied here, that
 //! takes a millisecond or two, and the WAL starts over from its beginning

@@ -161,6 +161,21 @@ pub(crate) struct Sweep {
 /// The bytes of a key that a cursor holds.
 const CURSOR_BYTES: usize = 7;
 
+/// The columns `type, id, count, value, expire_at` of a key row, as read
+/// by [`View::live`] and [`View::stored`]: `value` is a string's bytes or an
+/// aggregate's encoding flags, so only an integer there is kept.
+type KeyColumns = (i64, Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+
+fn key_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyColumns> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get_ref(3)?.as_i64().ok(),
+        r.get(4)?,
+    ))
+}
+
 /// The cursor that resumes a scan at `next` (never 0: `next` follows an
 /// examined key, so it is not empty).
 fn encode_cursor(next: &[u8]) -> u64 {
@@ -268,15 +283,7 @@ impl View<'_, '_> {
              WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
         )?;
         let row = stmt
-            .query_row(params![db, key, self.now], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, Option<i64>>(1)?,
-                    r.get::<_, Option<i64>>(2)?,
-                    r.get_ref(3)?.as_i64().ok(),
-                    r.get::<_, Option<i64>>(4)?,
-                ))
-            })
+            .query_row(params![db, key, self.now], key_columns)
             .optional()?;
         let Some((code, id, count, flags, expire_at)) = row else {
             return Ok(None);
@@ -391,17 +398,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         let mut stmt = self.stmt(
             "SELECT type, id, count, value, expire_at FROM keys WHERE db = ?1 AND key = ?2",
         )?;
-        let row = stmt
-            .query_row(params![db, key], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, Option<i64>>(1)?,
-                    r.get::<_, Option<i64>>(2)?,
-                    r.get_ref(3)?.as_i64().ok(),
-                    r.get::<_, Option<i64>>(4)?,
-                ))
-            })
-            .optional()?;
+        let row = stmt.query_row(params![db, key], key_columns).optional()?;
         let Some((code, id, count, flags, expire_at)) = row else {
             return Ok(None);
         };
