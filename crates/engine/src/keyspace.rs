@@ -158,6 +158,53 @@ pub(crate) struct Sweep {
     pub(crate) more_to_free: bool,
 }
 
+/// The SQL that handles a collection's elements as a whole, whatever the
+/// type: each statement takes the key id as `?1`.
+struct Elements {
+    /// Deletes every element.
+    delete: &'static str,
+    /// Copies every element to the id `?2`.
+    copy: &'static str,
+    /// Deletes at most `?2` elements.
+    free_chunk: &'static str,
+}
+
+/// The element statements of `kind`; `None` for a string, whose value is
+/// in its key row.
+fn elements(kind: Kind) -> Option<&'static Elements> {
+    const HASH: Elements = Elements {
+        delete: "DELETE FROM hashes WHERE id = ?1",
+        copy: "INSERT INTO hashes (id, field, value) SELECT ?2, field, value FROM hashes WHERE id = ?1",
+        free_chunk: "DELETE FROM hashes WHERE id = ?1 AND field IN
+                     (SELECT field FROM hashes WHERE id = ?1 LIMIT ?2)",
+    };
+    const SET: Elements = Elements {
+        delete: "DELETE FROM sets WHERE id = ?1",
+        copy: "INSERT INTO sets (id, member) SELECT ?2, member FROM sets WHERE id = ?1",
+        free_chunk: "DELETE FROM sets WHERE id = ?1 AND member IN
+                     (SELECT member FROM sets WHERE id = ?1 LIMIT ?2)",
+    };
+    const LIST: Elements = Elements {
+        delete: "DELETE FROM lists WHERE id = ?1",
+        copy: "INSERT INTO lists (id, pos, value) SELECT ?2, pos, value FROM lists WHERE id = ?1",
+        free_chunk: "DELETE FROM lists WHERE id = ?1 AND pos IN
+                     (SELECT pos FROM lists WHERE id = ?1 LIMIT ?2)",
+    };
+    const ZSET: Elements = Elements {
+        delete: "DELETE FROM zsets WHERE id = ?1",
+        copy: "INSERT INTO zsets (id, member, score) SELECT ?2, member, score FROM zsets WHERE id = ?1",
+        free_chunk: "DELETE FROM zsets WHERE id = ?1 AND member IN
+                     (SELECT member FROM zsets WHERE id = ?1 LIMIT ?2)",
+    };
+    match kind {
+        Kind::String => None,
+        Kind::Hash => Some(&HASH),
+        Kind::Set => Some(&SET),
+        Kind::List => Some(&LIST),
+        Kind::ZSet => Some(&ZSET),
+    }
+}
+
 /// The bytes of a key that a cursor holds.
 const CURSOR_BYTES: usize = 7;
 
@@ -503,13 +550,9 @@ impl<'s, 'c> Txn<'s, 'c> {
                 .execute(params![id, kind.code()])?;
             return Ok(());
         }
-        match kind {
-            Kind::Hash => self
-                .stmt("DELETE FROM hashes WHERE id = ?1")?
-                .execute([id])?,
-            Kind::Set => self.stmt("DELETE FROM sets WHERE id = ?1")?.execute([id])?,
-            Kind::String | Kind::List | Kind::ZSet => 0,
-        };
+        if let Some(sql) = elements(kind).map(|e| e.delete) {
+            self.stmt(sql)?.execute([id])?;
+        }
         Ok(())
     }
 
@@ -617,15 +660,9 @@ impl<'s, 'c> Txn<'s, 'c> {
             row: None,
         };
         let id = self.slot_id(&mut slot)?;
-        match entry.kind {
-            Kind::Hash => self
-                .stmt("INSERT INTO hashes (id, field, value) SELECT ?2, field, value FROM hashes WHERE id = ?1")?
-                .execute(params![src.id, id])?,
-            Kind::Set => self
-                .stmt("INSERT INTO sets (id, member) SELECT ?2, member FROM sets WHERE id = ?1")?
-                .execute(params![src.id, id])?,
-            Kind::String | Kind::List | Kind::ZSet => 0,
-        };
+        if let Some(sql) = elements(entry.kind).map(|e| e.copy) {
+            self.stmt(sql)?.execute(params![src.id, id])?;
+        }
         self.settle(&mut slot, src.count, src.flags)?;
         if let Some(at) = src.expire_at {
             self.stmt("UPDATE keys SET expire_at = ?3 WHERE db = ?1 AND key = ?2")?
@@ -679,7 +716,8 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.touch_watched_in(None)?;
         self.changing_all();
         self.conn().execute_batch(
-            "DELETE FROM keys; DELETE FROM hashes; DELETE FROM sets; DELETE FROM dropped;",
+            "DELETE FROM keys; DELETE FROM hashes; DELETE FROM sets; DELETE FROM lists;
+             DELETE FROM zsets; DELETE FROM dropped;",
         )?;
         Ok(())
     }
@@ -754,21 +792,10 @@ impl<'s, 'c> Txn<'s, 'c> {
             };
             self.wrote = true;
             let room = limit - freed;
-            let n = match Kind::from_code(code)? {
-                Kind::Hash => self
-                    .stmt(
-                        "DELETE FROM hashes WHERE id = ?1 AND field IN
-                         (SELECT field FROM hashes WHERE id = ?1 LIMIT ?2)",
-                    )?
-                    .execute(params![id, room])?,
-                Kind::Set => self
-                    .stmt(
-                        "DELETE FROM sets WHERE id = ?1 AND member IN
-                         (SELECT member FROM sets WHERE id = ?1 LIMIT ?2)",
-                    )?
-                    .execute(params![id, room])?,
-                Kind::String | Kind::List | Kind::ZSet => 0,
-            } as i64;
+            let n = match elements(Kind::from_code(code)?) {
+                Some(e) => self.stmt(e.free_chunk)?.execute(params![id, room])? as i64,
+                None => 0,
+            };
             freed += n;
             if n < room {
                 self.stmt("DELETE FROM dropped WHERE id = ?1")?

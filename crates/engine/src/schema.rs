@@ -8,7 +8,7 @@
 //! for two.
 //!
 //! The other types keep their elements in a table each (`hashes`, `sets`,
-//! and later `lists`, `zsets`), keyed by an integer **key id** that the key
+//! `lists`, `zsets`), keyed by an integer **key id** that the key
 //! row carries, never by the key's name. So RENAME and MOVE change one row
 //! whatever the size of the key, and a deleted key's elements can be freed
 //! later, a chunk at a time (they are unreachable the moment the key row is
@@ -44,11 +44,11 @@ pub enum Kind {
     String,
     /// A hash: rows in `hashes`.
     Hash,
-    /// A list (not implemented yet; the code is reserved).
+    /// A list: rows in `lists`, ordered by position.
     List,
     /// A set: rows in `sets`.
     Set,
-    /// A sorted set (not implemented yet; the code is reserved).
+    /// A sorted set: rows in `zsets`, indexed by score.
     ZSet,
 }
 
@@ -93,8 +93,11 @@ impl Kind {
     }
 }
 
-/// The layout version this build writes (`PRAGMA user_version`).
-pub const VERSION: i64 = 1;
+/// The layout version this build writes (`PRAGMA user_version`): 1 added
+/// key ids with hashes and sets, 2 the tables of lists and sorted sets (a
+/// build that knows only version 1 would not see their elements, so it must
+/// refuse the file).
+pub const VERSION: i64 = 2;
 
 /// A flag bit in the `value` column of a hash's or set's key row: the key
 /// has outgrown Redis's compact encoding (a hash with more than 512 fields
@@ -125,6 +128,15 @@ CREATE TABLE IF NOT EXISTS sets (
     id INTEGER NOT NULL, member BLOB NOT NULL,
     PRIMARY KEY (id, member)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lists (
+    id INTEGER NOT NULL, pos INTEGER NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (id, pos)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS zsets (
+    id INTEGER NOT NULL, member BLOB NOT NULL, score REAL NOT NULL,
+    PRIMARY KEY (id, member)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS zsets_by_score ON zsets (id, score, member);
 CREATE TABLE IF NOT EXISTS dropped (id INTEGER PRIMARY KEY, type INTEGER NOT NULL);
 ";
 
@@ -163,7 +175,8 @@ pub(crate) fn prepare(conn: &Connection) -> Result<()> {
     )?;
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| -> Result<()> {
-        if has_keys {
+        // Version 1 only lacks tables, which SCHEMA creates.
+        if has_keys && version == 0 {
             conn.execute_batch(OLD_ELEMENT_TABLES)?;
         }
         conn.execute_batch(SCHEMA)?;
@@ -177,7 +190,7 @@ pub(crate) fn prepare(conn: &Connection) -> Result<()> {
             return Err(e);
         }
     }
-    if has_keys {
+    if has_keys && version == 0 {
         tracing::info!(
             from = version,
             to = VERSION,
