@@ -99,6 +99,11 @@ impl Touched {
         self.all = true;
     }
 
+    /// Whether any key may have changed (a flush or swap).
+    pub(crate) fn is_all(&self) -> bool {
+        self.all
+    }
+
     /// The keys recorded.
     pub(crate) fn keys(&self) -> &[(u32, Bytes)] {
         &self.keys

@@ -23,16 +23,19 @@
 //!
 //! The keyspace layout is in [`schema`]. The typed operations are organised
 //! by data type: [`keyspace`] (key rows, expiry, renaming, iteration, and
-//! the one gate every collection write goes through), [`string`], [`hash`]
-//! and [`set`], each with its reads (on a [`View`], expiry-aware) and its
+//! the one gate every collection write goes through), [`string`], [`hash`],
+//! [`set`] and [`list`], each with its reads (on a [`View`], expiry-aware) and its
 //! writes (on a [`Txn`]) and their SQL side by side; no SQL lives outside
 //! this crate. [`glob`] is Redis's pattern matching, and [`stats`] the
-//! group-commit figures INFO reports.
+//! group-commit figures INFO reports. [`blocking`] keeps the clients
+//! blocked on keys (BLPOP...), which the writer serves right after the
+//! write that readies their key, in the same transaction.
 //! What each `appendfsync` setting survives is written down in
 //! `docs/durability.md`.
 
 #![warn(missing_docs)]
 
+pub mod blocking;
 pub mod cache;
 pub mod checkpointer;
 pub mod config;
@@ -40,6 +43,7 @@ pub mod error;
 pub mod glob;
 pub mod hash;
 pub mod keyspace;
+pub mod list;
 pub mod read_pool;
 pub mod schema;
 pub mod set;
@@ -58,6 +62,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
 
+pub use blocking::{Blocking, Waiter};
 pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, EngineConfig};
 pub use error::{EngineError, Result};
@@ -178,6 +183,7 @@ pub struct Engine<R: Send + 'static> {
     copy_threshold: Arc<std::sync::atomic::AtomicU64>,
     cache: Arc<ValueCache>,
     watches: Arc<Watches>,
+    blocking: Arc<Blocking>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -216,6 +222,7 @@ impl<R: Send + 'static> Engine<R> {
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
         let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
         let watches = Arc::new(Watches::default());
+        let blocking = Arc::new(Blocking::default());
         let pool =
             read_pool::ReadPool::start(&config.path, config.readers, cache.clone(), deliver_reads)?;
         // Unbounded here: the server bounds operations in flight with an
@@ -237,6 +244,7 @@ impl<R: Send + 'static> Engine<R> {
             expire_chunk: config.expire_chunk,
             cache: cache.clone(),
             watches: watches.clone(),
+            blocking: blocking.clone(),
         };
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
@@ -274,6 +282,7 @@ impl<R: Send + 'static> Engine<R> {
             copy_threshold,
             cache,
             watches,
+            blocking,
             threads: Mutex::new(threads),
         })
     }
@@ -304,6 +313,11 @@ impl<R: Send + 'static> Engine<R> {
     /// The registry of WATCHed keys (see [`watch`]).
     pub fn watches(&self) -> Arc<Watches> {
         self.watches.clone()
+    }
+
+    /// The registry of clients blocked on keys (see [`blocking`]).
+    pub fn blocking(&self) -> Arc<Blocking> {
+        self.blocking.clone()
     }
 
     /// Messages waiting for the writer.

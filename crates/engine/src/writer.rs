@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use rusqlite::Connection;
 
+use crate::blocking::{Blocking, Waiter};
 use crate::cache::{Touched, ValueCache};
 use crate::config::AppendFsync;
 use crate::error::{EngineError, Result};
@@ -125,6 +126,7 @@ pub(crate) struct WriterSettings {
     pub expire_chunk: usize,
     pub cache: Arc<ValueCache>,
     pub watches: Arc<Watches>,
+    pub blocking: Arc<Blocking>,
 }
 
 /// How often the writer looks for expired keys and everysec work when idle.
@@ -186,6 +188,8 @@ struct Writer<'s, 'c, R> {
     unsynced: bool,
     /// How long the last commit took, in µs (see [`group_cap`]).
     last_commit_micros: u64,
+    /// Blocked clients served in the open transaction, told once it ends.
+    served: Vec<Arc<dyn Waiter>>,
 }
 
 /// The writer thread's body. Returns when the queue is closed or a shutdown
@@ -213,6 +217,7 @@ pub(crate) fn run<R: Send + 'static>(
         last_sync: Instant::now(),
         unsynced: false,
         last_commit_micros: 0,
+        served: Vec::new(),
     };
     loop {
         let first = match rx.recv_timeout(TICK) {
@@ -345,13 +350,74 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         // WATCH and EXEC run on this thread too, so raising the versions
         // here, as the write happens, orders them exactly (see `watch.rs`).
         self.settings.watches.touch(&touched);
-        self.touched.absorb(touched);
         if let Err(e) = &result {
             if txn.wrote() {
                 self.poisoned = Some(e.to_string());
             }
         }
+        if !self.settings.blocking.is_empty() && self.poisoned.is_none() {
+            let ready = self.settings.blocking.ready_keys(&touched);
+            self.touched.absorb(touched);
+            if !ready.is_empty() {
+                self.serve_blocked(ready.into());
+            }
+        } else {
+            self.touched.absorb(touched);
+        }
         result
+    }
+
+    /// Serves the clients blocked on the `ready` keys, which a write just
+    /// changed, in the open transaction (see `blocking.rs`): each key's
+    /// waiters in the order they blocked, while the key lasts. Keys a serve
+    /// changes (BLMOVE's destination) are served after.
+    fn serve_blocked(&mut self, mut ready: std::collections::VecDeque<(u32, bytes::Bytes)>) {
+        let blocking = self.settings.blocking.clone();
+        while let Some((db, key)) = ready.pop_front() {
+            for (id, waiter) in blocking.queue(db, &key) {
+                if !waiter.waiting() {
+                    blocking.remove(id);
+                    continue;
+                }
+                let mut txn = Txn::new(self.stmts, &self.settings.watches);
+                let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    waiter.serve(&mut txn, db, &key)
+                }));
+                let touched = txn.take_touched();
+                self.settings.watches.touch(&touched);
+                let more = blocking.ready_keys(&touched);
+                self.touched.absorb(touched);
+                let served = match attempt {
+                    Ok(Ok(served)) => served,
+                    Ok(Err(e)) => {
+                        if txn.wrote() {
+                            self.poisoned = Some(e.to_string());
+                            return;
+                        }
+                        false
+                    }
+                    Err(payload) => {
+                        let msg = crate::panic_message(&*payload);
+                        tracing::error!(panic = %msg, "serving a blocked client panicked");
+                        self.poisoned = Some(format!("internal error: {msg}"));
+                        return;
+                    }
+                };
+                if served {
+                    blocking.remove(id);
+                    self.served.push(waiter);
+                    for k in more {
+                        if !ready.contains(&k) {
+                            ready.push_back(k);
+                        }
+                    }
+                }
+                // Once the key is gone, nobody else can be served from it.
+                if !matches!(txn.exists(db, &key), Ok(true)) {
+                    break;
+                }
+            }
+        }
     }
 
     /// Commits the open transaction, if any, and answers the items that are
@@ -373,12 +439,16 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         let micros = started.elapsed().as_micros() as u64;
         self.last_commit_micros = micros;
         let ops = self.in_txn.len() as u64;
+        let served = std::mem::take(&mut self.served);
         match commit {
             Ok(()) => {
                 self.stats
                     .record_commit(ops, self.failed_in_txn, micros, true);
                 self.unsynced = true;
                 self.settings.checkpointer.nudge();
+                for waiter in served {
+                    waiter.finish(Ok(()));
+                }
             }
             Err(e) => {
                 tracing::error!(error = %e, ops, "commit failed; the whole batch is answered with errors");
@@ -386,6 +456,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 let msg = e.to_string();
                 for &(item, op) in &self.in_txn {
                     self.pending[item].results[op] = Err(EngineError::CommitFailed(msg.clone()));
+                }
+                for waiter in served {
+                    waiter.finish(Err(EngineError::CommitFailed(msg.clone())));
                 }
                 self.stats.record_commit(ops, ops, micros, false);
             }

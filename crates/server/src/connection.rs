@@ -24,6 +24,8 @@
 //! redis-server does. Waiting for the engine happens on channels, so a
 //! connection task never blocks a runtime thread.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -32,6 +34,7 @@ use respite_engine::{EngineError, WriteItem, WriteOp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 
+use crate::blocking::{attempt, Blocker, Cancel, Outcome, Ticket};
 use crate::cmd::strings::{Cached, Get};
 use crate::cmd::{dispatch, Plan, ReadFn, Session};
 use crate::reply::Reply;
@@ -353,6 +356,12 @@ impl Turn {
                 self.flush(shared).await;
                 return false;
             }
+            // The connection loop takes blocking commands itself (it must
+            // wait on the socket too); one that got here runs once.
+            Plan::Block(blocker) => {
+                let op = crate::blocking::once(blocker);
+                return Box::pin(self.add(Plan::Write(op), shared, resp3)).await;
+            }
         }
         true
     }
@@ -457,6 +466,100 @@ impl Turn {
     }
 }
 
+/// Runs one blocking command for the connection loop: the first try on the
+/// writer, then, if the client blocks, the wait for a push, its timeout,
+/// CLIENT UNBLOCK, CLIENT KILL, shutdown or the peer closing, whichever
+/// comes first (see `crate::blocking`). Bytes the client sends meanwhile
+/// are kept in `input` for after. Returns the reply, or `None` when the
+/// connection must close.
+async fn block<S, K, T>(
+    blocker: Arc<dyn Blocker>,
+    shared: &Shared,
+    client: &ClientHandle,
+    stream: &mut S,
+    input: &mut BytesMut,
+    mut killed: Pin<&mut K>,
+    mut stopping: Pin<&mut T>,
+) -> Option<Reply>
+where
+    S: AsyncRead + Unpin,
+    K: Future,
+    T: Future,
+{
+    let ticket = Ticket::new(blocker.clone(), shared.engine.blocking());
+    let Ok(permit) = shared.write_permits.clone().acquire_owned().await else {
+        return Some(Reply::from(EngineError::ShuttingDown));
+    };
+    let (tx, rx) = oneshot::channel();
+    let item = WriteItem {
+        ops: vec![attempt(ticket.clone())],
+        done: Box::new(move |results| {
+            drop(permit);
+            let _ = tx.send(results);
+        }),
+    };
+    if shared.engine.submit_write(item).is_err() {
+        return Some(Reply::from(EngineError::ShuttingDown));
+    }
+    let first = match rx.await {
+        Ok(mut results) => results.pop().unwrap_or(Err(EngineError::ShuttingDown)),
+        Err(_) => Err(EngineError::ShuttingDown),
+    };
+    match first {
+        Err(e) => {
+            ticket.cancel(Cancel::Gone);
+            return Some(Reply::from(e));
+        }
+        Ok(reply) if !ticket.blocked() => return Some(reply),
+        Ok(_) => {}
+    }
+    *lock(&client.blocked) = Some(ticket.clone());
+    let deadline = blocker.timeout().map(|d| tokio::time::Instant::now() + d);
+    let limit = shared
+        .settings
+        .client_query_buffer_limit
+        .load(Ordering::Relaxed);
+    let mut timed_out = false;
+    let outcome = loop {
+        match ticket.outcome() {
+            Outcome::Reply(reply) => break Some(reply),
+            Outcome::Gone => break None,
+            Outcome::Pending => {}
+        }
+        let timer = async {
+            match deadline {
+                Some(at) if !timed_out => tokio::time::sleep_until(at).await,
+                _ => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = ticket.notify.notified() => {}
+            _ = timer => {
+                // Fails only if a pop for it is being committed: then
+                // that reply is on its way and is the answer.
+                timed_out = true;
+                ticket.cancel(Cancel::Timeout);
+            }
+            read = stream.read_buf(input) => {
+                if !matches!(read, Ok(n) if n > 0) || input.len() > limit {
+                    ticket.cancel(Cancel::Gone);
+                    break None;
+                }
+            }
+            _ = killed.as_mut() => {
+                ticket.cancel(Cancel::Gone);
+                break None;
+            }
+            _ = stopping.as_mut() => {
+                ticket.cancel(Cancel::Gone);
+                break None;
+            }
+        }
+    };
+    *lock(&client.blocked) = None;
+    outcome
+}
+
 /// Serves one client until it disconnects, is killed, or the server shuts
 /// down.
 pub async fn serve<S>(mut stream: S, shared: Arc<Shared>, client: Arc<ClientHandle>)
@@ -556,6 +659,34 @@ where
                     }
                     processed += 1;
                     let plan = guarded(|| dispatch(&mut session, request), Plan::Reply);
+                    if let Plan::Block(blocker) = plan {
+                        // What came before is answered first: the client
+                        // may be waiting for those replies while it blocks.
+                        turn.finish(&shared, &mut out).await;
+                        if !out.is_empty() {
+                            if stream.write_all(&out).await.is_err() {
+                                break 'conn;
+                            }
+                            out.clear();
+                        }
+                        let waited = block(
+                            blocker,
+                            &shared,
+                            &client,
+                            &mut stream,
+                            &mut input,
+                            killed.as_mut(),
+                            stopping.as_mut(),
+                        )
+                        .await;
+                        match waited {
+                            Some(reply) => {
+                                turn.add(Plan::Reply(reply), &shared, session.resp3).await;
+                                continue;
+                            }
+                            None => break 'conn,
+                        }
+                    }
                     if !turn.add(plan, &shared, session.resp3).await {
                         keep_open = false;
                         break;

@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod blocking;
 pub mod cmd;
 pub mod config;
 pub mod connection;

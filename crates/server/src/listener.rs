@@ -181,6 +181,7 @@ where
                 last_active_ms: Default::default(),
                 killed: Default::default(),
                 kill_notify: Default::default(),
+                blocked: Mutex::new(None),
             });
             clients.insert(id, handle.clone());
             Some(handle)

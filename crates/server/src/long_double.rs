@@ -42,6 +42,22 @@ impl LongDouble {
     pub fn is_infinite(&self) -> bool {
         self.inf
     }
+
+    /// The nearest `f64` (blocking timeouts need no more precision).
+    pub fn to_f64(&self) -> f64 {
+        let magnitude = if self.inf {
+            f64::INFINITY
+        } else if self.mant == 0 {
+            0.0
+        } else {
+            self.mant as f64 * 2f64.powi(self.exp.clamp(-4000, 4000) as i32)
+        };
+        if self.neg {
+            -magnitude
+        } else {
+            magnitude
+        }
+    }
 }
 
 /// An unsigned big integer, little-endian 32-bit limbs, no zero limb on

@@ -67,6 +67,9 @@ pub struct ClientHandle {
     pub killed: AtomicBool,
     /// Wakes the connection loop for a kill.
     pub kill_notify: Notify,
+    /// The blocking command it waits in (BLPOP...), for CLIENT UNBLOCK
+    /// and CLIENT LIST's `b` flag.
+    pub blocked: Mutex<Option<Arc<crate::blocking::Ticket>>>,
 }
 
 impl ClientHandle {
@@ -91,11 +94,16 @@ impl ClientHandle {
         let age = self.created.elapsed().as_secs();
         let idle_ms = (self.created.elapsed().as_millis() as u64)
             .saturating_sub(self.last_active_ms.load(Ordering::Relaxed));
-        let flags = if matches!(self.peer, Peer::Unix(_)) {
-            "U"
-        } else {
-            "N"
-        };
+        let mut flags = String::new();
+        if lock(&self.blocked).is_some() {
+            flags.push('b');
+        }
+        if matches!(self.peer, Peer::Unix(_)) {
+            flags.push('U');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         format!(
             "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,

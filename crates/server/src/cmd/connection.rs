@@ -270,6 +270,9 @@ pub enum Client {
     SetInfo,
     /// CLIENT HELP
     Help,
+    /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: the client, and whether it gets
+    /// an error rather than a timeout's reply.
+    Unblock(u64, crate::blocking::Cancel),
 }
 
 /// Which clients CLIENT KILL targets.
@@ -415,7 +418,22 @@ impl LocalCommand for Client {
                 }
                 Client::Kill(f)
             }
-            "ID" | "GETNAME" | "INFO" | "SETNAME" | "SETINFO" => {
+            "UNBLOCK" if n == 1 || n == 2 => {
+                let id = args.next()?;
+                let why = match args.next_opt().map(|r| upper(&r)) {
+                    None => crate::blocking::Cancel::Timeout,
+                    Some(r) if r == "TIMEOUT" => crate::blocking::Cancel::Timeout,
+                    Some(r) if r == "ERROR" => crate::blocking::Cancel::Error,
+                    Some(_) => {
+                        return Err(CommandError::Other(
+                            "CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into(),
+                        ))
+                    }
+                };
+                let id = crate::args::parse_i64(&id).ok_or(CommandError::NotInteger)?;
+                Client::Unblock(id as u64, why)
+            }
+            "ID" | "GETNAME" | "INFO" | "SETNAME" | "SETINFO" | "UNBLOCK" => {
                 return Err(wrong_client_arity(&sub.name))
             }
             _ => {
@@ -478,6 +496,11 @@ impl LocalCommand for Client {
                 .map(|l| Reply::Status((*l).to_string()))
                 .collect(),
             ),
+            Client::Unblock(id, why) => {
+                let target = lock(&s.shared.clients).get(&id).cloned();
+                let ticket = target.and_then(|c| lock(&c.blocked).clone());
+                Reply::Int(ticket.is_some_and(|t| t.unblock(why)) as i64)
+            }
             Client::Kill(f) => {
                 let clients = lock(&s.shared.clients);
                 let mut killed = 0;

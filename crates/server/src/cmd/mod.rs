@@ -17,7 +17,7 @@
 //! read the same whichever side it runs on.
 //!
 //! The families live one per file: [`strings`], [`bitmaps`], [`hashes`], [`sets`],
-//! [`keys`], [`connection`], [`server`], [`transactions`]. Each exports its
+//! [`lists`], [`keys`], [`connection`], [`server`], [`transactions`]. Each exports its
 //! own rows of the command table (`commands()`), next to the code they
 //! name; [`TABLE`] gathers them once, at start-up, and sorts them by name
 //! for lookups. A row is made by the trait's own constructor
@@ -29,6 +29,7 @@ pub mod bitmaps;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -60,6 +61,9 @@ pub enum Plan {
     Read(ReadFn, ReadNeeds),
     /// Run on the writer.
     Write(WriteOp<Reply>),
+    /// A blocking command (BLPOP...): tried on the writer, then waited on
+    /// until a push serves it or it times out (see `crate::blocking`).
+    Block(std::sync::Arc<dyn crate::blocking::Blocker>),
     /// A GET or MGET: answered from the engine's value cache when it holds
     /// the keys and this connection has no write in flight, else run on the
     /// read pool like any read.
@@ -115,6 +119,14 @@ pub trait WriteCommand: Sized + Send + 'static {
     /// storage failure) takes the whole group back (see the engine's
     /// `txn.rs`).
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError>;
+}
+
+/// A command that may block the client (BLPOP and friends): parsed like
+/// any command, then blocked on by the connection (see `crate::blocking`)
+/// or, inside EXEC, tried once.
+pub trait BlockingCommand: crate::blocking::Blocker + Sized {
+    /// Parses the arguments (after the command name).
+    fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
 }
 
 /// A command answered on the connection itself.
@@ -180,6 +192,11 @@ pub(crate) fn write_op<C: WriteCommand>(cmd: C) -> WriteOp<Reply> {
         Err(e) if !txn.wrote() => Ok(Reply::from(e)),
         Err(e) => Err(EngineError::Internal(e.to_string())),
     })
+}
+
+fn plan_block<C: BlockingCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let cmd = parse_all(args, s, C::parse)?;
+    Ok(Plan::Block(std::sync::Arc::new(cmd)))
 }
 
 fn plan_local<C: LocalCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
@@ -310,6 +327,27 @@ impl Spec {
         )
     }
 
+    /// The row of a [`BlockingCommand`]: a write that may block.
+    pub(crate) fn blocking<C: BlockingCommand>(
+        name: &'static str,
+        arity: i32,
+        flags: &'static [&'static str],
+        keys: [i32; 3],
+        group: &'static str,
+        summary: &'static str,
+    ) -> Spec {
+        Spec::row(
+            name,
+            arity,
+            Access::Write,
+            flags,
+            keys,
+            group,
+            summary,
+            plan_block::<C>,
+        )
+    }
+
     /// The row of a [`LocalCommand`].
     pub(crate) fn local<C: LocalCommand>(
         name: &'static str,
@@ -373,6 +411,7 @@ impl Table {
             connection::commands(),
             hashes::commands(),
             keys::commands(),
+            lists::commands(),
             server::commands(),
             sets::commands(),
             strings::commands(),

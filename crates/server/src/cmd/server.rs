@@ -208,9 +208,10 @@ impl ReadCommand for Info {
         if want("clients") {
             let _ = write!(
                 out,
-                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
                 lock(&sh.clients).len(),
                 sh.settings.maxclients.load(Ordering::Relaxed),
+                sh.engine.blocking().len(),
             );
         }
         if want("memory") {

@@ -299,6 +299,8 @@ impl LocalCommand for Exec {
                 Ok(Plan::Read(f, _)) => Step::Read(f),
                 Ok(Plan::Cached(read)) => Step::Read(read.into_read().0),
                 Ok(Plan::Write(op)) => Step::Write(op),
+                // Inside a transaction nothing blocks: one try (Redis's rule).
+                Ok(Plan::Block(blocker)) => Step::Write(crate::blocking::once(blocker)),
                 // SHUTDOWN, the one command that closes without a reply,
                 // is refused while queueing (`no_multi`); should another
                 // appear, it must not stop the server from inside EXEC.

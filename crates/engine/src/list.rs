@@ -1,0 +1,441 @@
+//! Lists: one row per element in `lists`, keyed by `(key id, position)`.
+//!
+//! A list is its elements in position order. Positions are integers spaced
+//! [`STEP`] apart, so both ends grow without touching what is already
+//! there: LPUSH writes its element at the head's position minus `STEP`,
+//! RPUSH at the tail's plus `STEP`, and LPOP/RPOP delete the first or last
+//! rows. Each of those finds its end with one descent of the primary key's
+//! b-tree, however long the list, and the count kept in the key row makes
+//! LLEN one row read. LINDEX, LSET and LRANGE walk from whichever end is
+//! nearer (O(distance), as a Redis quicklist does).
+//!
+//! LINSERT puts its element halfway between the pivot and its neighbour.
+//! When two neighbours have no integer left between them (twenty inserts
+//! at one spot), or a push would run past [`LIMIT`] (trillions of pushes
+//! at one end), the list is renumbered: read, deleted and written back
+//! with fresh spacing, O(n) once, which is LINSERT's own complexity and
+//! amortises to nothing for pushes. LREM and LPOS scan, as in Redis; LTRIM
+//! deletes the trimmed ends by position range.
+//!
+//! Every write opens the key through the gate in `keyspace.rs`, which also
+//! deletes the key when its last element goes.
+
+use rusqlite::{params, OptionalExtension};
+
+use crate::error::Result;
+use crate::keyspace::{KeyRow, Slot};
+use crate::txn::Txn;
+use crate::view::View;
+
+/// The distance between neighbouring positions when they are written by a
+/// push or a renumbering.
+pub const STEP: i64 = 1 << 20;
+
+/// Positions stay within `-LIMIT..=LIMIT`, so the difference of two never
+/// overflows.
+pub const LIMIT: i64 = 1 << 61;
+
+/// Which end of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The head (LEFT, index 0).
+    Left,
+    /// The tail (RIGHT, index -1).
+    Right,
+}
+
+/// Redis's reading of a `start stop` range over `len` elements (LRANGE,
+/// LTRIM): negative indexes count from the end, and the result is the
+/// inclusive index range, or `None` when it is empty.
+pub fn range_indexes(len: i64, start: i64, stop: i64) -> Option<(i64, i64)> {
+    let mut start = if start < 0 { len + start } else { start };
+    let mut stop = if stop < 0 { len + stop } else { stop };
+    if start < 0 {
+        start = 0;
+    }
+    if start > stop || start >= len {
+        return None;
+    }
+    if stop >= len {
+        stop = len - 1;
+    }
+    Some((start, stop))
+}
+
+/// Where LPOS looks and what it collects.
+#[derive(Debug, Clone, Copy)]
+pub struct Seek {
+    /// The match to start from: 1 the first, -1 the first from the tail.
+    pub rank: i64,
+    /// How many matches to collect (0: all).
+    pub count: i64,
+    /// How many elements to examine at most (0: all).
+    pub maxlen: i64,
+}
+
+impl View<'_, '_> {
+    /// The position and value of the element at index `i` (0-based, within
+    /// `0..len`), walking from the nearer end.
+    fn list_at(&self, id: i64, len: i64, i: i64) -> Result<Option<(i64, Vec<u8>)>> {
+        let (sql, offset) = if i <= len - 1 - i {
+            (
+                "SELECT pos, value FROM lists WHERE id = ?1 ORDER BY pos LIMIT 1 OFFSET ?2",
+                i,
+            )
+        } else {
+            (
+                "SELECT pos, value FROM lists WHERE id = ?1 ORDER BY pos DESC LIMIT 1 OFFSET ?2",
+                len - 1 - i,
+            )
+        };
+        Ok(self
+            .stmt(sql)?
+            .query_row(params![id, offset], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    }
+
+    /// The element at `index` (LINDEX; negative counts from the tail).
+    pub fn list_index(&self, row: &KeyRow, index: i64) -> Result<Option<Vec<u8>>> {
+        let i = if index < 0 {
+            row.count.checked_add(index).unwrap_or(-1)
+        } else {
+            index
+        };
+        if i < 0 || i >= row.count {
+            return Ok(None);
+        }
+        Ok(self.list_at(row.id, row.count, i)?.map(|(_, v)| v))
+    }
+
+    /// The elements from `start` to `stop` inclusive, Redis's way (LRANGE),
+    /// read from the nearer end.
+    pub fn list_range(&self, row: &KeyRow, start: i64, stop: i64) -> Result<Vec<Vec<u8>>> {
+        let Some((start, stop)) = range_indexes(row.count, start, stop) else {
+            return Ok(Vec::new());
+        };
+        let n = stop - start + 1;
+        if start <= row.count - 1 - stop {
+            let mut stmt =
+                self.stmt("SELECT value FROM lists WHERE id = ?1 ORDER BY pos LIMIT ?3 OFFSET ?2")?;
+            let rows = stmt.query_map(params![row.id, start, n], |r| r.get(0))?;
+            Ok(rows.collect::<std::result::Result<_, _>>()?)
+        } else {
+            let mut stmt = self.stmt(
+                "SELECT value FROM lists WHERE id = ?1 ORDER BY pos DESC LIMIT ?3 OFFSET ?2",
+            )?;
+            let rows = stmt.query_map(params![row.id, row.count - 1 - stop, n], |r| r.get(0))?;
+            let mut out: Vec<Vec<u8>> = rows.collect::<std::result::Result<_, _>>()?;
+            out.reverse();
+            Ok(out)
+        }
+    }
+
+    /// Every element, head first (SORT).
+    pub fn list_all(&self, id: i64) -> Result<Vec<Vec<u8>>> {
+        let mut stmt = self.stmt("SELECT value FROM lists WHERE id = ?1 ORDER BY pos")?;
+        let rows = stmt.query_map([id], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// The indexes of `element` as LPOS finds them: from the head for a
+    /// positive rank, from the tail for a negative one, skipping the first
+    /// `|rank| - 1` matches, examining at most `maxlen` elements.
+    pub fn list_positions(&self, row: &KeyRow, element: &[u8], seek: Seek) -> Result<Vec<i64>> {
+        let from_tail = seek.rank < 0;
+        let rank = seek.rank.unsigned_abs();
+        let sql = if from_tail {
+            "SELECT value = ?2 FROM lists WHERE id = ?1 ORDER BY pos DESC"
+        } else {
+            "SELECT value = ?2 FROM lists WHERE id = ?1 ORDER BY pos"
+        };
+        let mut stmt = self.stmt(sql)?;
+        let mut rows = stmt.query(params![row.id, element])?;
+        let mut out = Vec::new();
+        let (mut index, mut matches) = (0i64, 0u64);
+        while let Some(r) = rows.next()? {
+            if seek.maxlen != 0 && index >= seek.maxlen {
+                break;
+            }
+            if r.get::<_, bool>(0)? {
+                matches += 1;
+                if matches >= rank {
+                    out.push(if from_tail {
+                        row.count - index - 1
+                    } else {
+                        index
+                    });
+                    if seek.count != 0 && out.len() as i64 >= seek.count {
+                        break;
+                    }
+                }
+            }
+            index += 1;
+        }
+        Ok(out)
+    }
+}
+
+impl Txn<'_, '_> {
+    /// The position of the head or tail element of the list under `id`.
+    fn list_end(&self, id: i64, end: End) -> Result<Option<i64>> {
+        let sql = match end {
+            End::Left => "SELECT pos FROM lists WHERE id = ?1 ORDER BY pos LIMIT 1",
+            End::Right => "SELECT pos FROM lists WHERE id = ?1 ORDER BY pos DESC LIMIT 1",
+        };
+        Ok(self.stmt(sql)?.query_row([id], |r| r.get(0)).optional()?)
+    }
+
+    /// Writes the list under `id` back with fresh spacing, centred on 0.
+    fn list_renumber(&mut self, id: i64) -> Result<()> {
+        let values = self.list_all(id)?;
+        self.stmt("DELETE FROM lists WHERE id = ?1")?
+            .execute([id])?;
+        let first = -(values.len() as i64 / 2) * STEP;
+        for (i, v) in values.iter().enumerate() {
+            self.stmt("INSERT INTO lists (id, pos, value) VALUES (?1, ?2, ?3)")?
+                .execute(params![id, first + i as i64 * STEP, v])?;
+        }
+        Ok(())
+    }
+
+    /// Pushes `values` one after the other at `end` of an opened list
+    /// (LPUSH, RPUSH, and the push half of LMOVE), creating the key if
+    /// needed. Returns the new length.
+    pub fn list_push<V: AsRef<[u8]>>(
+        &mut self,
+        slot: &mut Slot<'_>,
+        values: &[V],
+        end: End,
+    ) -> Result<i64> {
+        if values.is_empty() {
+            return Ok(slot.len());
+        }
+        let id = self.slot_id(slot)?;
+        let n = values.len() as i64;
+        let dir = match end {
+            End::Left => -1,
+            End::Right => 1,
+        };
+        let mut last = self.list_end(id, end)?;
+        if let Some(p) = last {
+            // Room for every new position inside the limit?
+            if (dir < 0 && p - n.saturating_mul(STEP) < -LIMIT)
+                || (dir > 0 && p + n.saturating_mul(STEP) > LIMIT)
+            {
+                self.list_renumber(id)?;
+                last = self.list_end(id, end)?;
+            }
+        }
+        let mut pos = match last {
+            Some(p) => p + dir * STEP,
+            None => 0,
+        };
+        for v in values {
+            self.stmt("INSERT INTO lists (id, pos, value) VALUES (?1, ?2, ?3)")?
+                .execute(params![id, pos, v.as_ref()])?;
+            pos += dir * STEP;
+        }
+        self.settle(slot, n, 0)?;
+        Ok(slot.len())
+    }
+
+    /// Removes up to `count` elements from `end` of an opened list (LPOP,
+    /// RPOP, and the pops of LMOVE, LMPOP and the blocking commands), in
+    /// the order they leave. The key goes with its last element.
+    pub fn list_pop(&mut self, slot: &mut Slot<'_>, end: End, count: i64) -> Result<Vec<Vec<u8>>> {
+        let Some(row) = slot.row() else {
+            return Ok(Vec::new());
+        };
+        if count <= 0 {
+            return Ok(Vec::new());
+        }
+        let sql = match end {
+            End::Left => "SELECT pos, value FROM lists WHERE id = ?1 ORDER BY pos LIMIT ?2",
+            End::Right => "SELECT pos, value FROM lists WHERE id = ?1 ORDER BY pos DESC LIMIT ?2",
+        };
+        let rows: Vec<(i64, Vec<u8>)> = {
+            let mut stmt = self.stmt(sql)?;
+            let rows = stmt.query_map(params![row.id, count], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        let Some(&(boundary, _)) = rows.last() else {
+            return Ok(Vec::new());
+        };
+        self.changing(slot.db, slot.key);
+        let delete = match end {
+            End::Left => "DELETE FROM lists WHERE id = ?1 AND pos <= ?2",
+            End::Right => "DELETE FROM lists WHERE id = ?1 AND pos >= ?2",
+        };
+        self.stmt(delete)?.execute(params![row.id, boundary])?;
+        self.settle(slot, -(rows.len() as i64), 0)?;
+        Ok(rows.into_iter().map(|(_, v)| v).collect())
+    }
+
+    /// Replaces the element at `index` (LSET). Returns false when the index
+    /// is out of range.
+    pub fn list_set(&mut self, slot: &mut Slot<'_>, index: i64, value: &[u8]) -> Result<bool> {
+        let Some(row) = slot.row() else {
+            return Ok(false);
+        };
+        let i = if index < 0 {
+            row.count.checked_add(index).unwrap_or(-1)
+        } else {
+            index
+        };
+        if i < 0 || i >= row.count {
+            return Ok(false);
+        }
+        let Some((pos, _)) = self.list_at(row.id, row.count, i)? else {
+            return Ok(false);
+        };
+        self.changing(slot.db, slot.key);
+        self.stmt("UPDATE lists SET value = ?3 WHERE id = ?1 AND pos = ?2")?
+            .execute(params![row.id, pos, value])?;
+        Ok(true)
+    }
+
+    /// Keeps only the elements from `start` to `stop` (LTRIM).
+    pub fn list_trim(&mut self, slot: &mut Slot<'_>, start: i64, stop: i64) -> Result<()> {
+        let Some(row) = slot.row() else {
+            return Ok(());
+        };
+        let Some((start, stop)) = range_indexes(row.count, start, stop) else {
+            self.changing(slot.db, slot.key);
+            self.stmt("DELETE FROM lists WHERE id = ?1")?
+                .execute([row.id])?;
+            return self.settle(slot, -row.count, 0);
+        };
+        let (ltrim, rtrim) = (start, row.count - 1 - stop);
+        if ltrim == 0 && rtrim == 0 {
+            return Ok(());
+        }
+        self.changing(slot.db, slot.key);
+        if ltrim > 0 {
+            if let Some((first_kept, _)) = self.list_at(row.id, row.count, start)? {
+                self.stmt("DELETE FROM lists WHERE id = ?1 AND pos < ?2")?
+                    .execute(params![row.id, first_kept])?;
+            }
+        }
+        if rtrim > 0 {
+            if let Some((last_kept, _)) = self.list_at(row.id, row.count, stop)? {
+                self.stmt("DELETE FROM lists WHERE id = ?1 AND pos > ?2")?
+                    .execute(params![row.id, last_kept])?;
+            }
+        }
+        self.settle(slot, -(ltrim + rtrim), 0)
+    }
+
+    /// Removes elements equal to `value` (LREM): the first `count` from the
+    /// head for a positive count, from the tail for a negative one, all of
+    /// them for 0. Returns how many went.
+    pub fn list_remove(&mut self, slot: &mut Slot<'_>, count: i64, value: &[u8]) -> Result<i64> {
+        let Some(row) = slot.row() else {
+            return Ok(0);
+        };
+        let removed = if count == 0 {
+            let n = self
+                .stmt("DELETE FROM lists WHERE id = ?1 AND value = ?2")?
+                .execute(params![row.id, value])? as i64;
+            if n > 0 {
+                self.changing(slot.db, slot.key);
+            }
+            n
+        } else {
+            let sql = if count > 0 {
+                "SELECT pos FROM lists WHERE id = ?1 AND value = ?2 ORDER BY pos LIMIT ?3"
+            } else {
+                "SELECT pos FROM lists WHERE id = ?1 AND value = ?2 ORDER BY pos DESC LIMIT ?3"
+            };
+            let positions: Vec<i64> = {
+                let mut stmt = self.stmt(sql)?;
+                let rows = stmt.query_map(
+                    params![
+                        row.id,
+                        value,
+                        count.unsigned_abs().min(i64::MAX as u64) as i64
+                    ],
+                    |r| r.get(0),
+                )?;
+                rows.collect::<std::result::Result<_, _>>()?
+            };
+            if !positions.is_empty() {
+                self.changing(slot.db, slot.key);
+            }
+            for pos in &positions {
+                self.stmt("DELETE FROM lists WHERE id = ?1 AND pos = ?2")?
+                    .execute(params![row.id, pos])?;
+            }
+            positions.len() as i64
+        };
+        self.settle(slot, -removed, 0)?;
+        Ok(removed)
+    }
+
+    /// Inserts `value` before or after the first element equal to `pivot`
+    /// (LINSERT). Returns the new length, or -1 when there is no such
+    /// element (0 when the key does not exist).
+    pub fn list_insert(
+        &mut self,
+        slot: &mut Slot<'_>,
+        before: bool,
+        pivot: &[u8],
+        value: &[u8],
+    ) -> Result<i64> {
+        let Some(row) = slot.row() else {
+            return Ok(0);
+        };
+        // At most two rounds: a renumbering always leaves room.
+        for _ in 0..2 {
+            let found: Option<i64> = self
+                .stmt("SELECT pos FROM lists WHERE id = ?1 AND value = ?2 ORDER BY pos LIMIT 1")?
+                .query_row(params![row.id, pivot], |r| r.get(0))
+                .optional()?;
+            let Some(p) = found else {
+                return Ok(-1);
+            };
+            let neighbour: Option<i64> = if before {
+                self.stmt("SELECT max(pos) FROM lists WHERE id = ?1 AND pos < ?2")?
+                    .query_row(params![row.id, p], |r| r.get(0))?
+            } else {
+                self.stmt("SELECT min(pos) FROM lists WHERE id = ?1 AND pos > ?2")?
+                    .query_row(params![row.id, p], |r| r.get(0))?
+            };
+            let pos = match neighbour {
+                Some(q) if (q - p).abs() >= 2 => Some(p + (q - p) / 2),
+                Some(_) => None,
+                None if before && p - STEP >= -LIMIT => Some(p - STEP),
+                None if !before && p + STEP <= LIMIT => Some(p + STEP),
+                None => None,
+            };
+            let Some(pos) = pos else {
+                self.changing(slot.db, slot.key);
+                self.list_renumber(row.id)?;
+                continue;
+            };
+            self.changing(slot.db, slot.key);
+            self.stmt("INSERT INTO lists (id, pos, value) VALUES (?1, ?2, ?3)")?
+                .execute(params![row.id, pos, value])?;
+            self.settle(slot, 1, 0)?;
+            return Ok(slot.len());
+        }
+        Err(crate::error::EngineError::Internal(
+            "list positions exhausted after renumbering".into(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range_indexes;
+
+    #[test]
+    fn ranges_read_as_redis_reads_them() {
+        assert_eq!(range_indexes(5, 0, -1), Some((0, 4)));
+        assert_eq!(range_indexes(5, -100, 100), Some((0, 4)));
+        assert_eq!(range_indexes(5, 3, 1), None);
+        assert_eq!(range_indexes(5, 5, 10), None);
+        assert_eq!(range_indexes(5, -2, -1), Some((3, 4)));
+        assert_eq!(range_indexes(0, 0, -1), None);
+        assert_eq!(range_indexes(5, i64::MIN, i64::MAX), Some((0, 4)));
+    }
+}
