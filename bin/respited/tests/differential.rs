@@ -1439,6 +1439,26 @@ const TRANSACTIONS: &[&str] = &[
 /// FLUSHDB that finds the key missing do not), and EXEC, DISCARD and
 /// UNWATCH end every watch.
 const WATCHES: &[&str] = &[
+    // Writes that change nothing leave a WATCH alone, as in Redis (an SADD
+    // of a member already there broke it: found by the random pipelines),
+    // except LTRIM, which Redis counts as a change whatever it trims.
+    "SADD wset a",
+    "RPUSH wlist a b",
+    "WATCH wset wlist",
+    "SADD wset a",
+    "SREM wset nosuch",
+    "LREM wlist 0 nosuch",
+    "LINSERT wlist BEFORE nosuch x",
+    "LPOP wlist 0",
+    "MULTI",
+    "SET wx0 1",
+    "EXEC",
+    "WATCH wlist",
+    "LTRIM wlist 0 -1",
+    "MULTI",
+    "SET wx0 2",
+    "EXEC",
+    "GET wx0",
     // A watched key that expires fails EXEC; one missing at WATCH does not.
     "SET wexp v PX 100",
     "WATCH wexp wmissing",
@@ -1937,9 +1957,252 @@ fn sets() {
 }
 
 #[test]
+fn lists() {
+    check(&[LISTS]);
+}
+
+#[test]
 fn key_commands_on_every_type() {
     check(&[TYPES_ON_KEYS, OBJECT_AND_SWAPDB]);
 }
+
+const LISTS: &[&str] = &[
+    "LPUSH l a b c",
+    "RPUSH l d e f",
+    "LRANGE l 0 -1",
+    "LLEN l",
+    "LLEN nokey",
+    "LPUSH l",
+    "LPUSHX nokey a",
+    "RPUSHX nokey a",
+    "EXISTS nokey",
+    "LPUSHX l x1 x2",
+    "RPUSHX l y1",
+    "LRANGE l 0 -1",
+    "LRANGE l -3 -1",
+    "LRANGE l 2 1",
+    "LRANGE l 100 200",
+    "LRANGE l -100 100",
+    "LRANGE l 0 -100",
+    "LRANGE l a 1",
+    "LRANGE l 0 b",
+    "LRANGE nokey 0 -1",
+    "LRANGE l 9223372036854775807 -9223372036854775808",
+    "LINDEX l 0",
+    "LINDEX l -1",
+    "LINDEX l 3",
+    "LINDEX l -4",
+    "LINDEX l 100",
+    "LINDEX l -100",
+    "LINDEX l abc",
+    "LINDEX nokey abc",
+    "LINDEX l -9223372036854775808",
+    "LSET l 0 first",
+    "LSET l -1 last",
+    "LSET l 4 middle",
+    "LSET l 100 x",
+    "LSET l -100 x",
+    "LSET l abc x",
+    "LSET nokey 0 x",
+    "LSET nokey abc x",
+    "LRANGE l 0 -1",
+    "LPOP l",
+    "RPOP l",
+    "LPOP l 2",
+    "RPOP l 2",
+    "LPOP l 0",
+    "RPOP l 0",
+    "LPOP l -1",
+    "LPOP l abc",
+    "LPOP l 1 2",
+    "LPOP nokey",
+    "LPOP nokey 2",
+    "LPOP nokey 0",
+    "LRANGE l 0 -1",
+    "LPOP l 100",
+    "EXISTS l",
+    "RPUSH r 1 2 3 2 1 2 3",
+    "LREM r 2 2",
+    "LRANGE r 0 -1",
+    "LREM r -1 3",
+    "LRANGE r 0 -1",
+    "LREM r 0 1",
+    "LRANGE r 0 -1",
+    "LREM r 0 nosuch",
+    "LREM r abc 1",
+    "LREM nokey 0 1",
+    "LREM r 0 2",
+    "LREM r 0 3",
+    "EXISTS r",
+    "RPUSH i a b c",
+    "LINSERT i BEFORE b x",
+    "LINSERT i after b y",
+    "LINSERT i BEFORE a head",
+    "LINSERT i AFTER c tail",
+    "LINSERT i BEFORE nosuch z",
+    "LINSERT i SIDEWAYS a z",
+    "LINSERT nokey BEFORE a z",
+    "LINSERT nokey SIDEWAYS a z",
+    "LRANGE i 0 -1",
+    "LINSERT i AFTER x 1",
+    "LINSERT i AFTER x 2",
+    "LINSERT i AFTER x 3",
+    "LINSERT i AFTER x 4",
+    "LINSERT i AFTER x 5",
+    "LINSERT i AFTER x 6",
+    "LINSERT i AFTER x 7",
+    "LINSERT i AFTER x 8",
+    "LINSERT i AFTER x 9",
+    "LINSERT i AFTER x 10",
+    "LINSERT i AFTER x 11",
+    "LINSERT i AFTER x 12",
+    "LINSERT i AFTER x 13",
+    "LINSERT i AFTER x 14",
+    "LINSERT i AFTER x 15",
+    "LINSERT i AFTER x 16",
+    "LINSERT i AFTER x 17",
+    "LINSERT i AFTER x 18",
+    "LINSERT i AFTER x 19",
+    "LINSERT i AFTER x 20",
+    "LINSERT i AFTER x 21",
+    "LINSERT i AFTER x 22",
+    "LINSERT i BEFORE x 23",
+    "LINSERT i BEFORE x 24",
+    "LRANGE i 0 -1",
+    "LINDEX i 13",
+    "RPUSH t 0 1 2 3 4 5 6 7 8 9",
+    "LTRIM t 1 -2",
+    "LRANGE t 0 -1",
+    "LTRIM t -3 100",
+    "LRANGE t 0 -1",
+    "LTRIM t 0 0",
+    "LRANGE t 0 -1",
+    "LTRIM t 5 1",
+    "EXISTS t",
+    "LTRIM nokey 0 1",
+    "LTRIM t a 1",
+    "RPUSH p a b c 1 2 3 c c",
+    "LPOS p c",
+    "LPOS p c RANK 2",
+    "LPOS p c RANK -1",
+    "LPOS p c RANK -2",
+    "LPOS p c COUNT 0",
+    "LPOS p c COUNT 2",
+    "LPOS p c RANK -1 COUNT 2",
+    "LPOS p c COUNT 0 MAXLEN 4",
+    "LPOS p c MAXLEN 2",
+    "LPOS p c RANK 5",
+    "LPOS p c RANK 5 COUNT 1",
+    "LPOS p nosuch",
+    "LPOS p nosuch COUNT 1",
+    "LPOS nokey a",
+    "LPOS nokey a COUNT 1",
+    "LPOS p c RANK 0",
+    "LPOS p c RANK abc",
+    "LPOS p c COUNT -1",
+    "LPOS p c COUNT abc",
+    "LPOS p c MAXLEN -1",
+    "LPOS p c MAXLEN abc",
+    "LPOS p c RANK",
+    "LPOS p c FOO 1",
+    "LPOS p c COUNT 1 COUNT 2",
+    "RPUSH src a b c",
+    "LMOVE src dst LEFT RIGHT",
+    "LMOVE src dst RIGHT LEFT",
+    "LMOVE src dst left left",
+    "LRANGE dst 0 -1",
+    "EXISTS src",
+    "LMOVE src dst LEFT RIGHT",
+    "LMOVE dst dst LEFT RIGHT",
+    "LRANGE dst 0 -1",
+    "LMOVE dst dst UP RIGHT",
+    "RPOPLPUSH dst other",
+    "RPOPLPUSH nokey other",
+    "LRANGE other 0 -1",
+    "SET str v",
+    "LMOVE dst str LEFT RIGHT",
+    "LMOVE str dst LEFT RIGHT",
+    "LMOVE nokey str LEFT RIGHT",
+    "RPOPLPUSH dst str",
+    "LRANGE dst 0 -1",
+    "LPUSH str a",
+    "RPUSH str a",
+    "LPUSHX str a",
+    "LPOP str",
+    "LRANGE str 0 -1",
+    "LINDEX str 0",
+    "LLEN str",
+    "LSET str 0 a",
+    "LREM str 0 a",
+    "LTRIM str 0 1",
+    "LINSERT str BEFORE a b",
+    "LPOS str a",
+    "RPUSH m1 a b c",
+    "RPUSH m2 d e",
+    "LMPOP 2 nokey m1 LEFT",
+    "LMPOP 2 m2 m1 RIGHT COUNT 5",
+    "LMPOP 2 m2 m1 RIGHT COUNT 5",
+    "LMPOP 1 m1 LEFT COUNT 1",
+    "LMPOP 2 nokey nokey2 LEFT",
+    "LMPOP 0 m1 LEFT",
+    "LMPOP -1 m1 LEFT",
+    "LMPOP abc m1 LEFT",
+    "LMPOP 3 m1 LEFT",
+    "LMPOP 1 m1 UP",
+    "LMPOP 1 m1 LEFT COUNT 0",
+    "LMPOP 1 m1 LEFT COUNT abc",
+    "LMPOP 1 m1 LEFT COUNT 1 COUNT 2",
+    "LMPOP 1 m1 LEFT FOO",
+    "LMPOP 1 str LEFT",
+    "LMPOP 2 m1 str LEFT",
+    "RPUSH b1 x y",
+    "BLPOP b1 0",
+    "BRPOP nokey b1 0",
+    "BLPOP nokey 0.01",
+    "BRPOP nokey 0.01",
+    "BLPOP b1 abc",
+    "BLPOP b1 -1",
+    "BLPOP str 0",
+    "BLPOP nokey str 0",
+    "RPUSH b1 x y",
+    "BLMOVE b1 b2 LEFT RIGHT 0",
+    "BLMOVE b1 b2 UP RIGHT 0",
+    "BLMOVE b1 b2 LEFT RIGHT abc",
+    "BRPOPLPUSH b1 b2 0",
+    "BRPOPLPUSH b1 b2 0.01",
+    "BLMOVE nokey b2 LEFT RIGHT 0.01",
+    "LRANGE b2 0 -1",
+    "BLMOVE b2 str LEFT RIGHT 0",
+    "BLMPOP 0 1 b2 LEFT COUNT 5",
+    "BLMPOP 0.01 1 b2 LEFT",
+    "BLMPOP abc 1 b2 LEFT",
+    "BLMPOP 0 0 b2 LEFT",
+    "BLMPOP 0 1 b2 UP",
+    "BLMPOP -1 1 b2 LEFT",
+    "RPUSH e a",
+    "MULTI",
+    "BLPOP nokey 0",
+    "BRPOP e 0",
+    "BLMOVE nokey x LEFT LEFT 0",
+    "BLMPOP 0 1 nokey LEFT",
+    "EXEC",
+    "RPUSH enc a",
+    "OBJECT ENCODING enc",
+    "TYPE enc",
+    "@quiet HELLO 3",
+    "RPUSH r3 a b c",
+    "LRANGE r3 0 -1",
+    "LPOP r3 1",
+    "LPOP nokey 1",
+    "LPOP nokey",
+    "LPOS r3 b COUNT 0",
+    "LMPOP 1 r3 LEFT",
+    "LMPOP 1 nokey LEFT",
+    "BLPOP nokey 0.01",
+    "BLMOVE nokey x LEFT LEFT 0.01",
+    "RPUSH r3 z",
+    "BRPOP r3 0",
+];
 
 const OBJECT_AND_SWAPDB: &[&str] = &[
     "SET i 12345",
@@ -2667,6 +2930,113 @@ fn random_command(rng: &mut impl rand::Rng) -> Vec<Vec<u8>> {
 /// commands, so wrong types meet), with counts that probe the edges:
 /// negative, zero, huge. SPOP always pops everything or nothing, so both
 /// servers keep the same state.
+/// A random list command (blocking ones with a short timeout, so a
+/// single connection never waits long).
+fn random_list_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8>> {
+    const ELEMENTS: [&str; 5] = ["a", "b", "c", "1", ""];
+    const INDEXES: [&str; 9] = [
+        "0",
+        "1",
+        "-1",
+        "2",
+        "-3",
+        "100",
+        "-100",
+        "abc",
+        "9223372036854775807",
+    ];
+    const ENDS: [&str; 3] = ["LEFT", "RIGHT", "UP"];
+    let pick = |rng: &mut dyn rand::RngCore, from: &[&str]| {
+        from[(rng.next_u32() as usize) % from.len()]
+            .as_bytes()
+            .to_vec()
+    };
+    let w = |s: &str| s.as_bytes().to_vec();
+    let k = |rng: &mut dyn rand::RngCore| pick(rng, keys);
+    let e = |rng: &mut dyn rand::RngCore| pick(rng, &ELEMENTS);
+    let i = |rng: &mut dyn rand::RngCore| pick(rng, &INDEXES);
+    match rng.next_u32() % 16 {
+        0..=2 => {
+            let names = ["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"];
+            let mut c = vec![pick(rng, &names), k(rng)];
+            for _ in 0..1 + rng.next_u32() % 4 {
+                c.push(e(rng));
+            }
+            c
+        }
+        3 => {
+            let mut c = vec![pick(rng, &["LPOP", "RPOP"]), k(rng)];
+            if rng.next_u32().is_multiple_of(2) {
+                c.push(pick(rng, &["0", "1", "2", "10", "-1", "abc"]));
+            }
+            c
+        }
+        4 => vec![pick(rng, &["LLEN", "TYPE"]), k(rng)],
+        5 => vec![w("LRANGE"), k(rng), i(rng), i(rng)],
+        6 => vec![w("LINDEX"), k(rng), i(rng)],
+        7 => vec![w("LSET"), k(rng), i(rng), e(rng)],
+        8 => vec![w("LTRIM"), k(rng), i(rng), i(rng)],
+        9 => vec![w("LREM"), k(rng), i(rng), e(rng)],
+        10 => vec![
+            w("LINSERT"),
+            k(rng),
+            pick(rng, &["BEFORE", "AFTER", "x"]),
+            e(rng),
+            e(rng),
+        ],
+        11 => {
+            let mut c = vec![w("LPOS"), k(rng), e(rng)];
+            for _ in 0..rng.next_u32() % 3 {
+                c.push(pick(rng, &["RANK", "COUNT", "MAXLEN"]));
+                c.push(pick(rng, &["1", "2", "-1", "0", "3"]));
+            }
+            c
+        }
+        12 => {
+            if rng.next_u32().is_multiple_of(2) {
+                vec![
+                    w("LMOVE"),
+                    k(rng),
+                    k(rng),
+                    pick(rng, &ENDS),
+                    pick(rng, &ENDS),
+                ]
+            } else {
+                vec![w("RPOPLPUSH"), k(rng), k(rng)]
+            }
+        }
+        13 => {
+            let mut c = vec![w("LMPOP"), w("2"), k(rng), k(rng), pick(rng, &ENDS)];
+            if rng.next_u32().is_multiple_of(2) {
+                c.extend([w("COUNT"), pick(rng, &["1", "3", "0"])]);
+            }
+            c
+        }
+        14 => {
+            let mut c = vec![pick(rng, &["BLPOP", "BRPOP"]), k(rng)];
+            if rng.next_u32().is_multiple_of(2) {
+                c.push(k(rng));
+            }
+            c.push(w("0.01"));
+            c
+        }
+        _ => {
+            if rng.next_u32().is_multiple_of(2) {
+                vec![
+                    w("BLMOVE"),
+                    k(rng),
+                    k(rng),
+                    pick(rng, &ENDS),
+                    pick(rng, &ENDS),
+                    w("0.01"),
+                ]
+            } else {
+                vec![w("BLMPOP"), w("0.01"), w("1"), k(rng), pick(rng, &ENDS)]
+            }
+        }
+    }
+}
+
 fn random_type_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8>> {
     const FIELDS: [&str; 5] = ["a", "b", "c", "1", "2"];
     const VALUES: [&str; 8] = [
@@ -2705,7 +3075,7 @@ fn random_type_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8
             .map(|_| each(rng))
             .collect::<Vec<_>>()
     };
-    let mut c = match rng.next_u32() % 24 {
+    let mut c = match rng.next_u32() % 27 {
         0 | 1 => {
             let mut c = vec![w(["HSET", "HMSET"][(rng.next_u32() % 2) as usize]), k(rng)];
             for _ in 0..1 + rng.next_u32() % 3 {
@@ -2780,6 +3150,7 @@ fn random_type_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8
         }
         18 => vec![w("OBJECT"), w("ENCODING"), k(rng)],
         19..=21 => random_bit_command(rng, keys),
+        22..=24 => random_list_command(rng, keys),
         _ => vec![w("SADD"), k(rng), pick(rng, &VALUES)],
     };
     if rng.next_u32().is_multiple_of(25) {
@@ -2960,7 +3331,9 @@ fn equivalent(cmd: &[Vec<u8>], ours: &Reply, theirs: &Reply) -> bool {
             string(ours) && string(theirs)
         }
         "TTL" | "PTTL" | "EXPIRETIME" | "PEXPIRETIME" => match (ours.int(), theirs.int()) {
-            (Some(a), Some(b)) => (a - b).abs() <= 2,
+            // Loose enough for a loaded machine, where the two servers run
+            // the command that set the expiry milliseconds apart.
+            (Some(a), Some(b)) => (a - b).abs() <= 50,
             _ => false,
         },
         _ => false,
@@ -2995,10 +3368,11 @@ fn random_command_sequences_match_redis() {
             let (ours, theirs) = pair.both(&cmd);
             if !equivalent(&cmd, &ours, &theirs) {
                 bad.push(format!(
-                    "seed {seed}, command {i}: {}\n  respite: {}\n  redis:   {}",
+                    "seed {seed}, command {i}: {}\n  respite: {}\n  redis:   {}\n  after:\n    {}",
                     history[i],
                     show(&ours.raw),
-                    show(&theirs.raw)
+                    show(&theirs.raw),
+                    history[i.saturating_sub(10)..i].join("\n    ")
                 ));
                 break;
             }
@@ -3008,6 +3382,7 @@ fn random_command_sequences_match_redis() {
                     let contents = match &kind.0.raw[..] {
                         b"+hash\r\n" => Some(pair.both(&words(&format!("HGETALL {key}")))),
                         b"+set\r\n" => Some(pair.both(&words(&format!("SMEMBERS {key}")))),
+                        b"+list\r\n" => Some(pair.both(&words(&format!("LRANGE {key} 0 -1")))),
                         _ => None,
                     };
                     let same_contents = contents.as_ref().is_none_or(|(a, b)| {

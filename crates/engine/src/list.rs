@@ -306,10 +306,12 @@ impl Txn<'_, '_> {
             return self.settle(slot, -row.count, 0);
         };
         let (ltrim, rtrim) = (start, row.count - 1 - stop);
+        // Redis signals the key as modified even when nothing is trimmed
+        // (a WATCH on it breaks), so this does too.
+        self.changing(slot.db, slot.key);
         if ltrim == 0 && rtrim == 0 {
             return Ok(());
         }
-        self.changing(slot.db, slot.key);
         if ltrim > 0 {
             if let Some((first_kept, _)) = self.list_at(row.id, row.count, start)? {
                 self.stmt("DELETE FROM lists WHERE id = ?1 AND pos < ?2")?

@@ -124,7 +124,13 @@ impl View<'_, '_> {
 impl Txn<'_, '_> {
     /// Adds members to an opened set (SADD). Returns how many were new.
     pub fn set_add<M: AsRef<[u8]>>(&mut self, slot: &mut Slot<'_>, members: &[M]) -> Result<i64> {
-        let id = self.slot_id(slot)?;
+        // An SADD of members that are all there already changes nothing,
+        // and must not look like a change to WATCH (as in Redis): the key
+        // is noted as changing only once a member is really added.
+        let (id, existed) = match slot.row() {
+            Some(row) => (row.id, true),
+            None => (self.slot_id(slot)?, false),
+        };
         let mut added = 0;
         let mut flags = 0;
         for member in members {
@@ -133,6 +139,9 @@ impl Txn<'_, '_> {
                 .stmt("INSERT OR IGNORE INTO sets (id, member) VALUES (?1, ?2)")?
                 .execute(params![id, member])?;
             if n == 1 {
+                if existed && added == 0 {
+                    self.changing(slot.db, slot.key);
+                }
                 added += 1;
                 if !is_intset_member(member) {
                     flags |= ENC_BIG;

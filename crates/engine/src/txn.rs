@@ -37,6 +37,8 @@ pub struct Txn<'s, 'c> {
     view: View<'s, 'c>,
     /// Set by every write before it changes anything.
     pub(crate) wrote: bool,
+    /// How many changes were noted (see [`Txn::changes`]).
+    changes: u64,
     /// The keys this operation changed.
     pub(crate) touched: Touched,
     /// The WATCH registry, for the flushes (see `keyspace.rs`).
@@ -55,6 +57,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         Txn {
             view: View::new(stmts),
             wrote: false,
+            changes: 0,
             touched: Touched::default(),
             watches,
         }
@@ -70,18 +73,28 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// value cache must forget the key, and WATCH must see it.
     pub(crate) fn changing(&mut self, db: u32, key: &[u8]) {
         self.wrote = true;
+        self.changes += 1;
         self.touched.key(db, key);
     }
 
     /// Notes that any key may change (FLUSHDB, FLUSHALL, SWAPDB).
     pub(crate) fn changing_all(&mut self) {
         self.wrote = true;
+        self.changes += 1;
         self.touched.all();
     }
 
     /// Whether this operation has started changing the database.
     pub fn wrote(&self) -> bool {
         self.wrote
+    }
+
+    /// How many changes this operation has noted so far. A command run
+    /// inside a larger operation (EXEC runs a whole transaction as one)
+    /// compares it before and after to tell whether *it* wrote anything
+    /// before failing.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// For batches of fixed SQL run once (FLUSHALL).

@@ -29,6 +29,7 @@ use bytes::Bytes;
 use respite_engine::{Blocking, EngineError, Txn, Waiter, WriteOp};
 use tokio::sync::Notify;
 
+use crate::cmd::command_result;
 use crate::error::CommandError;
 use crate::reply::Reply;
 use crate::state::lock;
@@ -47,8 +48,17 @@ pub trait Blocker: Send + Sync + 'static {
         txn: &mut Txn<'_, '_>,
         ready: Option<(u32, &[u8])>,
     ) -> Result<Option<Reply>, CommandError>;
-    /// The reply on a timeout, and inside MULTI when there is nothing.
-    fn timeout_reply(&self) -> Reply;
+    /// The reply on a timeout: a null array for every blocking command
+    /// (redis-server's `replyToBlockedClientTimedOut`).
+    fn timeout_reply(&self) -> Reply {
+        Reply::NilArray
+    }
+    /// The reply where it may not block and there is nothing (inside
+    /// MULTI): the timeout's, except for BLMOVE and BRPOPLPUSH (a null
+    /// bulk string, as from LMOVE).
+    fn empty_reply(&self) -> Reply {
+        self.timeout_reply()
+    }
 }
 
 /// Parses a blocking timeout as Redis does: decimal seconds, rounded up
@@ -58,7 +68,9 @@ pub fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, CommandError> {
         .map(|v| v.to_f64())
         .ok_or_else(|| CommandError::Other("timeout is not a float or out of range".into()))?;
     let ms = (secs * 1000.0).ceil();
-    if ms < 0.0 {
+    // redis-server converts to a `long long`; past its range (or NaN) the
+    // x86 conversion gives LLONG_MIN, which it then calls negative.
+    if ms < 0.0 || ms.is_nan() || ms >= 9.223_372_036_854_775_807e18 {
         return Err(CommandError::Other("timeout is negative".into()));
     }
     if ms == 0.0 {
@@ -216,20 +228,6 @@ impl Waiter for Ticket {
     }
 }
 
-/// Maps a command's failure inside the writer as `cmd::write_op` does: an
-/// error found before writing is the reply; one after it fails the group.
-fn into_write_result(
-    result: Result<Reply, CommandError>,
-    txn: &Txn<'_, '_>,
-) -> respite_engine::Result<Reply> {
-    match result {
-        Ok(reply) => Ok(reply),
-        Err(CommandError::Engine(e)) => Err(e),
-        Err(e) if !txn.wrote() => Ok(Reply::from(e)),
-        Err(e) => Err(EngineError::Internal(e.to_string())),
-    }
-}
-
 /// The first try of a blocking command, for the writer: its reply if it
 /// can pop now; otherwise it registers the ticket, in the same operation,
 /// and its reply is a placeholder (the connection then waits on the
@@ -241,6 +239,7 @@ pub fn attempt(ticket: Arc<Ticket>) -> WriteOp<Reply> {
             // Cancelled before it ran (the client went away).
             return Ok(Reply::Nil);
         }
+        let before = txn.changes();
         let tried = ticket.blocker.try_pop(txn, None);
         match tried {
             Ok(None) => {
@@ -249,7 +248,7 @@ pub fn attempt(ticket: Arc<Ticket>) -> WriteOp<Reply> {
                 *st = State::Waiting(id);
                 Ok(Reply::Nil)
             }
-            other => into_write_result(other.map(|r| r.unwrap_or(Reply::Nil)), txn),
+            other => command_result(other.map(|r| r.unwrap_or(Reply::Nil)), txn, before),
         }
     })
 }
@@ -258,9 +257,37 @@ pub fn attempt(ticket: Arc<Ticket>) -> WriteOp<Reply> {
 /// the timeout's reply if there is nothing.
 pub fn once(blocker: Arc<dyn Blocker>) -> WriteOp<Reply> {
     Box::new(move |txn: &mut Txn<'_, '_>| {
+        let before = txn.changes();
         let tried = blocker
             .try_pop(txn, None)
-            .map(|r| r.unwrap_or_else(|| blocker.timeout_reply()));
-        into_write_result(tried, txn)
+            .map(|r| r.unwrap_or_else(|| blocker.empty_reply()));
+        command_result(tried, txn, before)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_timeout;
+    use std::time::Duration;
+
+    #[test]
+    fn timeouts_read_as_redis_reads_them() {
+        assert_eq!(parse_timeout(b"0").unwrap(), None);
+        assert_eq!(
+            parse_timeout(b"1.5").unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+        // Rounded up to a millisecond, never down to "forever".
+        assert_eq!(
+            parse_timeout(b"5e-324").unwrap(),
+            Some(Duration::from_millis(1))
+        );
+        assert_eq!(
+            parse_timeout(b"0.0001").unwrap(),
+            Some(Duration::from_millis(1))
+        );
+        assert!(parse_timeout(b"-1").is_err());
+        assert!(parse_timeout(b"abc").is_err());
+        assert!(parse_timeout(b"9223372036854775807").is_err());
+    }
 }

@@ -43,14 +43,17 @@ impl LongDouble {
         self.inf
     }
 
-    /// The nearest `f64` (blocking timeouts need no more precision).
+    /// About the nearest `f64` (blocking timeouts need no more precision).
     pub fn to_f64(&self) -> f64 {
         let magnitude = if self.inf {
             f64::INFINITY
         } else if self.mant == 0 {
             0.0
         } else {
-            self.mant as f64 * 2f64.powi(self.exp.clamp(-4000, 4000) as i32)
+            // In two steps, so a tiny value (5e-324) becomes a subnormal
+            // instead of 2^exp underflowing to 0 first.
+            let exp = self.exp.clamp(-4000, 4000) as i32;
+            self.mant as f64 * 2f64.powi(exp / 2) * 2f64.powi(exp - exp / 2)
         };
         if self.neg {
             -magnitude

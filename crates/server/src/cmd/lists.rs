@@ -654,9 +654,6 @@ impl<const LEFT: bool> Blocker for BPop<LEFT> {
         }
         Ok(None)
     }
-    fn timeout_reply(&self) -> Reply {
-        Reply::NilArray
-    }
 }
 
 /// `BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout` and
@@ -713,7 +710,7 @@ impl Blocker for BLMove {
         }
         Ok(move_one(txn, m.db, &m.src, &m.dst, m.from, m.to)?.map(Reply::bulk))
     }
-    fn timeout_reply(&self) -> Reply {
+    fn empty_reply(&self) -> Reply {
         Reply::Nil
     }
 }
@@ -732,7 +729,7 @@ impl Blocker for BRPopLPush {
     ) -> Result<Option<Reply>, CommandError> {
         self.0.try_pop(txn, ready)
     }
-    fn timeout_reply(&self) -> Reply {
+    fn empty_reply(&self) -> Reply {
         Reply::Nil
     }
 }
@@ -781,9 +778,6 @@ impl Blocker for BLMPop {
             },
             None => self.pop.pop_first(txn),
         }
-    }
-    fn timeout_reply(&self) -> Reply {
-        Reply::NilArray
     }
 }
 

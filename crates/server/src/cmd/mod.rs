@@ -186,12 +186,30 @@ fn plan_write<C: WriteCommand>(s: &mut Session, args: Args) -> Result<Plan, Comm
 /// to know of failures (a failure after the first write rolls the group
 /// back); a command's own error before it wrote is just its reply.
 pub(crate) fn write_op<C: WriteCommand>(cmd: C) -> WriteOp<Reply> {
-    Box::new(move |txn| match cmd.apply(txn) {
+    Box::new(move |txn| {
+        let before = txn.changes();
+        let result = cmd.apply(txn);
+        command_result(result, txn, before)
+    })
+}
+
+/// A command's result as the writer takes it. An engine error goes back
+/// as one: the writer (or EXEC) answers it, and takes the group back if
+/// the operation wrote. Any other error is the command's reply if the
+/// command changed nothing since `before` (its [`Txn::changes`] when it
+/// started; inside EXEC earlier commands may have written), else the group
+/// cannot be trusted and goes back.
+pub(crate) fn command_result(
+    result: Result<Reply, CommandError>,
+    txn: &Txn<'_, '_>,
+    before: u64,
+) -> respite_engine::Result<Reply> {
+    match result {
         Ok(reply) => Ok(reply),
         Err(CommandError::Engine(e)) => Err(e),
-        Err(e) if !txn.wrote() => Ok(Reply::from(e)),
+        Err(e) if txn.changes() == before => Ok(Reply::from(e)),
         Err(e) => Err(EngineError::Internal(e.to_string())),
-    })
+    }
 }
 
 fn plan_block<C: BlockingCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
