@@ -70,7 +70,7 @@ pub fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, CommandError> {
     let ms = (secs * 1000.0).ceil();
     // redis-server converts to a `long long`; past its range (or NaN) the
     // x86 conversion gives LLONG_MIN, which it then calls negative.
-    if ms < 0.0 || ms.is_nan() || ms >= 9.223_372_036_854_775_807e18 {
+    if ms < 0.0 || ms.is_nan() || ms >= i64::MAX as f64 {
         return Err(CommandError::Other("timeout is negative".into()));
     }
     if ms == 0.0 {
