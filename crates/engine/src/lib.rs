@@ -23,9 +23,10 @@
 //!
 //! The keyspace layout is in [`schema`]. The typed operations are organised
 //! by data type: [`keyspace`] (key rows, expiry, renaming, iteration, and
-//! the one gate every collection write goes through), [`string`], [`hash`]
-//! and [`set`], each with its reads (on a [`View`], expiry-aware) and its
-//! writes (on a [`Txn`]) and their SQL side by side; no SQL lives outside
+//! the one gate every collection write goes through), [`string`], [`hash`],
+//! [`set`] and [`zset`] (whose rank blocks keep ZRANK off a scan), each
+//! with its reads (on a [`View`], expiry-aware) and its writes (on a
+//! [`Txn`]) and their SQL side by side; no SQL lives outside
 //! this crate. [`glob`] is Redis's pattern matching, and [`stats`] the
 //! group-commit figures INFO reports.
 //! What each `appendfsync` setting survives is written down in
@@ -50,6 +51,7 @@ pub mod txn;
 pub mod view;
 pub mod watch;
 pub mod writer;
+pub mod zset;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
