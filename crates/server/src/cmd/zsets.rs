@@ -660,7 +660,7 @@ fn parse_range(
             offset = parse_i64(&rest[j + 1]).ok_or(CommandError::NotInteger)?;
             limit = parse_i64(&rest[j + 2]).ok_or(CommandError::NotInteger)?;
             j += 2;
-        } else if !fixed_direction && word == "REV" {
+        } else if !fixed_direction && !rev && word == "REV" {
             rev = true;
         } else if !fixed_by && by == By::Auto && word == "BYLEX" {
             by = By::Lex;
@@ -882,15 +882,15 @@ impl<const BY: u8> WriteCommand for ZRemRange<BY> {
     }
 }
 
-/// A pop count as `getPositiveLongFromObjectOrReply` reads it.
+/// A pop count as `getPositiveLongFromObjectOrReply` reads it: anything
+/// but a non-negative integer is "out of range".
 fn positive_count(arg: &[u8]) -> Result<i64, CommandError> {
-    let n = parse_i64(arg).ok_or(CommandError::NotInteger)?;
-    if n < 0 {
-        return Err(CommandError::Other(
+    match parse_i64(arg) {
+        Some(n) if n >= 0 => Ok(n),
+        _ => Err(CommandError::Other(
             "value is out of range, must be positive".into(),
-        ));
+        )),
     }
-    Ok(n)
 }
 
 /// `ZPOPMIN key [count]` (`MAX` false) and `ZPOPMAX key [count]`: a flat
@@ -1079,9 +1079,11 @@ impl ReadCommand for ZRandMember {
         let Some(row) = row else {
             return Ok(Reply::Array(Vec::new()));
         };
-        // A count at or above the size is the whole set, in order, as in
-        // Redis; otherwise a uniform pick.
-        let all = view.zset_all(row.id)?;
+        // A count at or above the size is the whole set, highest score
+        // first (redis-server's set iterator runs from the tail);
+        // otherwise a uniform pick.
+        let mut all = view.zset_all(row.id)?;
+        all.reverse();
         let picked: Vec<Scored> = sample(&all, count).into_iter().cloned().collect();
         Ok(scored_reply(picked, self.with_scores, self.resp3))
     }
