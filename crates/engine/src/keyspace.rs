@@ -809,7 +809,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             let Some((id, code)) = next else {
                 break;
             };
-            self.wrote = true;
+            self.changes += 1;
             let room = limit - freed;
             let mut n = 0;
             for sql in elements(Kind::from_code(code)?).map_or(&[][..], |e| e.free_chunk) {

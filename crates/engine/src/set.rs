@@ -124,7 +124,13 @@ impl View<'_, '_> {
 impl Txn<'_, '_> {
     /// Adds members to an opened set (SADD). Returns how many were new.
     pub fn set_add<M: AsRef<[u8]>>(&mut self, slot: &mut Slot<'_>, members: &[M]) -> Result<i64> {
-        let id = self.slot_id(slot)?;
+        // Into an existing set, the key counts as changed only once a
+        // member is new: SADD of members already there is no change to
+        // Redis, and must not break a WATCH.
+        let id = match slot.row() {
+            Some(row) => row.id,
+            None => self.slot_id(slot)?,
+        };
         let mut added = 0;
         let mut flags = 0;
         for member in members {
@@ -133,6 +139,9 @@ impl Txn<'_, '_> {
                 .stmt("INSERT OR IGNORE INTO sets (id, member) VALUES (?1, ?2)")?
                 .execute(params![id, member])?;
             if n == 1 {
+                if added == 0 {
+                    self.changing(slot.db, slot.key);
+                }
                 added += 1;
                 if !is_intset_member(member) {
                     flags |= ENC_BIG;

@@ -635,10 +635,12 @@ impl Txn<'_, '_> {
                     }
                 }
                 None if !flags.xx => {
+                    // Redis replies with the score as given (`-0` too) and
+                    // stores it canonically.
+                    done.score = *score;
                     let new = canonical(*score);
                     done.processed += 1;
                     done.added += 1;
-                    done.score = new;
                     changes.push(Change::Insert(member, new));
                     pending.insert(member, Some(new));
                 }

@@ -175,11 +175,16 @@ fn plan_write<C: WriteCommand>(s: &mut Session, args: Args) -> Result<Plan, Comm
 /// to know of failures (a failure after the first write rolls the group
 /// back); a command's own error before it wrote is just its reply.
 pub(crate) fn write_op<C: WriteCommand>(cmd: C) -> WriteOp<Reply> {
-    Box::new(move |txn| match cmd.apply(txn) {
-        Ok(reply) => Ok(reply),
-        Err(CommandError::Engine(e)) => Err(e),
-        Err(e) if !txn.wrote() => Ok(Reply::from(e)),
-        Err(e) => Err(EngineError::Internal(e.to_string())),
+    Box::new(move |txn| {
+        // Inside EXEC earlier commands share the operation and may have
+        // written: what counts is whether this one did.
+        let before = txn.changes();
+        match cmd.apply(txn) {
+            Ok(reply) => Ok(reply),
+            Err(CommandError::Engine(e)) => Err(e),
+            Err(e) if txn.changes() == before => Ok(Reply::from(e)),
+            Err(e) => Err(EngineError::Internal(e.to_string())),
+        }
     })
 }
 
