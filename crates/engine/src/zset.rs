@@ -833,3 +833,183 @@ impl Txn<'_, '_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    use super::*;
+    use crate::stmt_cache::Statements;
+    use crate::watch::Watches;
+
+    /// A deterministic spread of scores with many ties (so member order
+    /// matters) and the infinities.
+    fn score(i: u64) -> f64 {
+        match i % 97 {
+            0 => f64::INFINITY,
+            1 => f64::NEG_INFINITY,
+            _ => ((i.wrapping_mul(2_654_435_761) >> 7) % 5_000) as f64 / 4.0,
+        }
+    }
+
+    fn member(i: u64) -> Vec<u8> {
+        format!("m{i:07}").into_bytes()
+    }
+
+    /// Every block's count matches the members between its boundary and
+    /// the next, the counts add up to the set, and no block is oversized.
+    fn check_blocks(txn: &Txn<'_, '_>, row: &KeyRow) {
+        let blocks: Vec<(f64, Vec<u8>, i64)> = {
+            let mut stmt = txn
+                .stmt(
+                    "SELECT score, member, count FROM zblocks WHERE id = ?1 ORDER BY score, member",
+                )
+                .unwrap();
+            let rows = stmt
+                .query_map([row.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap();
+            rows.collect::<std::result::Result<_, _>>().unwrap()
+        };
+        assert_eq!(blocks[0].0, f64::NEG_INFINITY);
+        assert_eq!(blocks.iter().map(|b| b.2).sum::<i64>(), row.count);
+        let all = txn.zset_all(row.id).unwrap();
+        for (i, b) in blocks.iter().enumerate() {
+            assert!(b.2 <= SPLIT_ABOVE, "block {i} holds {}", b.2);
+            let inside = all
+                .iter()
+                .filter(|(m, s)| {
+                    let pos = (*s, m.as_slice());
+                    let after_lo = pos.0 > b.0 || (pos.0 == b.0 && pos.1 >= b.1.as_slice());
+                    let before_next = blocks
+                        .get(i + 1)
+                        .is_none_or(|n| pos.0 < n.0 || (pos.0 == n.0 && pos.1 < n.1.as_slice()));
+                    after_lo && before_next
+                })
+                .count() as i64;
+            assert_eq!(inside, b.2, "block {i}");
+        }
+    }
+
+    /// ZRANK of the last member of a 100,000-member set, in SQLite VM
+    /// steps (rows touched, not time): the blocks make it a small fraction
+    /// of the plain count over the score index, which walks the set. Then
+    /// ranks, rank ranges and counts agree with a sorted copy through
+    /// inserts, score changes and removals that split and merge blocks.
+    #[test]
+    fn ranks_read_blocks_not_the_set() {
+        let conn = Connection::open_in_memory().unwrap();
+        crate::schema::prepare(&conn).unwrap();
+        let stmts = Statements::new(&conn);
+        let watches = Watches::default();
+        let mut txn = Txn::new(&stmts, &watches);
+        let n: u64 = 100_000;
+        // In batches, so the blocks are built once and then kept up by
+        // inserts that split them.
+        for chunk in (0..n).collect::<Vec<_>>().chunks(5_000) {
+            let mut slot = txn.open(0, b"z", Kind::ZSet).unwrap();
+            let items: Vec<(f64, Vec<u8>)> = chunk.iter().map(|&i| (score(i), member(i))).collect();
+            txn.zset_add(&mut slot, &items, AddFlags::default())
+                .unwrap();
+        }
+        let row = txn.live(0, b"z", Kind::ZSet).unwrap().unwrap();
+        assert_eq!(row.count, n as i64);
+        assert_ne!(row.flags & ZBLOCKS, 0);
+        check_blocks(&txn, &row);
+
+        let mut sorted: Vec<Scored> = (0..n).map(|i| (member(i), score(i))).collect();
+        sorted.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        let (last, last_score) = sorted[sorted.len() - 1].clone();
+
+        stmts.take_vm_steps();
+        let rank = txn.zset_rank(&row, &last).unwrap();
+        let blocked = stmts.take_vm_steps();
+        assert_eq!(rank, Some((n as i64 - 1, last_score)));
+
+        let mut plain = conn
+            .prepare("SELECT count(*) FROM zsets WHERE id = ?1 AND (score, member) < (?2, ?3)")
+            .unwrap();
+        let count: i64 = plain
+            .query_row(params![row.id, last_score, last], |r| r.get(0))
+            .unwrap();
+        let walked = plain.get_status(rusqlite::StatementStatus::VmStep) as i64;
+        drop(plain);
+        assert_eq!(count, n as i64 - 1);
+        eprintln!("ZRANK of the last of {n}: {blocked} VM steps; a count over the index: {walked}");
+        assert!(
+            blocked * 10 < walked,
+            "ZRANK took {blocked} VM steps, a count over the index {walked}"
+        );
+
+        let check_ranks = |txn: &Txn<'_, '_>, sorted: &[Scored]| {
+            let row = txn.live(0, b"z", Kind::ZSet).unwrap().unwrap();
+            for i in (0..sorted.len()).step_by(997).chain([sorted.len() - 1]) {
+                let (m, s) = &sorted[i];
+                assert_eq!(txn.zset_rank(&row, m).unwrap(), Some((i as i64, *s)));
+                let got = txn
+                    .zset_by_rank(&row, i as i64, i as i64 + 2, false)
+                    .unwrap();
+                assert_eq!(got, sorted[i..(i + 3).min(sorted.len())].to_vec());
+            }
+            let range = ScoreRange::new(100.0, true, 700.0, false);
+            let expected = sorted.iter().filter(|(_, s)| range.contains(*s)).count();
+            assert_eq!(txn.zset_count(&row, range).unwrap(), expected as i64);
+            check_blocks(txn, &row);
+        };
+        check_ranks(&txn, &sorted);
+
+        // Move a third of the members to new scores, then remove most of
+        // them: blocks split, shrink and merge.
+        let mut slot = txn.open(0, b"z", Kind::ZSet).unwrap();
+        let moved: Vec<(f64, Vec<u8>)> = (0..n)
+            .step_by(3)
+            .map(|i| (score(i * 7 + 1) + 0.5, member(i)))
+            .collect();
+        let done = txn
+            .zset_add(&mut slot, &moved, AddFlags::default())
+            .unwrap();
+        assert_eq!(done.added, 0);
+        let mut current: HashMap<Vec<u8>, f64> = sorted.into_iter().collect();
+        for (s, m) in &moved {
+            current.insert(m.clone(), *s);
+        }
+        let gone: Vec<Vec<u8>> = (0..n).filter(|i| i % 5 != 0).map(member).collect();
+        let mut slot = txn.open(0, b"z", Kind::ZSet).unwrap();
+        assert_eq!(
+            txn.zset_remove(&mut slot, &gone).unwrap(),
+            gone.len() as i64
+        );
+        for m in &gone {
+            current.remove(m);
+        }
+        let mut sorted: Vec<Scored> = current.into_iter().collect();
+        sorted.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        check_ranks(&txn, &sorted);
+
+        // Popping everything leaves no key and no blocks.
+        let mut slot = txn.open(0, b"z", Kind::ZSet).unwrap();
+        let popped = txn.zset_pop(&mut slot, true, i64::MAX).unwrap();
+        assert_eq!(popped, sorted);
+        assert!(txn.live(0, b"z", Kind::ZSet).unwrap().is_none());
+        let left: i64 = conn
+            .query_row("SELECT count(*) FROM zblocks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn lex_ranges_compare_ends_as_redis_does() {
+        use LexBound::*;
+        let r = |min, max| LexRange { min, max };
+        assert!(!r(Min, Max).is_empty());
+        assert!(r(Max, Min).is_empty());
+        assert!(r(Min, Min).is_empty());
+        assert!(r(Max, Max).is_empty());
+        assert!(!r(Inclusive(b"a".to_vec()), Inclusive(b"a".to_vec())).is_empty());
+        assert!(r(Exclusive(b"a".to_vec()), Inclusive(b"a".to_vec())).is_empty());
+        assert!(r(Inclusive(b"b".to_vec()), Inclusive(b"a".to_vec())).is_empty());
+        assert!(ScoreRange::new(f64::INFINITY, true, f64::INFINITY, false).is_empty());
+        assert!(ScoreRange::new(1.0, true, 1.0, false).is_empty());
+        assert!(ScoreRange::new(0.0, true, 5e-324, false).contains(5e-324));
+        assert!(!ScoreRange::new(-0.0, true, 1.0, false).contains(0.0));
+    }
+}
