@@ -454,3 +454,125 @@ fn a_type_code_this_build_does_not_know_is_an_error_not_a_string() {
         assert!(err.to_string().contains("does not know"), "{args:?}: {err}");
     }
 }
+
+/// Sorted sets: ZRANDMEMBER's picks have the promised properties and are
+/// spread over the whole set; OBJECT ENCODING turns from listpack to
+/// skiplist at redis-server's thresholds (129 members, a member over 64
+/// bytes) and never back; a big set's rank blocks are in the file, count
+/// exactly its members, and ZRANK/ZRANGE by rank agree with the order.
+#[test]
+fn zsets_random_picks_encodings_and_rank_blocks() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    let mut zadd = vec!["ZADD".to_string(), "z".to_string()];
+    for i in 0..20 {
+        zadd.extend([i.to_string(), format!("m{i}")]);
+    }
+    let zadd: Vec<&str> = zadd.iter().map(String::as_str).collect();
+    assert_eq!(int(&mut con, &zadd), 20);
+    let all: HashSet<String> = (0..20).map(|i| format!("m{i}")).collect();
+    for _ in 0..50 {
+        let picked = strings(&mut con, &["ZRANDMEMBER", "z", "7", "WITHSCORES"]);
+        assert_eq!(picked.len(), 14);
+        let members: HashSet<&String> = picked.iter().step_by(2).collect();
+        assert_eq!(members.len(), 7, "distinct");
+        for p in picked.chunks(2) {
+            assert!(all.contains(&p[0]));
+            assert_eq!(p[1], p[0][1..], "a member comes with its own score");
+        }
+        let repeated = strings(&mut con, &["ZRANDMEMBER", "z", "-40"]);
+        assert_eq!(repeated.len(), 40);
+        assert!(repeated.iter().all(|m| all.contains(m)));
+    }
+    // Single picks: every member shows up, and neither end of the order
+    // is favoured (20 members, 2,000 picks: each about 100 times).
+    let mut seen: HashMap<String, u32> = HashMap::new();
+    for _ in 0..2_000 {
+        let one: String = redis::cmd("ZRANDMEMBER").arg("z").query(&mut con).unwrap();
+        *seen.entry(one).or_default() += 1;
+    }
+    assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), all);
+    assert!(seen.values().all(|&n| (40..=200).contains(&n)), "{seen:?}");
+
+    // Encodings.
+    let encoding = |con: &mut redis::Connection, key: &str| -> String {
+        redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(key)
+            .query(con)
+            .unwrap()
+    };
+    let mut zadd = vec!["ZADD".to_string(), "e".to_string()];
+    for i in 0..128 {
+        zadd.extend(["1".to_string(), format!("m{i:03}")]);
+    }
+    let zadd: Vec<&str> = zadd.iter().map(String::as_str).collect();
+    assert_eq!(int(&mut con, &zadd), 128);
+    assert_eq!(encoding(&mut con, "e"), "listpack");
+    cmd(&mut con, &["ZADD", "e", "1", "m128"]);
+    assert_eq!(encoding(&mut con, "e"), "skiplist");
+    cmd(&mut con, &["ZREM", "e", "m128", "m127", "m126"]);
+    assert_eq!(encoding(&mut con, "e"), "skiplist", "never goes back");
+    let long = "x".repeat(65);
+    cmd(&mut con, &["ZADD", "l", "1", &long[..64]]);
+    assert_eq!(encoding(&mut con, "l"), "listpack");
+    cmd(&mut con, &["ZADD", "l", "2", &long]);
+    assert_eq!(encoding(&mut con, "l"), "skiplist");
+
+    // A set big enough for rank blocks.
+    let n = 5_000;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1_000) {
+        let mut zadd = vec!["ZADD".to_string(), "big".to_string()];
+        for i in chunk {
+            zadd.extend([((i * 7919) % 1_000).to_string(), format!("m{i:05}")]);
+        }
+        let zadd: Vec<&str> = zadd.iter().map(String::as_str).collect();
+        int(&mut con, &zadd);
+    }
+    assert_eq!(int(&mut con, &["ZCARD", "big"]), n);
+    let db = open_db(&server);
+    assert!(count(&db, "SELECT count(*) FROM zblocks") >= 3);
+    assert_eq!(count(&db, "SELECT sum(count) FROM zblocks"), n);
+    let ordered = strings(&mut con, &["ZRANGE", "big", "0", "-1"]);
+    assert_eq!(ordered.len() as i64, n);
+    for i in (0..n as usize).step_by(251) {
+        assert_eq!(int(&mut con, &["ZRANK", "big", &ordered[i]]), i as i64);
+        assert_eq!(
+            int(&mut con, &["ZREVRANK", "big", &ordered[i]]),
+            n - 1 - i as i64
+        );
+        let at = strings(&mut con, &["ZRANGE", "big", &i.to_string(), &i.to_string()]);
+        assert_eq!(at, vec![ordered[i].clone()]);
+    }
+    // A copy gets its own blocks.
+    assert_eq!(int(&mut con, &["COPY", "big", "copy"]), 1);
+    let copy_id = count(&db, "SELECT id FROM keys WHERE key = CAST('copy' AS BLOB)");
+    assert_eq!(
+        count(
+            &db,
+            &format!("SELECT sum(count) FROM zblocks WHERE id = {copy_id}")
+        ),
+        n
+    );
+    cmd(&mut con, &["ZREM", "copy", &ordered[0]]);
+    assert_eq!(
+        int(&mut con, &["ZRANK", "copy", &ordered[n as usize - 1]]),
+        n - 2
+    );
+    assert_eq!(
+        int(&mut con, &["ZRANK", "big", &ordered[n as usize - 1]]),
+        n - 1
+    );
+    // Deleted, its members and blocks are freed (a chunk at a time).
+    let id = count(&db, "SELECT id FROM keys WHERE key = CAST('big' AS BLOB)");
+    let left = format!(
+        "SELECT (SELECT count(*) FROM zblocks WHERE id = {id}) + (SELECT count(*) FROM zsets WHERE id = {id})"
+    );
+    assert!(count(&db, &left) > n);
+    cmd(&mut con, &["DEL", "big"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count(&db, &left) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(count(&db, &left), 0);
+}

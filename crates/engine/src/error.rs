@@ -24,6 +24,10 @@ pub enum EngineError {
     /// INCRBYFLOAT would produce NaN or an infinity.
     #[error("ERR increment would produce NaN or Infinity")]
     NanOrInfinity,
+    /// ZADD INCR or ZINCRBY would give a member a NaN score (`+inf` plus
+    /// `-inf`).
+    #[error("ERR resulting score is not a number (NaN)")]
+    ScoreNaN,
     /// RENAME and friends on a key that does not exist.
     #[error("ERR no such key")]
     NoSuchKey,

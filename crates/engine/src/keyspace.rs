@@ -159,42 +159,61 @@ pub(crate) struct Sweep {
 }
 
 /// The SQL that handles a collection's elements as a whole, whatever the
-/// type: each statement takes the key id as `?1`.
+/// type: each statement takes the key id as `?1`. A type may keep more
+/// than one table per key (a big sorted set's rank blocks), so each job is
+/// a list of statements, run in order.
 struct Elements {
     /// Deletes every element.
-    delete: &'static str,
+    delete: &'static [&'static str],
     /// Copies every element to the id `?2`.
-    copy: &'static str,
-    /// Deletes at most `?2` elements.
-    free_chunk: &'static str,
+    copy: &'static [&'static str],
+    /// Each deletes at most `?2` rows; the key is freed when together they
+    /// delete fewer rows than they were allowed.
+    free_chunk: &'static [&'static str],
 }
 
 /// The element statements of `kind`; `None` for a string, whose value is
 /// in its key row.
 fn elements(kind: Kind) -> Option<&'static Elements> {
     const HASH: Elements = Elements {
-        delete: "DELETE FROM hashes WHERE id = ?1",
-        copy: "INSERT INTO hashes (id, field, value) SELECT ?2, field, value FROM hashes WHERE id = ?1",
-        free_chunk: "DELETE FROM hashes WHERE id = ?1 AND field IN
-                     (SELECT field FROM hashes WHERE id = ?1 LIMIT ?2)",
+        delete: &["DELETE FROM hashes WHERE id = ?1"],
+        copy: &["INSERT INTO hashes (id, field, value) SELECT ?2, field, value FROM hashes WHERE id = ?1"],
+        free_chunk: &["DELETE FROM hashes WHERE id = ?1 AND field IN
+                       (SELECT field FROM hashes WHERE id = ?1 LIMIT ?2)"],
     };
     const SET: Elements = Elements {
-        delete: "DELETE FROM sets WHERE id = ?1",
-        copy: "INSERT INTO sets (id, member) SELECT ?2, member FROM sets WHERE id = ?1",
-        free_chunk: "DELETE FROM sets WHERE id = ?1 AND member IN
-                     (SELECT member FROM sets WHERE id = ?1 LIMIT ?2)",
+        delete: &["DELETE FROM sets WHERE id = ?1"],
+        copy: &["INSERT INTO sets (id, member) SELECT ?2, member FROM sets WHERE id = ?1"],
+        free_chunk: &["DELETE FROM sets WHERE id = ?1 AND member IN
+                       (SELECT member FROM sets WHERE id = ?1 LIMIT ?2)"],
     };
     const LIST: Elements = Elements {
-        delete: "DELETE FROM lists WHERE id = ?1",
-        copy: "INSERT INTO lists (id, pos, value) SELECT ?2, pos, value FROM lists WHERE id = ?1",
-        free_chunk: "DELETE FROM lists WHERE id = ?1 AND pos IN
-                     (SELECT pos FROM lists WHERE id = ?1 LIMIT ?2)",
+        delete: &["DELETE FROM lists WHERE id = ?1"],
+        copy: &[
+            "INSERT INTO lists (id, pos, value) SELECT ?2, pos, value FROM lists WHERE id = ?1",
+        ],
+        free_chunk: &["DELETE FROM lists WHERE id = ?1 AND pos IN
+                       (SELECT pos FROM lists WHERE id = ?1 LIMIT ?2)"],
     };
+    // The rank blocks (`zset.rs`) go with the members: a copy gets its own
+    // (the key row's ZBLOCKS flag is copied with the count), and a dropped
+    // key's blocks are freed with its first chunks.
     const ZSET: Elements = Elements {
-        delete: "DELETE FROM zsets WHERE id = ?1",
-        copy: "INSERT INTO zsets (id, member, score) SELECT ?2, member, score FROM zsets WHERE id = ?1",
-        free_chunk: "DELETE FROM zsets WHERE id = ?1 AND member IN
-                     (SELECT member FROM zsets WHERE id = ?1 LIMIT ?2)",
+        delete: &[
+            "DELETE FROM zsets WHERE id = ?1",
+            "DELETE FROM zblocks WHERE id = ?1",
+        ],
+        copy: &[
+            "INSERT INTO zsets (id, member, score) SELECT ?2, member, score FROM zsets WHERE id = ?1",
+            "INSERT INTO zblocks (id, score, member, count)
+             SELECT ?2, score, member, count FROM zblocks WHERE id = ?1",
+        ],
+        free_chunk: &[
+            "DELETE FROM zblocks WHERE id = ?1 AND (score, member) IN
+             (SELECT score, member FROM zblocks WHERE id = ?1 LIMIT ?2)",
+            "DELETE FROM zsets WHERE id = ?1 AND member IN
+             (SELECT member FROM zsets WHERE id = ?1 LIMIT ?2)",
+        ],
     };
     match kind {
         Kind::String => None,
@@ -550,7 +569,7 @@ impl<'s, 'c> Txn<'s, 'c> {
                 .execute(params![id, kind.code()])?;
             return Ok(());
         }
-        if let Some(sql) = elements(kind).map(|e| e.delete) {
+        for sql in elements(kind).map_or(&[][..], |e| e.delete) {
             self.stmt(sql)?.execute([id])?;
         }
         Ok(())
@@ -660,7 +679,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             row: None,
         };
         let id = self.slot_id(&mut slot)?;
-        if let Some(sql) = elements(entry.kind).map(|e| e.copy) {
+        for sql in elements(entry.kind).map_or(&[][..], |e| e.copy) {
             self.stmt(sql)?.execute(params![src.id, id])?;
         }
         self.settle(&mut slot, src.count, src.flags)?;
@@ -717,7 +736,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.changing_all();
         self.conn().execute_batch(
             "DELETE FROM keys; DELETE FROM hashes; DELETE FROM sets; DELETE FROM lists;
-             DELETE FROM zsets; DELETE FROM dropped;",
+             DELETE FROM zsets; DELETE FROM zblocks; DELETE FROM dropped;",
         )?;
         Ok(())
     }
@@ -790,12 +809,14 @@ impl<'s, 'c> Txn<'s, 'c> {
             let Some((id, code)) = next else {
                 break;
             };
-            self.wrote = true;
+            self.changes += 1;
             let room = limit - freed;
-            let n = match elements(Kind::from_code(code)?) {
-                Some(e) => self.stmt(e.free_chunk)?.execute(params![id, room])? as i64,
-                None => 0,
-            };
+            let mut n = 0;
+            for sql in elements(Kind::from_code(code)?).map_or(&[][..], |e| e.free_chunk) {
+                if n < room {
+                    n += self.stmt(sql)?.execute(params![id, room - n])? as i64;
+                }
+            }
             freed += n;
             if n < room {
                 self.stmt("DELETE FROM dropped WHERE id = ?1")?

@@ -24,8 +24,9 @@
 //! The keyspace layout is in [`schema`]. The typed operations are organised
 //! by data type: [`keyspace`] (key rows, expiry, renaming, iteration, and
 //! the one gate every collection write goes through), [`string`], [`hash`],
-//! [`set`] and [`list`], each with its reads (on a [`View`], expiry-aware) and its
-//! writes (on a [`Txn`]) and their SQL side by side; no SQL lives outside
+//! [`set`], [`list`] and [`zset`] (whose rank blocks keep ZRANK off a
+//! scan), each with its reads (on a [`View`], expiry-aware) and its writes
+//! (on a [`Txn`]) and their SQL side by side; no SQL lives outside
 //! this crate. [`glob`] is Redis's pattern matching, and [`stats`] the
 //! group-commit figures INFO reports. [`blocking`] keeps the clients
 //! blocked on keys (BLPOP...), which the writer serves right after the
@@ -54,6 +55,7 @@ pub mod txn;
 pub mod view;
 pub mod watch;
 pub mod writer;
+pub mod zset;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};

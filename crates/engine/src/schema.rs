@@ -8,7 +8,8 @@
 //! for two.
 //!
 //! The other types keep their elements in a table each (`hashes`, `sets`,
-//! `lists`, `zsets`), keyed by an integer **key id** that the key
+//! `lists`, `zsets`; a big sorted set also has rank blocks in `zblocks`),
+//! keyed by an integer **key id** that the key
 //! row carries, never by the key's name. So RENAME and MOVE change one row
 //! whatever the size of the key, and a deleted key's elements can be freed
 //! later, a chunk at a time (they are unreachable the moment the key row is
@@ -106,6 +107,12 @@ pub const VERSION: i64 = 2;
 /// so OBJECT ENCODING answers what redis-server would.
 pub const ENC_BIG: i64 = 1;
 
+/// A flag bit in the `value` column of a sorted set's key row: the set is
+/// big enough to have its rank blocks in `zblocks` (see `zset.rs`), which
+/// every write of its elements then keeps counted. Set once, like
+/// [`ENC_BIG`], and kept until the key goes.
+pub const ZBLOCKS: i64 = 2;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS keys (
     db        INTEGER NOT NULL,
@@ -137,6 +144,10 @@ CREATE TABLE IF NOT EXISTS zsets (
     PRIMARY KEY (id, member)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS zsets_by_score ON zsets (id, score, member);
+CREATE TABLE IF NOT EXISTS zblocks (
+    id INTEGER NOT NULL, score REAL NOT NULL, member BLOB NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY (id, score, member)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dropped (id INTEGER PRIMARY KEY, type INTEGER NOT NULL);
 ";
 

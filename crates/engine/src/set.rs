@@ -124,12 +124,12 @@ impl View<'_, '_> {
 impl Txn<'_, '_> {
     /// Adds members to an opened set (SADD). Returns how many were new.
     pub fn set_add<M: AsRef<[u8]>>(&mut self, slot: &mut Slot<'_>, members: &[M]) -> Result<i64> {
-        // An SADD of members that are all there already changes nothing,
-        // and must not look like a change to WATCH (as in Redis): the key
-        // is noted as changing only once a member is really added.
-        let (id, existed) = match slot.row() {
-            Some(row) => (row.id, true),
-            None => (self.slot_id(slot)?, false),
+        // Into an existing set, the key counts as changed only once a
+        // member is new: SADD of members already there is no change to
+        // Redis, and must not break a WATCH.
+        let id = match slot.row() {
+            Some(row) => row.id,
+            None => self.slot_id(slot)?,
         };
         let mut added = 0;
         let mut flags = 0;
@@ -139,7 +139,7 @@ impl Txn<'_, '_> {
                 .stmt("INSERT OR IGNORE INTO sets (id, member) VALUES (?1, ?2)")?
                 .execute(params![id, member])?;
             if n == 1 {
-                if existed && added == 0 {
+                if added == 0 {
                     self.changing(slot.db, slot.key);
                 }
                 added += 1;

@@ -61,6 +61,19 @@ impl<'c> Statements<'c> {
     }
 }
 
+#[cfg(test)]
+impl Statements<'_> {
+    /// The SQLite VM steps every cached statement has run since the last
+    /// call: how tests measure rows touched rather than time.
+    pub(crate) fn take_vm_steps(&self) -> i64 {
+        self.idle
+            .borrow()
+            .iter()
+            .map(|(_, s)| s.reset_status(rusqlite::StatementStatus::VmStep) as i64)
+            .sum()
+    }
+}
+
 /// A statement borrowed from [`Statements`].
 pub struct CachedStmt<'a, 'c> {
     home: &'a Statements<'c>,

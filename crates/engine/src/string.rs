@@ -92,7 +92,7 @@ impl Txn<'_, '_> {
         value: Bytes,
         expire_at: Option<i64>,
     ) -> Result<()> {
-        self.wrote = true;
+        self.changes += 1;
         self.store_string(db, key, &value, expire_at)?;
         self.touched.put(db, key, value, expire_at);
         Ok(())

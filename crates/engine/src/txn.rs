@@ -35,10 +35,8 @@ use crate::watch::Watches;
 /// Write access to the keyspace inside the current group.
 pub struct Txn<'s, 'c> {
     view: View<'s, 'c>,
-    /// Set by every write before it changes anything.
-    pub(crate) wrote: bool,
-    /// How many changes were noted (see [`Txn::changes`]).
-    changes: u64,
+    /// Counted up by every write before it changes anything.
+    pub(crate) changes: u64,
     /// The keys this operation changed.
     pub(crate) touched: Touched,
     /// The WATCH registry, for the flushes (see `keyspace.rs`).
@@ -56,7 +54,6 @@ impl<'s, 'c> Txn<'s, 'c> {
     pub(crate) fn new(stmts: &'s Statements<'c>, watches: &'s Watches) -> Self {
         Txn {
             view: View::new(stmts),
-            wrote: false,
             changes: 0,
             touched: Touched::default(),
             watches,
@@ -72,27 +69,25 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// the operation has written (a failure now rolls back its group), the
     /// value cache must forget the key, and WATCH must see it.
     pub(crate) fn changing(&mut self, db: u32, key: &[u8]) {
-        self.wrote = true;
         self.changes += 1;
         self.touched.key(db, key);
     }
 
     /// Notes that any key may change (FLUSHDB, FLUSHALL, SWAPDB).
     pub(crate) fn changing_all(&mut self) {
-        self.wrote = true;
         self.changes += 1;
         self.touched.all();
     }
 
     /// Whether this operation has started changing the database.
     pub fn wrote(&self) -> bool {
-        self.wrote
+        self.changes > 0
     }
 
-    /// How many changes this operation has noted so far. A command run
-    /// inside a larger operation (EXEC runs a whole transaction as one)
-    /// compares it before and after to tell whether *it* wrote anything
-    /// before failing.
+    /// How many changes this operation has noted so far. The commands of
+    /// one EXEC share an operation, so a command there compares this
+    /// before and after itself to know whether *it* wrote (an error before
+    /// its first write is its own reply, not a reason to roll back).
     pub fn changes(&self) -> u64 {
         self.changes
     }

@@ -130,8 +130,10 @@ impl Reply {
     }
 }
 
-/// Formats a double the way Redis prints scores and INCRBYFLOAT results:
-/// shortest round-trip form, no exponent for ordinary magnitudes, `inf`.
+/// Formats a double as redis-server 7.0's `addReplyDouble` does: C's
+/// `%.17g` (17 significant digits, trailing zeros dropped, an exponent
+/// below 1e-4 or from 1e17 on: `0.10000000000000001`, `1e+100`), and
+/// `inf`/`-inf`. Sorted-set scores are the doubles replied.
 pub fn format_double(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
@@ -139,10 +141,27 @@ pub fn format_double(d: f64) -> String {
     if d.is_nan() {
         return "nan".into();
     }
-    if d == d.trunc() && d.abs() < 1e17 {
-        return format!("{}", d as i64);
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0" } else { "0" }.into();
     }
-    format!("{d}")
+    // Rounded to 17 significant digits first: `%g` picks its style by the
+    // exponent after rounding.
+    let sci = format!("{d:.16e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..17).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.unsigned_abs())
+    } else {
+        trim(&format!("{d:.*}", (16 - exp) as usize))
+    }
 }
 
 fn put_int(out: &mut BytesMut, n: i64) {
@@ -212,6 +231,29 @@ mod tests {
         b.to_vec()
     }
 
+    /// What redis-server 7.0.15 prints (checked with redis-cli).
+    #[test]
+    fn doubles_print_as_percent_17g() {
+        for (d, text) in [
+            (0.1, "0.10000000000000001"),
+            (0.3, "0.29999999999999999"),
+            (1e100, "1e+100"),
+            (3.0, "3"),
+            (-2.5, "-2.5"),
+            (1e-5, "1.0000000000000001e-05"),
+            (1.5e17, "1.5e+17"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (1e16, "10000000000000000"),
+            (0.0001, "0.0001"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "4.9406564584124654e-324"),
+        ] {
+            assert_eq!(format_double(d), text, "{d:e}");
+        }
+    }
+
     #[test]
     fn resp2_and_resp3_encodings() {
         assert_eq!(enc(Reply::Int(-42), false), b":-42\r\n");
@@ -227,6 +269,7 @@ mod tests {
         assert_eq!(enc(m, true), b"%1\r\n$1\r\na\r\n:1\r\n");
         assert_eq!(enc(Reply::Double(1.5), true), b",1.5\r\n");
         assert_eq!(enc(Reply::Double(3.0), false), b"$1\r\n3\r\n");
+        assert_eq!(enc(Reply::Double(f64::NEG_INFINITY), true), b",-inf\r\n");
         assert_eq!(enc(Reply::error("ERR a\r\nb"), false), b"-ERR a  b\r\n");
     }
 }

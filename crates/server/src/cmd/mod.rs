@@ -16,10 +16,11 @@
 //! (which carries the engine's [`EngineError`]), so a command's failures
 //! read the same whichever side it runs on.
 //!
-//! The families live one per file: [`strings`], [`bitmaps`], [`hashes`], [`sets`],
-//! [`lists`], [`keys`], [`connection`], [`server`], [`transactions`]. Each exports its
-//! own rows of the command table (`commands()`), next to the code they
-//! name; [`TABLE`] gathers them once, at start-up, and sorts them by name
+//! The families live one per file: [`strings`], [`bitmaps`], [`hashes`],
+//! [`sets`], [`lists`], [`zsets`], [`keys`], [`connection`], [`server`],
+//! [`transactions`]. Each exports its own rows of the command table
+//! (`commands()`), next to the code they name; [`TABLE`] gathers them
+//! once, at start-up, and sorts them by name
 //! for lookups. A row is made by the trait's own constructor
 //! ([`Spec::read`], [`Spec::write`], [`Spec::local`]), so whether a command
 //! reads or writes (its `readonly` or `write` flag, and where it runs) is
@@ -34,6 +35,7 @@ pub mod server;
 pub mod sets;
 pub mod strings;
 pub mod transactions;
+pub mod zsets;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -434,6 +436,7 @@ impl Table {
             sets::commands(),
             strings::commands(),
             transactions::commands(),
+            zsets::commands(),
         ]
         .into_iter()
         .flatten()
