@@ -17,7 +17,7 @@
 //! read the same whichever side it runs on.
 //!
 //! The families live one per file: [`strings`], [`bitmaps`], [`hashes`],
-//! [`sets`], [`lists`], [`zsets`], [`keys`], [`connection`], [`server`],
+//! [`sets`], [`lists`], [`zsets`], [`sort`], [`keys`], [`connection`], [`server`],
 //! [`transactions`]. Each exports its own rows of the command table
 //! (`commands()`), next to the code they name; [`TABLE`] gathers them
 //! once, at start-up, and sorts them by name
@@ -33,6 +33,7 @@ pub mod keys;
 pub mod lists;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;
@@ -434,6 +435,7 @@ impl Table {
             lists::commands(),
             server::commands(),
             sets::commands(),
+            sort::commands(),
             strings::commands(),
             transactions::commands(),
             zsets::commands(),

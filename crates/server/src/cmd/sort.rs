@@ -235,7 +235,11 @@ fn collate(a: &[u8], b: &[u8], store: bool) -> std::cmp::Ordering {
 fn limits(len: i64, (offset, count): (i64, i64)) -> (i64, i64) {
     let mut start = offset.max(0).min(len);
     let count = count.max(-1).min(len);
-    let mut end = if count < 0 { len - 1 } else { start + count - 1 };
+    let mut end = if count < 0 {
+        len - 1
+    } else {
+        start + count - 1
+    };
     if start >= len {
         start = len - 1;
         end = len - 2;
@@ -346,7 +350,11 @@ impl WriteCommand for Sort {
             return Ok(sorted.reply());
         };
         // A GET that found nothing stores an empty string, as in Redis.
-        let values: Vec<Vec<u8>> = sorted.0.into_iter().map(Option::unwrap_or_default).collect();
+        let values: Vec<Vec<u8>> = sorted
+            .0
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect();
         txn.delete(self.db, dst)?;
         if !values.is_empty() {
             let mut slot = txn.open(self.db, dst, Kind::List)?;
@@ -366,7 +374,7 @@ impl ReadCommand for SortRo {
         Ok(SortRo(Sort::parse_with(args, s, true)?))
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
-        self.0.apply(view)
+        ReadCommand::apply(self.0, view)
     }
 }
 
