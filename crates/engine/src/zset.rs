@@ -107,7 +107,11 @@ impl ScoreRange {
 
     /// Whether no score lies in the range.
     pub fn is_empty(&self) -> bool {
-        !(self.min <= self.max)
+        // NaN ends compare as nothing: empty too.
+        !matches!(
+            self.min.partial_cmp(&self.max),
+            Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+        )
     }
 
     /// Whether `score` lies in the range.

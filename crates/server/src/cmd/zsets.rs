@@ -303,7 +303,13 @@ impl ZAdd {
                 "XX and NX options at the same time are not compatible".into(),
             ));
         }
-        if (flags.gt && flags.nx) || (flags.lt && flags.nx) || (flags.gt && flags.lt) {
+        // At most one of GT, LT and NX.
+        if [flags.gt, flags.lt, flags.nx]
+            .iter()
+            .filter(|&&f| f)
+            .count()
+            > 1
+        {
             return Err(CommandError::Other(
                 "GT, LT, and/or NX options at the same time are not compatible".into(),
             ));
@@ -1268,13 +1274,17 @@ fn aggregate(target: &mut f64, value: f64, how: Aggregate) {
     }
 }
 
+/// One input of the algebra: its members with scores, `None` for a
+/// missing key.
+type Source = Option<Vec<Scored>>;
+
 /// Loads every key (WRONGTYPE for the first key of another type, before
 /// any option error, as in Redis), then the options.
 fn load(
     view: &View<'_, '_>,
     db: u32,
     algebra: Algebra,
-) -> Result<(Vec<Option<Vec<Scored>>>, AlgebraOptions), CommandError> {
+) -> Result<(Vec<Source>, AlgebraOptions), CommandError> {
     let sources = algebra
         .keys
         .iter()
@@ -1286,13 +1296,8 @@ fn load(
 /// The result of `op`, in order, computed in Redis's order of operations
 /// (inputs from the smallest, in a stable sort, so sums of the same scores
 /// round the same way); `limit` stops an intersection early (ZINTERCARD).
-fn compute(
-    op: Op,
-    sources: Vec<Option<Vec<Scored>>>,
-    o: &AlgebraOptions,
-    limit: u64,
-) -> Vec<Scored> {
-    let len = |s: &Option<Vec<Scored>>| s.as_ref().map_or(0, Vec::len);
+fn compute(op: Op, sources: Vec<Source>, o: &AlgebraOptions, limit: u64) -> Vec<Scored> {
+    let len = |s: &Source| s.as_ref().map_or(0, Vec::len);
     let mut result: Vec<Scored> = match op {
         Op::Inter => {
             let mut order: Vec<usize> = (0..sources.len()).collect();
