@@ -201,6 +201,15 @@ fn renames_and_moves_that_create_a_list_wake_waiters() {
         assert_eq!(text(&b.join().expect("B")), "[q2 x]", "{name}");
         assert_eq!(text(&run(port, &["EXISTS", "q1", "q2"])), "0", "{name}");
 
+        // Sorted sets: the lowest score first, BZMPOP with a count.
+        let a = spawn_cmd(port, &["BZPOPMIN", "zq", "0"]);
+        wait_blocked(port, 1.0);
+        let b = spawn_cmd(port, &["BZMPOP", "0", "1", "zq", "MAX", "COUNT", "5"]);
+        wait_blocked(port, 2.0);
+        run(port, &["ZADD", "zq", "2", "b", "1", "a", "3", "c"]);
+        assert_eq!(text(&a.join().expect("A")), "[zq a 1]", "{name}");
+        assert_eq!(text(&b.join().expect("B")), "[zq [[c 3] [b 2]]]", "{name}");
+
         // BLMPOP with a count.
         let w = spawn_cmd(
             port,

@@ -1969,6 +1969,11 @@ fn sort() {
 }
 
 #[test]
+fn blocking_zset_pops() {
+    check(&[BLOCKING_ZPOPS]);
+}
+
+#[test]
 fn key_commands_on_every_type() {
     check(&[TYPES_ON_KEYS, OBJECT_AND_SWAPDB]);
 }
@@ -2931,6 +2936,44 @@ const SORTS: &[&str] = &[
     "@quiet HELLO 3",
     "SORT words BY w_* GET nosuch_* GET #",
     "SORT nokey",
+];
+
+const BLOCKING_ZPOPS: &[&str] = &[
+    "ZADD z1 1 a 2 b 3 c",
+    "BZPOPMIN z1 0",
+    "BZPOPMAX z1 0",
+    "BZPOPMIN nokey z1 0",
+    "EXISTS z1",
+    "BZPOPMIN nokey 0.01",
+    "BZPOPMAX nokey 0.01",
+    "SET str v",
+    "BZPOPMIN str 0",
+    "BZPOPMIN nokey str 0",
+    "BZPOPMIN z1 abc",
+    "BZPOPMIN z1 -1",
+    "ZADD z2 1 a 2 b 3 c",
+    "BZMPOP 0 2 nokey z2 MIN COUNT 2",
+    "BZMPOP 0 1 z2 MAX",
+    "BZMPOP 0.01 1 z2 MAX",
+    "BZMPOP 0 0 z2 MIN",
+    "BZMPOP abc 1 z2 MIN",
+    "BZMPOP 0 1 z2 UP",
+    "BZMPOP 0 1 z2 MIN COUNT 0",
+    "BZMPOP 0 1 str MIN",
+    "BZMPOP 0 2 z2 MIN",
+    "ZADD z3 1 a",
+    "MULTI",
+    "BZPOPMIN nokey 0",
+    "BZMPOP 0 1 nokey MIN",
+    "BZPOPMAX z3 0",
+    "EXEC",
+    "@quiet HELLO 3",
+    "ZADD z4 1.5 a",
+    "BZPOPMIN z4 0",
+    "ZADD z4 2 a 3 b",
+    "BZMPOP 0 1 z4 MIN COUNT 5",
+    "BZPOPMIN nokey 0.01",
+    "BZMPOP 0.01 1 nokey MAX",
 ];
 
 const OBJECT_AND_SWAPDB: &[&str] = &[

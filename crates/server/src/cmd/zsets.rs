@@ -29,8 +29,9 @@ use respite_engine::{EngineError, KeyRow, Kind, Txn, View};
 
 use super::hashes::{parse_cursor, range_error, scan_reply, ScanOptions, MAX_REPEATED};
 use super::sets::sample;
-use super::{ReadCommand, Session, WriteCommand};
+use super::{BlockingCommand, ReadCommand, Session, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
+use crate::blocking::{parse_timeout, Blocker};
 use crate::error::CommandError;
 use crate::reply::{format_double, Reply};
 
@@ -1001,23 +1002,158 @@ impl WriteCommand for ZMPop {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
+        Ok(self.pop_first(txn)?.unwrap_or(Reply::NilArray))
+    }
+}
+
+impl ZMPop {
+    /// Pops from the first key that exists (Redis stops there, checking
+    /// its type only); `None` when none does.
+    fn pop_first(&self, txn: &mut Txn<'_, '_>) -> Result<Option<Reply>, CommandError> {
         for key in &self.keys {
-            // Redis stops at the first key that exists, checking its type
-            // only.
             let Some(entry) = txn.entry(self.db, key)? else {
                 continue;
             };
             if entry.kind != Kind::ZSet {
                 return Err(EngineError::WrongType.into());
             }
-            let mut slot = txn.open(self.db, key, Kind::ZSet)?;
-            let popped = txn.zset_pop(&mut slot, self.min, self.count)?;
-            return Ok(Reply::Array(vec![
-                Reply::bulk(key.clone()),
-                scored_reply(popped, true, true),
-            ]));
+            return self.pop_from(txn, key);
         }
-        Ok(Reply::NilArray)
+        Ok(None)
+    }
+
+    /// `[key, [[member, score], ...]]` from `key`, a sorted set.
+    fn pop_from(&self, txn: &mut Txn<'_, '_>, key: &[u8]) -> Result<Option<Reply>, CommandError> {
+        let mut slot = txn.open(self.db, key, Kind::ZSet)?;
+        let popped = txn.zset_pop(&mut slot, self.min, self.count)?;
+        if popped.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Reply::Array(vec![
+            Reply::bulk(key.to_vec()),
+            scored_reply(popped, true, true),
+        ])))
+    }
+}
+
+/// Whether `key` holds a sorted set now (a blocked pop is served only
+/// from one; a key of another type leaves the client blocked, as in
+/// redis-server 7.0).
+fn holds_zset(txn: &Txn<'_, '_>, db: u32, key: &[u8]) -> Result<bool, CommandError> {
+    match txn.live(db, key, Kind::ZSet) {
+        Ok(row) => Ok(row.is_some()),
+        Err(EngineError::WrongType) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `BZPOPMIN key [key ...] timeout` (`MAX` false) and `BZPOPMAX key [key
+/// ...] timeout`: `[key, member, score]` from the first non-empty sorted
+/// set, blocking until there is one (see `crate::blocking`).
+pub struct BZPop<const MAX: bool> {
+    /// Selected database.
+    db: u32,
+    /// The keys, tried in order.
+    keys: Vec<Bytes>,
+    /// How long to wait (`None`: forever).
+    timeout: Option<std::time::Duration>,
+}
+
+impl<const MAX: bool> BZPop<MAX> {
+    fn pop_from(&self, txn: &mut Txn<'_, '_>, key: &[u8]) -> Result<Option<Reply>, CommandError> {
+        let mut slot = txn.open(self.db, key, Kind::ZSet)?;
+        let popped = txn.zset_pop(&mut slot, !MAX, 1)?;
+        Ok(popped.into_iter().next().map(|(member, score)| {
+            Reply::Array(vec![
+                Reply::bulk(key.to_vec()),
+                Reply::bulk(member),
+                Reply::Double(score),
+            ])
+        }))
+    }
+}
+
+impl<const MAX: bool> BlockingCommand for BZPop<MAX> {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        let mut keys = args.rest();
+        let timeout = keys.pop().ok_or(CommandError::Syntax)?;
+        Ok(BZPop {
+            db: s.db,
+            keys,
+            timeout: parse_timeout(&timeout)?,
+        })
+    }
+}
+
+impl<const MAX: bool> Blocker for BZPop<MAX> {
+    fn keys(&self) -> Vec<(u32, Bytes)> {
+        self.keys.iter().map(|k| (self.db, k.clone())).collect()
+    }
+    fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout
+    }
+    fn try_pop(
+        &self,
+        txn: &mut Txn<'_, '_>,
+        ready: Option<(u32, &[u8])>,
+    ) -> Result<Option<Reply>, CommandError> {
+        if let Some((_, key)) = ready {
+            if !holds_zset(txn, self.db, key)? {
+                return Ok(None);
+            }
+            return self.pop_from(txn, key);
+        }
+        for key in &self.keys {
+            // WRONGTYPE on the first key of another type, as in Redis.
+            if txn.live(self.db, key, Kind::ZSet)?.is_some() {
+                return self.pop_from(txn, key);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// `BZMPOP timeout numkeys key [key ...] MIN | MAX [COUNT count]`
+pub struct BZMPop {
+    /// The pop.
+    pop: ZMPop,
+    /// How long to wait (`None`: forever).
+    timeout: Option<std::time::Duration>,
+}
+
+impl BlockingCommand for BZMPop {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        // Redis reads the timeout after the keys and options.
+        let timeout = args.next()?;
+        let pop = <ZMPop as WriteCommand>::parse(args, s)?;
+        Ok(BZMPop {
+            pop,
+            timeout: parse_timeout(&timeout)?,
+        })
+    }
+}
+
+impl Blocker for BZMPop {
+    fn keys(&self) -> Vec<(u32, Bytes)> {
+        self.pop
+            .keys
+            .iter()
+            .map(|k| (self.pop.db, k.clone()))
+            .collect()
+    }
+    fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout
+    }
+    fn try_pop(
+        &self,
+        txn: &mut Txn<'_, '_>,
+        ready: Option<(u32, &[u8])>,
+    ) -> Result<Option<Reply>, CommandError> {
+        match ready {
+            Some((_, key)) if holds_zset(txn, self.pop.db, key)? => self.pop.pop_from(txn, key),
+            Some(_) => Ok(None),
+            None => self.pop.pop_first(txn),
+        }
     }
 }
 
@@ -1500,6 +1636,9 @@ pub(super) fn commands() -> Vec<super::Spec> {
         Spec::read::<ZInterCard>("zintercard", -3, &["movablekeys"], [0, 0, 0], "sorted_set", "Returns the number of members of the intersect of multiple sorted sets."),
         Spec::write::<ZInterStore>("zinterstore", -4, &["denyoom", "movablekeys"], [1, 1, 1], "sorted_set", "Stores the intersect of multiple sorted sets in a key."),
         Spec::read::<ZLexCount>("zlexcount", 4, &["fast"], [1, 1, 1], "sorted_set", "Returns the number of members in a sorted set within a lexicographical range."),
+        Spec::blocking::<BZMPop>("bzmpop", -5, &["blocking", "movablekeys"], [0, 0, 0], "sorted_set", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
+        Spec::blocking::<BZPop<true>>("bzpopmax", -3, &["noscript", "blocking", "fast"], [1, -2, 1], "sorted_set", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped."),
+        Spec::blocking::<BZPop<false>>("bzpopmin", -3, &["noscript", "blocking", "fast"], [1, -2, 1], "sorted_set", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
         Spec::write::<ZMPop>("zmpop", -4, &["movablekeys"], [0, 0, 0], "sorted_set", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."),
         Spec::read::<ZMScore>("zmscore", -3, &["fast"], [1, 1, 1], "sorted_set", "Returns the score of one or more members in a sorted set."),
         Spec::write::<ZPopMax>("zpopmax", -2, &["fast"], [1, 1, 1], "sorted_set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
