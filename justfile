@@ -394,3 +394,80 @@ bench-types N="200000" ROUNDS="3" REDKA="" REDLITE="":
         r=$(rps $p -c 1 -n 500 -r 1000000 HSET h1000 "${hargs[@]}")
         awk -v n="${names[$p]}" -v r="$r" 'BEGIN { printf "| %s | %.3f |\n", n, (r > 0 ? 1000 / r : 0) }'
     done
+
+# Lists and sorted sets against SET and against redis-server, side by side
+# in one run (redis-benchmark, 50 clients, N requests, keys over 100,000;
+# every push and ZADD stores a value that changes, and every pop finds an
+# element: the lists are filled with ten elements each first): the speed
+# targets of the lists and sorted sets issue. Every cell is the median of
+# ROUNDS runs taken in turn across the servers. Given the binaries of Redka
+# and Redlite, they get columns too. Example:
+# just bench-lists 200000 3 /tmp/peers/bin/redka /tmp/peers/bin/redlite
+bench-lists N="200000" ROUNDS="3" REDKA="" REDLITE="":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release -p respite-daemon
+    dir=$(mktemp -d)
+    trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
+    wait_up() { until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done; }
+    ./target/release/respited --port 7501 --db "$dir/r.db" 2>"$dir/r.log" &
+    redis-server --port 7503 --dir "$dir" --save "" --appendonly yes --appendfsync always >/dev/null &
+    redis-server --port 7504 --dir "$dir" --save "" --appendonly no --dbfilename none.rdb >/dev/null &
+    ports=(7501 7503 7504)
+    if [ -n "{{REDKA}}" ] && [ -n "{{REDLITE}}" ]; then
+        "{{REDKA}}" -h 127.0.0.1 -p 7505 "$dir/redka.db" >"$dir/redka.log" 2>&1 &
+        "{{REDLITE}}" --db "$dir/redlite.db" --addr 127.0.0.1:7506 >"$dir/redlite.log" 2>&1 &
+        ports+=(7505 7506)
+    fi
+    for p in "${ports[@]}"; do wait_up $p; done
+    x="$(printf 'x%.0s' $(seq 52))"
+    # The data: 100,000 strings, 100,000 lists of about ten elements, one
+    # list of 1,000 elements, sorted sets of 1,000 and 100,000 members.
+    for p in "${ports[@]}"; do
+        redis-benchmark -p $p -c 50 -n 100000 -r 100000 -P 32 -q SET key:__rand_int__ "$x" >/dev/null
+        redis-benchmark -p $p -c 50 -n 1000000 -r 100000 -P 32 -q RPUSH list:__rand_int__ "$x" >/dev/null
+        redis-benchmark -p $p -c 50 -n 1000 -P 32 -q RPUSH list1000 "v__rand_int__" >/dev/null
+        redis-benchmark -p $p -c 50 -n 100000 -r 1000 -P 32 -q ZADD z1000 __rand_int__ m__rand_int__ >/dev/null
+        redis-benchmark -p $p -c 50 -n 300000 -r 100000 -P 32 -q ZADD z100k __rand_int__ m__rand_int__ >/dev/null
+    done
+    rps() { local p=$1; shift; redis-benchmark -p "$p" --csv -q "$@" 2>/dev/null | awk -F'"' 'NR==2 {print $4}'; }
+    median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+    declare -A res
+    rows=("SET|-r 100000 SET key:__rand_int__ ${x}__rand_int__"
+          "LPUSH|-r 100000 LPUSH list:__rand_int__ ${x}__rand_int__"
+          "RPUSH|-r 100000 RPUSH list:__rand_int__ ${x}__rand_int__"
+          "LPOP|-r 100000 LPOP list:__rand_int__"
+          "RPOP|-r 100000 RPOP list:__rand_int__"
+          "ZADD, one member|-r 100000 ZADD zs:__rand_int__ __rand_int__ m__rand_int__"
+          "LRANGE 0 99|LRANGE list1000 0 99"
+          "ZRANGE 0 99 WITHSCORES|ZRANGE z1000 0 99 WITHSCORES"
+          "ZRANGEBYSCORE LIMIT 0 10|-r 100000 ZRANGEBYSCORE z100k __rand_int__ +inf LIMIT 0 10"
+          "ZRANK, 95,000 members|-r 100000 ZRANK z100k m__rand_int__"
+          "LINDEX middle of 1,000|LINDEX list1000 500")
+    for i in "${!rows[@]}"; do
+        IFS='|' read -r label args <<<"${rows[$i]}"
+        for _ in $(seq {{ROUNDS}}); do
+            for p in "${ports[@]}"; do res[$i,$p]+="$(rps $p -c 50 -n {{N}} $args) "; done
+        done
+    done
+    m() { median ${res[$1,$2]}; }
+    echo "| redis-benchmark -c 50 -n {{N}} | respite | redis AOF always | redis, no persistence | respite / AOF | respite / no persistence | respite / its SET |"
+    echo "|---|---|---|---|---|---|---|"
+    for i in "${!rows[@]}"; do
+        IFS='|' read -r label args <<<"${rows[$i]}"
+        base=0; [ $i -le 5 ] && base=$(m 0 7501)
+        awk -v l="$label" -v a="$(m $i 7501)" -v b="$(m $i 7503)" -v c="$(m $i 7504)" -v s="$base" 'BEGIN {
+            printf "| %s | %.0f | %.0f | %.0f | %.2fx | %.2fx | %s |\n", l, a, b, c, a/b, a/c, (s > 0 ? sprintf("%.2fx", a/s) : "") }'
+    done
+    if [ ${#ports[@]} -gt 3 ]; then
+        echo
+        echo "| redis-benchmark -c 50 -n {{N}} | respite | Redka | Redlite | respite / Redka | respite / Redlite |"
+        echo "|---|---|---|---|---|---|"
+        for i in "${!rows[@]}"; do
+            IFS='|' read -r label args <<<"${rows[$i]}"
+            awk -v l="$label" -v a="$(m $i 7501)" -v b="$(m $i 7505)" -v c="$(m $i 7506)" 'BEGIN {
+                printf "| %s | %.0f | %.0f | %.0f | %.1fx | %.1fx |\n", l, a, b, c, (b > 0 ? a/b : 0), (c > 0 ? a/c : 0) }'
+        done
+    fi
+    echo
+    echo "elements left in list:1..100000 (every pop above found one): respite $(redis-cli -p 7501 llen list:1), redis $(redis-cli -p 7503 llen list:1)"
