@@ -210,12 +210,36 @@ impl Txn<'_, '_> {
         if values.is_empty() {
             return Ok(slot.len());
         }
+        let existed = !slot.is_empty();
         let id = self.slot_id(slot)?;
         let n = values.len() as i64;
         let dir = match end {
             End::Left => -1,
             End::Right => 1,
         };
+        if existed && n == 1 {
+            // The common push, in one statement: finding the end and
+            // writing next to it is one b-tree descent, and a statement
+            // less is a fifth of the writer's time per push.
+            let sql = match end {
+                End::Left => {
+                    "INSERT INTO lists (id, pos, value)
+                     SELECT ?1, min(pos) - ?3, ?2 FROM lists WHERE id = ?1 RETURNING pos"
+                }
+                End::Right => {
+                    "INSERT INTO lists (id, pos, value)
+                     SELECT ?1, max(pos) + ?3, ?2 FROM lists WHERE id = ?1 RETURNING pos"
+                }
+            };
+            let pos: i64 = self
+                .stmt(sql)?
+                .query_row(params![id, values[0].as_ref(), STEP], |r| r.get(0))?;
+            if !(-LIMIT..=LIMIT).contains(&pos) {
+                self.list_renumber(id)?;
+            }
+            self.settle(slot, 1, 0)?;
+            return Ok(slot.len());
+        }
         let mut last = self.list_end(id, end)?;
         if let Some(p) = last {
             // Room for every new position inside the limit?
@@ -248,6 +272,29 @@ impl Txn<'_, '_> {
         };
         if count <= 0 {
             return Ok(Vec::new());
+        }
+        if count == 1 {
+            // The common pop, in one statement (see `list_push`).
+            let sql = match end {
+                End::Left => {
+                    "DELETE FROM lists WHERE id = ?1
+                     AND pos = (SELECT min(pos) FROM lists WHERE id = ?1) RETURNING value"
+                }
+                End::Right => {
+                    "DELETE FROM lists WHERE id = ?1
+                     AND pos = (SELECT max(pos) FROM lists WHERE id = ?1) RETURNING value"
+                }
+            };
+            self.changing(slot.db, slot.key);
+            let value: Option<Vec<u8>> = self
+                .stmt(sql)?
+                .query_row([row.id], |r| r.get(0))
+                .optional()?;
+            let Some(value) = value else {
+                return Ok(Vec::new());
+            };
+            self.settle(slot, -1, 0)?;
+            return Ok(vec![value]);
         }
         let sql = match end {
             End::Left => "SELECT pos, value FROM lists WHERE id = ?1 ORDER BY pos LIMIT ?2",
@@ -439,5 +486,102 @@ mod tests {
         assert_eq!(range_indexes(5, -2, -1), Some((3, 4)));
         assert_eq!(range_indexes(0, 0, -1), None);
         assert_eq!(range_indexes(5, i64::MIN, i64::MAX), Some((0, 4)));
+    }
+}
+
+#[cfg(test)]
+mod cost {
+    use rusqlite::Connection;
+
+    use super::End;
+    use crate::schema::Kind;
+    use crate::stmt_cache::Statements;
+    use crate::txn::Txn;
+    use crate::watch::Watches;
+
+    /// The SQLite VM steps of one push, pop and end read on a list of `n`
+    /// elements (rows touched, not time).
+    fn steps_at_the_ends(n: usize) -> Vec<i64> {
+        let conn = Connection::open_in_memory().unwrap();
+        crate::schema::prepare(&conn).unwrap();
+        let stmts = Statements::new(&conn);
+        let watches = Watches::default();
+        let mut txn = Txn::new(&stmts, &watches);
+        let values: Vec<Vec<u8>> = (0..n).map(|i| format!("v{i}").into_bytes()).collect();
+        for chunk in values.chunks(10_000) {
+            let mut slot = txn.open(0, b"l", Kind::List).unwrap();
+            txn.list_push(&mut slot, chunk, End::Right).unwrap();
+        }
+        let mut out = Vec::new();
+        let mut measure = |f: &mut dyn FnMut(&mut Txn<'_, '_>)| {
+            stmts.take_vm_steps();
+            f(&mut txn);
+            out.push(stmts.take_vm_steps());
+        };
+        measure(&mut |t| {
+            let mut slot = t.open(0, b"l", Kind::List).unwrap();
+            t.list_push(&mut slot, &[b"x"], End::Left).unwrap();
+        });
+        measure(&mut |t| {
+            let mut slot = t.open(0, b"l", Kind::List).unwrap();
+            t.list_push(&mut slot, &[b"y"], End::Right).unwrap();
+        });
+        measure(&mut |t| {
+            let mut slot = t.open(0, b"l", Kind::List).unwrap();
+            assert_eq!(t.list_pop(&mut slot, End::Left, 1).unwrap(), [b"x"]);
+        });
+        measure(&mut |t| {
+            let mut slot = t.open(0, b"l", Kind::List).unwrap();
+            assert_eq!(t.list_pop(&mut slot, End::Right, 1).unwrap(), [b"y"]);
+        });
+        measure(&mut |t| {
+            let row = t.live(0, b"l", Kind::List).unwrap().unwrap();
+            assert_eq!(t.list_index(&row, -1).unwrap(), Some(values[n - 1].clone()));
+            assert_eq!(t.list_index(&row, 0).unwrap(), Some(values[0].clone()));
+            assert_eq!(
+                t.list_range(&row, -3, -1).unwrap(),
+                values[n - 3..].to_vec()
+            );
+        });
+        out
+    }
+
+    /// LPUSH, RPUSH, LPOP, RPOP and LINDEX/LRANGE at either end cost the
+    /// same on a list of 100,000 elements as on one of 10.
+    #[test]
+    fn the_ends_cost_the_same_however_long_the_list() {
+        let short = steps_at_the_ends(10);
+        let long = steps_at_the_ends(100_000);
+        eprintln!("VM steps at the ends, 10 elements: {short:?}; 100,000: {long:?}");
+        for (s, l) in short.iter().zip(&long) {
+            assert!(*l <= s + 20, "10 elements: {short:?}, 100,000: {long:?}");
+        }
+    }
+
+    /// An insert in the middle, repeated at one spot until the gap runs
+    /// out, renumbers and keeps the order.
+    #[test]
+    fn inserts_at_one_spot_keep_their_order() {
+        let conn = Connection::open_in_memory().unwrap();
+        crate::schema::prepare(&conn).unwrap();
+        let stmts = Statements::new(&conn);
+        let watches = Watches::default();
+        let mut txn = Txn::new(&stmts, &watches);
+        let mut slot = txn.open(0, b"l", Kind::List).unwrap();
+        txn.list_push(&mut slot, &[b"a", b"z"], End::Right).unwrap();
+        let mut expected: Vec<Vec<u8>> = vec![b"a".to_vec()];
+        let mut after: Vec<Vec<u8>> = Vec::new();
+        for i in 0..60 {
+            let v = format!("m{i}").into_bytes();
+            let mut slot = txn.open(0, b"l", Kind::List).unwrap();
+            // Always right before z: the gap before z halves every time.
+            txn.list_insert(&mut slot, true, b"z", &v).unwrap();
+            after.push(v);
+        }
+        expected.extend(after);
+        expected.push(b"z".to_vec());
+        let row = txn.live(0, b"l", Kind::List).unwrap().unwrap();
+        assert_eq!(txn.list_range(&row, 0, -1).unwrap(), expected);
+        assert_eq!(row.count, 62);
     }
 }
