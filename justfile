@@ -470,4 +470,4 @@ bench-lists N="200000" ROUNDS="3" REDKA="" REDLITE="":
         done
     fi
     echo
-    echo "elements left in list:1..100000 (every pop above found one): respite $(redis-cli -p 7501 llen list:1), redis $(redis-cli -p 7503 llen list:1)"
+    echo "elements left in one list (every pop above found one): respite $(redis-cli -p 7501 llen list:000000000001), redis $(redis-cli -p 7503 llen list:000000000001)"
