@@ -144,6 +144,12 @@ pub fn format_double(d: f64) -> String {
     if d == 0.0 {
         return if d.is_sign_negative() { "-0" } else { "0" }.into();
     }
+    // Whole scores (the common case: counts, timestamps) below 1e17 print
+    // as the integer, which is what 17 significant digits show of them;
+    // the general path below is ten times slower.
+    if d.fract() == 0.0 && d.abs() < 1e17 {
+        return (d as i64).to_string();
+    }
     // Rounded to 17 significant digits first: `%g` picks its style by the
     // exponent after rounding.
     let sci = format!("{d:.16e}");
@@ -158,10 +164,30 @@ pub fn format_double(d: f64) -> String {
     };
     if !(-4..17).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mantissa), exp.unsigned_abs())
-    } else {
-        trim(&format!("{d:.*}", (16 - exp) as usize))
+        return format!("{}e{sign}{:02}", trim(mantissa), exp.unsigned_abs());
     }
+    // The same 17 digits with the point moved (formatting again costs as
+    // much as the first time).
+    let (neg, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mantissa),
+    };
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let mut out = String::with_capacity(24);
+    if neg {
+        out.push('-');
+    }
+    if exp >= 0 {
+        let point = (exp + 1) as usize;
+        out.push_str(&digits[..point]);
+        out.push('.');
+        out.push_str(&digits[point..]);
+    } else {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
+        out.push_str(&digits);
+    }
+    trim(&out)
 }
 
 fn put_int(out: &mut BytesMut, n: i64) {
@@ -249,6 +275,16 @@ mod tests {
             (f64::INFINITY, "inf"),
             (f64::MAX, "1.7976931348623157e+308"),
             (5e-324, "4.9406564584124654e-324"),
+            // From C's printf("%.17g"): the point moved within the digits.
+            (12345.678, "12345.678"),
+            (-0.00012345, "-0.00012344999999999999"),
+            (1234567890123456.8, "1234567890123456.8"),
+            (99999999999999999.0, "1e+17"),
+            (9007199254740994.0, "9007199254740994"),
+            (-123.0, "-123"),
+            (0.00030000000000000003, "0.00030000000000000003"),
+            (7.25, "7.25"),
+            (1000000000000000.5, "1000000000000000.5"),
         ] {
             assert_eq!(format_double(d), text, "{d:e}");
         }
