@@ -1094,4 +1094,31 @@ mod tests {
         }
         assert!(seen.len() >= 45, "only {} distinct SETs of 50", seen.len());
     }
+
+    #[test]
+    fn data_repeat_sends_one_value_and_key_minimum_shifts_keys() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "respite-loadgen",
+            "--ratio",
+            "1:0",
+            "--key-minimum",
+            "7",
+            "--key-maximum",
+            "7",
+            "--data-repeat",
+        ])
+        .unwrap();
+        let wl = build(&cli).unwrap();
+        let mut enc = Encoder::new(&wl, wl.phases[0].clone(), 7, 0, 1, false);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..50 {
+            let mut out = Vec::new();
+            enc.encode(0, &mut out, None);
+            seen.insert(out);
+        }
+        assert_eq!(seen.len(), 1, "--data-repeat: one request, repeated");
+        let req = seen.into_iter().next().unwrap_or_default();
+        assert!(req.windows(7).any(|w| w == b"\nkey:7\r"), "key 7 only");
+    }
 }
