@@ -65,7 +65,7 @@ pub struct Cli {
     #[arg(short = 'a', long, visible_alias = "authenticate")]
     pub password: Option<String>,
     /// Database to SELECT.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, visible_alias = "select-db", default_value_t = 0)]
     pub db: u32,
     /// Worker threads; connections are spread over them.
     #[arg(short = 't', long, default_value_t = 1)]
