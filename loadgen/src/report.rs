@@ -490,12 +490,19 @@ pub fn compare_rows(ts: &[TargetResult]) -> Vec<CompareRow> {
     let mut rows = Vec::new();
     for n in &names {
         for (m, f) in &metrics {
-            let b = get(base, n).map(|s| f(&s));
+            // Latencies of a command that never succeeded do not exist;
+            // showing them as 0 ms would read as infinitely fast.
+            let value = |t: &TargetResult| {
+                get(t, n)
+                    .filter(|s| s.ops > 0 || m.ends_with("/s"))
+                    .map(|s| f(&s))
+            };
+            let b = value(base);
             let cells = ts
                 .iter()
                 .enumerate()
                 .map(|(i, t)| {
-                    let v = get(t, n).map(|s| f(&s));
+                    let v = value(t);
                     let ratio = match (v, b) {
                         (Some(v), Some(b)) if i > 0 && b > 0.0 => Some(v / b),
                         _ => None,
