@@ -18,7 +18,9 @@ test:
     cargo test --workspace
 
 # The test suite with redis-server required (differential tests and the
-# load generator's tests fail instead of skipping if it is missing).
+# load generator's tests fail instead of skipping if it is missing). The
+# load generator's headless-browser test skips without chromium unless
+# RESPITE_REQUIRE_CHROMIUM=1 (which .ci/run sets).
 test-redis:
     RESPITE_REQUIRE_REDIS=1 cargo test --workspace
 

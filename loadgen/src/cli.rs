@@ -16,28 +16,41 @@ use crate::error::ArgError;
 use crate::keys::KeyPattern;
 use crate::workload::Profile;
 
-/// Every flag of the binary, as clap parses it.
-///
-/// Fields are kept close to the raw command line on purpose: cross-flag
-/// rules (one of `--profile`/`--ratio`/`--command`, `__ttl__` needing
-/// `--expire-range`, ...) live in `main` and `workload::build`, where the
-/// error can name the conflict precisely.
+// Every flag of the binary, as clap parses it. Fields stay close to the
+// raw command line: cross-flag rules (one of --profile/--ratio/--command,
+// __ttl__ needing --expire-range, ...) live in `main` and `workload::build`,
+// where the error can name the conflict precisely. (Plain comments, not doc
+// comments: clap would print a doc comment at the top of --help.)
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "respite-loadgen",
     version,
-    about = "A load generator for any RESP server, with HdrHistogram latency reports",
-    after_help = "See docs/loadgen.md for every flag with an example."
+    about = "Measures the throughput and latency of any Redis-protocol (RESP) server, \
+             or of several side by side, per command, with HdrHistogram percentiles.",
+    long_about = "Measures the throughput and latency of any Redis-protocol (RESP) server, \
+                  or of several side by side, per command, with HdrHistogram percentiles.\n\n\
+                  Example: 50 connections, 1 SET for every 10 GETs, 200,000 requests:\n\n    \
+                  respite-loadgen -p 6379 -c 50 -n 200000 --ratio 1:10\n\n\
+                  Two servers compared, with an HTML report:\n\n    \
+                  respite-loadgen --target redis=127.0.0.1:6379 --target respite=127.0.0.1:6380 \\\n        \
+                  --duration 30s --ratio 1:1 --html report.html\n\n\
+                  Only successful replies count as ops/s. Error replies are counted per command \
+                  and printed with their text; any error reply, connection failure or --verify \
+                  mismatch makes the exit status non-zero (see --allow-errors).",
+    after_help = "memtier_benchmark's flag names are accepted too (--clients, --test-time, \
+                  --key-pattern R:R, --key-minimum/--key-maximum, --random-data, \
+                  --hdr-file-prefix, --json-out-file); note that -c and -n are totals here, as in \
+                  redis-benchmark. See docs/loadgen.md for every flag with an example."
 )]
 pub struct Cli {
     /// Server host (used when no --target is given).
-    #[arg(long, default_value = "127.0.0.1")]
+    #[arg(long, visible_alias = "server", default_value = "127.0.0.1")]
     pub host: String,
     /// Server port (used when no --target is given).
     #[arg(short = 'p', long, default_value_t = 6379)]
     pub port: u16,
     /// Unix socket path; overrides --host/--port.
-    #[arg(short = 's', long)]
+    #[arg(short = 's', long, visible_alias = "unix-socket")]
     pub socket: Option<PathBuf>,
     /// A target as [NAME=]HOST:PORT or [NAME=]unix:PATH; repeat to compare servers.
     #[arg(long = "target", value_name = "[NAME=]ADDR")]
@@ -49,28 +62,34 @@ pub struct Cli {
     #[arg(long)]
     pub user: Option<String>,
     /// Password for AUTH.
-    #[arg(short = 'a', long)]
+    #[arg(short = 'a', long, visible_alias = "authenticate")]
     pub password: Option<String>,
     /// Database to SELECT.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, visible_alias = "select-db", default_value_t = 0)]
     pub db: u32,
     /// Worker threads; connections are spread over them.
     #[arg(short = 't', long, default_value_t = 1)]
     pub threads: usize,
-    /// Connections in total (not per thread).
-    #[arg(short = 'c', long, default_value_t = 50)]
-    pub connections: usize,
+    /// Connections in total (not per thread, unlike memtier's --clients).
+    #[arg(short = 'c', long, conflicts_with = "clients")]
+    pub connections: Option<usize>,
+    /// Connections per thread, as memtier_benchmark's --clients: the total
+    /// is CLIENTS x THREADS.
+    #[arg(long)]
+    pub clients: Option<usize>,
     /// Requests in flight per connection, sent as one buffer.
     #[arg(short = 'P', long)]
     pub pipeline: Option<usize>,
     /// Open loop: total requests per second across all connections.
     #[arg(long)]
     pub rate: Option<f64>,
-    /// Total measured requests (default 100000 when --duration is absent).
+    /// Total measured requests, over all connections (default 100000 when
+    /// --duration is absent). memtier's -n counts per client instead.
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
-    /// Measured run length, e.g. 30s, 500ms, 2m.
-    #[arg(long, value_parser = parse_duration)]
+    /// Measured run length, e.g. 30s, 500ms, 2m (a plain number is seconds,
+    /// as memtier's --test-time).
+    #[arg(long, visible_alias = "test-time", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Unmeasured warm-up before the measured run.
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
@@ -85,15 +104,22 @@ pub struct Cli {
     /// weighted as '3:HSET ...'; repeat for a mix.
     #[arg(long = "command", value_name = "[WEIGHT:]TEMPLATE")]
     pub commands: Vec<String>,
-    /// How keys are picked from the keyspace.
-    #[arg(long, value_enum, default_value = "uniform")]
+    /// How keys are picked: uniform, sequential, gaussian or zipf, or
+    /// memtier's SET:GET form R:R, S:S, P:P, G:G.
+    #[arg(long, value_parser = parse_key_pattern, default_value = "uniform")]
     pub key_pattern: KeyPattern,
     /// Zipf exponent; implies --key-pattern zipf.
     #[arg(long)]
     pub key_zipf: Option<f64>,
-    /// Number of distinct keys.
-    #[arg(long, default_value_t = 10_000)]
-    pub keyspace: u64,
+    /// Number of distinct keys (default 10000).
+    #[arg(long, conflicts_with_all = ["key_minimum", "key_maximum"])]
+    pub keyspace: Option<u64>,
+    /// Smallest key index, as memtier (keys KEY_MINIMUM..=KEY_MAXIMUM).
+    #[arg(long)]
+    pub key_minimum: Option<u64>,
+    /// Largest key index, as memtier.
+    #[arg(long)]
+    pub key_maximum: Option<u64>,
     /// Prefix of every generated key.
     #[arg(long, default_value = "key:")]
     pub key_prefix: String,
@@ -103,8 +129,16 @@ pub struct Cli {
     /// Random value size in MIN-MAX bytes (overrides --data-size).
     #[arg(long)]
     pub data_size_range: Option<String>,
-    /// Put a TTL of MIN-MAX seconds on every SET (and on __ttl__ in templates).
+    /// Every write carries different bytes (the default; accepted for
+    /// memtier compatibility).
+    #[arg(long, conflicts_with = "data_repeat")]
+    pub random_data: bool,
+    /// Every value is the same bytes, as redis-benchmark sends. A store may
+    /// skip rewriting an unchanged value (SQLite does), which flatters it.
     #[arg(long)]
+    pub data_repeat: bool,
+    /// Put a TTL of MIN-MAX seconds on every SET (and on __ttl__ in templates).
+    #[arg(long, visible_alias = "expiry-range")]
     pub expire_range: Option<String>,
     /// A named workload: get-heavy, set-heavy, mixed, ttl-heavy, redlite, pipeline-10.
     #[arg(long, value_enum)]
@@ -115,12 +149,19 @@ pub struct Cli {
     /// Check every reply and report mismatches (exit status 2 on failure).
     #[arg(long)]
     pub verify: bool,
-    /// Write a JSON summary.
+    /// Exit with status 0 even when some replies were errors (they are
+    /// still counted and shown). Without it, any error reply fails the run.
     #[arg(long)]
+    pub allow_errors: bool,
+    /// Write a JSON summary.
+    #[arg(long, visible_alias = "json-out-file")]
     pub json: Option<PathBuf>,
     /// Write .hgrm percentile distributions (one file per target and command).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "hdr_file_prefix")]
     pub hgrm: Option<PathBuf>,
+    /// memtier's spelling: PREFIX.<target>.<command>.hgrm files, as --hgrm PREFIX.hgrm.
+    #[arg(long)]
+    pub hdr_file_prefix: Option<String>,
     /// Write an HdrHistogram interval log (one tagged entry per second and command).
     #[arg(long)]
     pub hdr_log: Option<PathBuf>,
@@ -133,9 +174,73 @@ pub struct Cli {
     /// Never print the live line.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Accepted for memtier compatibility; no histogram is printed anyway.
+    #[arg(long, hide = true)]
+    pub hide_histogram: bool,
+    /// Accepted for memtier compatibility: every connection has its own seed.
+    #[arg(long, hide = true)]
+    pub distinct_client_seed: bool,
     /// Seed for key and value choice (default: fixed, so runs are repeatable).
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
+}
+
+impl Cli {
+    /// Connections in total: `-c`, or `--clients` per thread, or 50.
+    pub fn total_connections(&self) -> usize {
+        match (self.connections, self.clients) {
+            (Some(c), _) => c,
+            (None, Some(per)) => per.saturating_mul(self.threads),
+            (None, None) => 50,
+        }
+    }
+
+    /// The keys' index range as (first, count): `--keyspace N` is 0..N,
+    /// memtier's `--key-minimum/--key-maximum` an inclusive range (its
+    /// defaults 0 and 10,000,000 when only one is given).
+    pub fn key_range(&self) -> Result<(u64, u64), ArgError> {
+        match (self.key_minimum, self.key_maximum) {
+            (None, None) => Ok((0, self.keyspace.unwrap_or(10_000).max(1))),
+            (min, max) => {
+                let (min, max) = (min.unwrap_or(0), max.unwrap_or(10_000_000));
+                if min > max {
+                    return Err(ArgError::Conflict(
+                        "--key-minimum must not exceed --key-maximum",
+                    ));
+                }
+                Ok((min, (max - min).saturating_add(1)))
+            }
+        }
+    }
+
+    /// Where the .hgrm files go: `--hgrm`, or memtier's prefix.
+    pub fn hgrm_path(&self) -> Option<PathBuf> {
+        self.hgrm.clone().or_else(|| {
+            self.hdr_file_prefix
+                .as_ref()
+                .map(|p| PathBuf::from(format!("{p}.hgrm")))
+        })
+    }
+}
+
+/// Parses a key pattern: a name, or memtier's `SET:GET` letters (`R`
+/// random, `S` sequential, `P` parallel, which is sequential with each
+/// connection starting in its own part of the keyspace, as ours always do,
+/// `G` gaussian). One pattern serves every command, so both letters must
+/// agree.
+pub fn parse_key_pattern(s: &str) -> Result<KeyPattern, ArgError> {
+    let bad = || ArgError::KeyPattern(s.to_string());
+    let letter = |l: &str| match l.trim().to_ascii_uppercase().as_str() {
+        "R" => Ok(KeyPattern::Uniform),
+        "S" | "P" => Ok(KeyPattern::Sequential),
+        "G" => Ok(KeyPattern::Gaussian),
+        _ => Err(bad()),
+    };
+    if let Some((a, b)) = s.split_once(':') {
+        let (a, b) = (letter(a)?, letter(b)?);
+        return if a == b { Ok(a) } else { Err(bad()) };
+    }
+    <KeyPattern as clap::ValueEnum>::from_str(s, true).map_err(|_| bad())
 }
 
 /// Parses `30s`, `500ms`, `2m`, `1h` or a plain number of seconds.
@@ -182,6 +287,44 @@ mod tests {
         assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
         assert!(parse_duration("x").is_err());
         assert!(parse_duration("3 days").is_err());
+    }
+
+    #[test]
+    fn memtier_flags() {
+        assert_eq!(parse_key_pattern("R:R").unwrap(), KeyPattern::Uniform);
+        assert_eq!(parse_key_pattern("p:p").unwrap(), KeyPattern::Sequential);
+        assert_eq!(parse_key_pattern("gaussian").unwrap(), KeyPattern::Gaussian);
+        assert!(parse_key_pattern("R:S").is_err());
+        assert!(parse_key_pattern("X:X").is_err());
+        let cli = Cli::try_parse_from([
+            "respite-loadgen",
+            "--clients",
+            "25",
+            "-t",
+            "2",
+            "--test-time",
+            "3",
+            "--key-minimum",
+            "1",
+            "--key-maximum",
+            "100000",
+            "--random-data",
+            "--json-out-file",
+            "x.json",
+            "--hdr-file-prefix",
+            "lat",
+            "--key-pattern",
+            "R:R",
+            "--hide-histogram",
+        ])
+        .unwrap();
+        assert_eq!(cli.total_connections(), 50);
+        assert_eq!(cli.duration, Some(Duration::from_secs(3)));
+        assert_eq!(cli.key_range().unwrap(), (1, 100_000));
+        assert_eq!(cli.json, Some(PathBuf::from("x.json")));
+        assert_eq!(cli.hgrm_path(), Some(PathBuf::from("lat.hgrm")));
+        assert!(Cli::try_parse_from(["x", "-c", "1", "--clients", "2"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--random-data", "--data-repeat"]).is_err());
     }
 
     #[test]

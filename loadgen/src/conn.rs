@@ -214,6 +214,44 @@ impl Conn {
         Ok(())
     }
 
+    /// Checks that the server accepts commands on this connection and asks
+    /// who it is, once per target before any measurement.
+    ///
+    /// `PING` must succeed: a server that wants a password nobody gave
+    /// answers every request `-NOAUTH`, and failing here names the cause
+    /// at once instead of measuring a run of refusals. `INFO server` may
+    /// fail (not every RESP server has it); its `*_version` fields are
+    /// returned for the report's settings.
+    pub async fn probe(&mut self) -> Result<Vec<(String, String)>, Error> {
+        let mut buf = Vec::new();
+        encode_args(&mut buf, &[b"PING"]);
+        encode_args(&mut buf, &[b"INFO", b"server"]);
+        self.send(&buf).await?;
+        if let Some(mut err) = self.reader.read_reply(|r| r.error_message()).await? {
+            if err.starts_with("NOAUTH") {
+                err.push_str(" (give the password with -a/--password)");
+            }
+            return Err(Error::Handshake {
+                target: self.target.clone(),
+                reply: err,
+            });
+        }
+        let info = self
+            .reader
+            .read_reply(|r| match r {
+                Reply::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                _ => String::new(),
+            })
+            .await?;
+        Ok(info
+            .lines()
+            .filter_map(|l| l.trim().split_once(':'))
+            // gcc_version is how the server was built, not what it is.
+            .filter(|(k, _)| k.ends_with("_version") && *k != "gcc_version")
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
     /// Writes all of `buf` (typically a whole pipeline) to the server.
     pub async fn send(&mut self, buf: &[u8]) -> Result<(), Error> {
         self.wr.write_all(buf).await.map_err(|source| Error::Io {

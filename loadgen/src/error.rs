@@ -25,6 +25,9 @@ pub enum ArgError {
     /// A `--ratio` that is not `SET:GET` with at least one non-zero weight.
     #[error("invalid --ratio {0:?} (expected SET:GET, e.g. 1:10)")]
     Ratio(String),
+    /// A `--key-pattern` that is neither a name nor memtier's `X:X`.
+    #[error("invalid --key-pattern {0:?} (expected uniform, sequential, gaussian, zipf, or memtier's R:R, S:S, P:P, G:G)")]
+    KeyPattern(String),
     /// A `--target` in none of the accepted address forms.
     #[error("invalid --target {0:?} (expected [NAME=]HOST:PORT or [NAME=]unix:PATH)")]
     Target(String),

@@ -6,8 +6,10 @@
 //! with `resp` and checking them with `verify`), and finally prints tables and
 //! writes the requested report files (`report`, `html`).
 //!
-//! Exit status: 0 on success, 1 when the run could not be completed, 2 when
-//! `--verify` found mismatching replies.
+//! Exit status: 0 on success, 1 when the run could not be completed (a
+//! bad command line, a connection that failed or was refused), 2 when
+//! `--verify` found mismatching replies, 3 when a server answered any
+//! request with an error reply (unless `--allow-errors`).
 
 mod cli;
 mod conn;
@@ -54,14 +56,39 @@ fn targets(cli: &Cli) -> Result<Vec<Target>, ArgError> {
     cli.targets.iter().map(|t| Target::parse(t)).collect()
 }
 
+/// How a completed run turned out, for the exit status.
+struct Outcome {
+    /// Replies `--verify` rejected, over all targets.
+    mismatches: u64,
+    /// Error replies, over all targets.
+    errors: u64,
+}
+
+/// The command line as typed, quoted for a POSIX shell where needed, so
+/// the report shows a line that can be pasted to rerun it.
+fn command_line() -> String {
+    std::env::args_os()
+        .map(|a| {
+            let a = a.to_string_lossy().into_owned();
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+            if plain {
+                a
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Runs every phase against every target, prints the tables and writes the
 /// requested report files.
-///
-/// Returns whether every reply passed `--verify` (trivially true without
-/// it), so that `main` can tell a failed run from a wrong server.
-fn run(cli: Cli) -> Result<bool, Error> {
+fn run(cli: Cli) -> Result<Outcome, Error> {
     let targets = targets(&cli)?;
-    if cli.connections == 0 || cli.threads == 0 {
+    let connections = cli.total_connections();
+    if connections == 0 || cli.threads == 0 {
         return Err(ArgError::Conflict("--connections and --threads must be at least 1").into());
     }
     if cli.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
@@ -76,7 +103,7 @@ fn run(cli: Cli) -> Result<bool, Error> {
     };
     let cfg = Arc::new(RunCfg {
         threads: cli.threads,
-        connections: cli.connections,
+        connections,
         pipeline: wl.pipeline,
         rate: cli.rate,
         requests,
@@ -97,6 +124,7 @@ fn run(cli: Cli) -> Result<bool, Error> {
     let mut results = Vec::new();
     for t in &targets {
         let mut tr = TargetResult::new(&t.name, &t.addr.to_string(), cfg.rate.is_some());
+        tr.server = runner::probe(t, &cfg.conn)?;
         for phase in &wl.phases {
             // A one-operation phase (each row of `redlite`) is labelled with
             // its operation so the live line says which row is running.
@@ -114,47 +142,66 @@ fn run(cli: Cli) -> Result<bool, Error> {
     if results.len() > 1 {
         print!("{}", report::comparison(&results));
     }
-    // The effective settings, recorded in the JSON so that a report can be
-    // reproduced (and compared only with reports made the same way).
-    let config = serde_json::json!({
-        "threads": cfg.threads,
-        "connections": cfg.connections,
-        "pipeline": cfg.pipeline,
-        "rate": cfg.rate,
-        "requests": cfg.requests,
-        "duration_sec": cfg.duration.map(|d| d.as_secs_f64()),
-        "warmup_sec": cfg.warmup.as_secs_f64(),
-        "resp3": cli.resp3,
-        "verify": cli.verify,
-        "keyspace": cli.keyspace,
-        "key_pattern": format!("{:?}", wl.pattern).to_lowercase(),
-        "data_size": cli.data_size,
-        "data_size_range": cli.data_size_range,
-        "expire_range": cli.expire_range,
-    });
+    let (key_base, keyspace) = cli.key_range()?;
+    // The effective settings, recorded in the JSON and the HTML so that a
+    // report can be reproduced (and compared only with reports made the
+    // same way).
+    let settings = report::Settings {
+        command_line: command_line(),
+        date: humantime::format_rfc3339_seconds(started).to_string(),
+        workload: wl.description.clone(),
+        threads: cfg.threads,
+        connections: cfg.connections,
+        pipeline: cfg.pipeline,
+        rate: cfg.rate,
+        requests: cfg.requests,
+        duration_sec: cfg.duration.map(|d| d.as_secs_f64()),
+        warmup_sec: cfg.warmup.as_secs_f64(),
+        resp3: cli.resp3,
+        verify: cli.verify,
+        keyspace,
+        key_minimum: key_base,
+        key_pattern: format!("{:?}", wl.pattern).to_lowercase(),
+        key_prefix: cli.key_prefix.clone(),
+        data_size: cli.data_size,
+        data_size_range: cli.data_size_range.clone(),
+        random_data: !wl.repeat,
+        expire_range: cli.expire_range.clone(),
+    };
     if let Some(p) = &cli.json {
-        report::write_json(p, &results, &wl.description, config)?;
+        report::write_json(p, &results, &settings)?;
     }
-    if let Some(p) = &cli.hgrm {
+    if let Some(p) = &cli.hgrm_path() {
         report::write_hgrm(p, &results)?;
     }
     if let Some(p) = &cli.hdr_log {
         report::write_hdr_log(p, &results, started)?;
     }
     if let Some(p) = &cli.html {
-        html::write_html(p, &results, &wl.description)?;
+        html::write_html(p, &results, &settings)?;
     }
-    Ok(results.iter().all(|r| r.verify.mismatches == 0))
+    Ok(Outcome {
+        mismatches: results.iter().map(|r| r.verify.mismatches).sum(),
+        errors: results.iter().map(|r| r.errors()).sum(),
+    })
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let allow_errors = cli.allow_errors;
     match run(cli) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
+        Ok(o) if o.mismatches > 0 => {
             eprintln!("respite-loadgen: verification failed: mismatching replies (see above)");
             ExitCode::from(2)
         }
+        Ok(o) if o.errors > 0 && !allow_errors => {
+            eprintln!(
+                "respite-loadgen: {} error replies (see above); pass --allow-errors if the run expects them",
+                o.errors
+            );
+            ExitCode::from(3)
+        }
+        Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("respite-loadgen: {e}");
             ExitCode::from(1)

@@ -97,7 +97,7 @@ impl Live {
 }
 
 /// Microseconds, as recorded, to milliseconds, as displayed.
-fn ms(us: u64) -> f64 {
+pub fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
@@ -129,18 +129,32 @@ impl Percentiles {
     }
 }
 
+/// One distinct error text and how many replies carried it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorText {
+    pub text: String,
+    pub count: u64,
+}
+
 /// The JSON object written per target overall and per command.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    /// Measured requests (warm-up excluded).
+    /// Measured successful replies (warm-up and error replies excluded).
     pub ops: u64,
-    /// `ops` over the measured time, rounded to 0.1.
+    /// `ops` over the measured time, rounded to 0.1: error replies are not
+    /// throughput.
     pub ops_per_sec: f64,
-    /// Flattened so the JSON reads `p99_us` rather than `latency.p99_us`.
+    /// Flattened so the JSON reads `p99_us` rather than `latency.p99_us`;
+    /// over successful replies only.
     #[serde(flatten)]
     pub latency: Percentiles,
-    /// Replies that were RESP errors.
+    /// Measured replies that were RESP errors.
     pub errors: u64,
+    /// `errors` over the measured time, rounded to 0.1.
+    pub errors_per_sec: f64,
+    /// The first distinct error texts with their counts (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub error_replies: Vec<ErrorText>,
     /// Replies `--verify` rejected (0 without it).
     pub mismatches: u64,
     /// Request plus reply bytes per second, as encoded on the wire.
@@ -159,6 +173,15 @@ impl Summary {
             ops_per_sec: (s.ops as f64 / secs * 10.0).round() / 10.0,
             latency: Percentiles::of(&s.latency),
             errors: s.errors,
+            errors_per_sec: (s.errors as f64 / secs * 10.0).round() / 10.0,
+            error_replies: s
+                .error_texts
+                .iter()
+                .map(|(text, count)| ErrorText {
+                    text: text.clone(),
+                    count: *count,
+                })
+                .collect(),
             mismatches: s.mismatches,
             bytes_per_sec: ((s.tx + s.rx) as f64 / secs).round(),
             service: open_loop.then(|| Percentiles::of(&s.service)),
@@ -166,9 +189,37 @@ impl Summary {
     }
 }
 
-/// One second: its start (seconds into the measured run), the per-command
-/// histograms, and the error count.
-pub type IntervalRow = (f64, Vec<(String, Histogram<u64>)>, u64);
+/// One stretch of the time series, normally a second.
+pub struct IntervalRow {
+    /// Seconds into the measured run (phases laid end to end).
+    pub start: f64,
+    /// Its true length: the last interval of a phase ends with the phase's
+    /// last reply, not on a whole second (see `TargetResult::add_phase`).
+    pub secs: f64,
+    /// Latencies of the successful replies per command.
+    pub hists: Vec<(String, Histogram<u64>)>,
+    /// Error replies, all commands together.
+    pub errors: u64,
+}
+
+impl IntervalRow {
+    /// Successful replies per second over the interval, all commands or
+    /// (with `cmd`) one.
+    pub fn rate(&self, cmd: Option<&str>) -> f64 {
+        let n: u64 = self
+            .hists
+            .iter()
+            .filter(|(c, _)| cmd.is_none_or(|w| w == c))
+            .map(|(_, h)| h.len())
+            .sum();
+        n as f64 / self.secs.max(1e-9)
+    }
+}
+
+/// A final interval shorter than this is merged into the one before it:
+/// a rate over a few milliseconds is noise, and plotting it as a whole
+/// second drew a false drop at the end of every curve.
+const MIN_LAST_INTERVAL: f64 = 0.25;
 
 /// Everything measured against one target.
 pub struct TargetResult {
@@ -189,6 +240,9 @@ pub struct TargetResult {
     pub verify: VerifyOutcome,
     /// Whether the run was open loop (`--rate`), so service times exist.
     pub open_loop: bool,
+    /// What the server said about itself (`*_version` fields of `INFO
+    /// server`), for the report's settings; empty if it would not say.
+    pub server: Vec<(String, String)>,
 }
 
 impl TargetResult {
@@ -203,6 +257,17 @@ impl TargetResult {
             intervals: Vec::new(),
             verify: VerifyOutcome::default(),
             open_loop,
+            server: Vec::new(),
+        }
+    }
+
+    /// How the report names the target: its name, with the address
+    /// beside it only when the two differ.
+    pub fn label(&self) -> String {
+        if self.name == self.addr {
+            self.name.clone()
+        } else {
+            format!("{} ({})", self.name, self.addr)
         }
     }
 
@@ -216,13 +281,44 @@ impl TargetResult {
         verify: VerifyOutcome,
     ) {
         let offset = self.elapsed.as_secs_f64();
+        let total = elapsed.as_secs_f64();
+        let first = self.intervals.len();
         for (i, iv) in intervals.into_iter().enumerate() {
-            let named = ops
+            // Interval i covers [i, i+1) seconds, but the phase ended at
+            // `total`: the last one is only as long as what is left.
+            let start = i as f64;
+            let secs = (total - start).min(1.0);
+            let count: u64 = iv.hists.iter().map(|h| h.len()).sum();
+            if secs <= 0.0 {
+                // Flushed after the last reply; nothing can be in it, but
+                // never drop figures silently.
+                if count == 0 && iv.errors == 0 {
+                    continue;
+                }
+            }
+            let hists: Vec<(String, Histogram<u64>)> = ops
                 .iter()
                 .zip(iv.hists)
                 .map(|(o, h)| (o.name.clone(), h))
                 .collect();
-            self.intervals.push((offset + i as f64, named, iv.errors));
+            let secs = secs.max(1e-3);
+            if secs < MIN_LAST_INTERVAL && self.intervals.len() > first {
+                if let Some(prev) = self.intervals.last_mut() {
+                    for ((_, a), (_, b)) in prev.hists.iter_mut().zip(&hists) {
+                        // Same bounds: cannot fail.
+                        let _ = a.add(b);
+                    }
+                    prev.errors += iv.errors;
+                    prev.secs += secs;
+                    continue;
+                }
+            }
+            self.intervals.push(IntervalRow {
+                start: offset + start,
+                secs,
+                hists,
+                errors: iv.errors,
+            });
         }
         for o in ops {
             self.overall.merge(&o);
@@ -247,13 +343,21 @@ impl TargetResult {
             .collect()
     }
 
-    /// Ops per second for each second of the run, as (end of the second,
-    /// ops) so that the first point sits at x = 1.
-    pub fn throughput(&self) -> Vec<(f64, f64)> {
+    /// Successful replies per second over each interval of the run, all
+    /// commands or (with `cmd`) one, as (end of the interval, ops/s): the
+    /// first point sits at x = 1, and a shorter last interval is divided
+    /// by its own length.
+    pub fn throughput(&self, cmd: Option<&str>) -> Vec<(f64, f64)> {
         self.intervals
             .iter()
-            .map(|(t, hs, _)| (*t + 1.0, hs.iter().map(|(_, h)| h.len() as f64).sum()))
+            .filter(|iv| cmd.is_none_or(|c| iv.hists.iter().any(|(n, _)| n == c)))
+            .map(|iv| (iv.start + iv.secs, iv.rate(cmd)))
             .collect()
+    }
+
+    /// Error replies over the whole run.
+    pub fn errors(&self) -> u64 {
+        self.overall.errors
     }
 }
 
@@ -278,9 +382,8 @@ fn row(out: &mut String, name: &str, s: &Summary) {
 /// The end-of-run table for one target.
 pub fn text(t: &TargetResult) -> String {
     let mut out = format!(
-        "== {} ({}) ==  {} ops in {:.2}s\n",
-        t.name,
-        t.addr,
+        "== {} ==  {} successful replies in {:.2}s\n",
+        t.label(),
         t.overall.ops,
         t.elapsed.as_secs_f64()
     );
@@ -308,6 +411,29 @@ pub fn text(t: &TargetResult) -> String {
             row(&mut out, &o.name, &s);
         }
     }
+    if t.errors() > 0 {
+        let total = t.overall.ops + t.errors();
+        out.push_str(&format!(
+            "ERROR REPLIES: {} of {} requests ({:.1}%), {:.0} errors/s, not counted in ops/s\n",
+            t.errors(),
+            total,
+            100.0 * t.errors() as f64 / total.max(1) as f64,
+            t.overall_summary().errors_per_sec,
+        ));
+        for (o, _) in &t.commands {
+            for (text, n) in &o.error_texts {
+                out.push_str(&format!("  {:<12} {n:>9} x {text}\n", o.name));
+            }
+            let shown: u64 = o.error_texts.iter().map(|(_, n)| n).sum();
+            if o.errors > shown {
+                out.push_str(&format!(
+                    "  {:<12} {:>9} x (other texts)\n",
+                    o.name,
+                    o.errors - shown
+                ));
+            }
+        }
+    }
     if t.verify.checked > 0 {
         out.push_str(&format!(
             "verify: {} replies checked, {} mismatches\n",
@@ -320,20 +446,22 @@ pub fn text(t: &TargetResult) -> String {
     out
 }
 
-/// The side-by-side table for several targets, with ratios to the first.
-pub fn comparison(ts: &[TargetResult]) -> String {
+/// One row of the comparison: a command, a metric, and per target its
+/// value and (after the first target) the ratio to the first target's.
+pub struct CompareRow {
+    pub command: String,
+    pub metric: &'static str,
+    pub cells: Vec<(Option<f64>, Option<f64>)>,
+}
+
+/// The comparison of several targets, shared by the terminal and the HTML
+/// report so that both show the same figures: ops/s, p50, p99 and p99.9
+/// per command (and overall when there are several), plus errors/s when
+/// any target had errors.
+pub fn compare_rows(ts: &[TargetResult]) -> Vec<CompareRow> {
     let Some(base) = ts.first() else {
-        return String::new();
+        return Vec::new();
     };
-    let mut out = String::from("== comparison (ratio = target / first target) ==\n");
-    out.push_str(&format!("{:<14} {:<8}", "command", "metric"));
-    for (i, t) in ts.iter().enumerate() {
-        out.push_str(&format!(" {:>14}", t.name));
-        if i > 0 {
-            out.push_str(&format!(" {:>8}", "ratio"));
-        }
-    }
-    out.push('\n');
     let mut names: Vec<String> = base.commands.iter().map(|(o, _)| o.name.clone()).collect();
     if names.len() > 1 {
         names.push("overall".into());
@@ -350,31 +478,74 @@ pub fn comparison(ts: &[TargetResult]) -> String {
             .map(|(_, s)| s)
     };
     type Metric = (&'static str, fn(&Summary) -> f64);
-    let metrics: [Metric; 4] = [
+    let mut metrics: Vec<Metric> = vec![
         ("ops/s", |s| s.ops_per_sec),
         ("p50 ms", |s| ms(s.latency.p50_us)),
         ("p99 ms", |s| ms(s.latency.p99_us)),
         ("p99.9 ms", |s| ms(s.latency.p999_us)),
     ];
+    if ts.iter().any(|t| t.errors() > 0) {
+        metrics.insert(1, ("errors/s", |s| s.errors_per_sec));
+    }
+    let mut rows = Vec::new();
     for n in &names {
         for (m, f) in &metrics {
-            out.push_str(&format!("{n:<14} {m:<8}"));
-            let b = get(base, n).map(|s| f(&s));
-            for (i, t) in ts.iter().enumerate() {
-                let v = get(t, n).map(|s| f(&s));
-                match v {
-                    Some(v) => out.push_str(&format!(" {v:>14.3}")),
-                    None => out.push_str(&format!(" {:>14}", "-")),
-                }
-                if i > 0 {
-                    match (v, b) {
-                        (Some(v), Some(b)) if b > 0.0 => out.push_str(&format!(" {:>7.2}x", v / b)),
-                        _ => out.push_str(&format!(" {:>8}", "-")),
-                    }
+            // Latencies of a command that never succeeded do not exist;
+            // showing them as 0 ms would read as infinitely fast.
+            let value = |t: &TargetResult| {
+                get(t, n)
+                    .filter(|s| s.ops > 0 || m.ends_with("/s"))
+                    .map(|s| f(&s))
+            };
+            let b = value(base);
+            let cells = ts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let v = value(t);
+                    let ratio = match (v, b) {
+                        (Some(v), Some(b)) if i > 0 && b > 0.0 => Some(v / b),
+                        _ => None,
+                    };
+                    (v, ratio)
+                })
+                .collect();
+            rows.push(CompareRow {
+                command: n.clone(),
+                metric: m,
+                cells,
+            });
+        }
+    }
+    rows
+}
+
+/// The side-by-side table for several targets, with ratios to the first.
+pub fn comparison(ts: &[TargetResult]) -> String {
+    let mut out = String::from("== comparison (ratio = target / first target) ==\n");
+    out.push_str(&format!("{:<14} {:<8}", "command", "metric"));
+    for (i, t) in ts.iter().enumerate() {
+        out.push_str(&format!(" {:>14}", t.name));
+        if i > 0 {
+            out.push_str(&format!(" {:>8}", "ratio"));
+        }
+    }
+    out.push('\n');
+    for r in compare_rows(ts) {
+        out.push_str(&format!("{:<14} {:<8}", r.command, r.metric));
+        for (i, (v, ratio)) in r.cells.iter().enumerate() {
+            match v {
+                Some(v) => out.push_str(&format!(" {v:>14.3}")),
+                None => out.push_str(&format!(" {:>14}", "-")),
+            }
+            if i > 0 {
+                match ratio {
+                    Some(x) => out.push_str(&format!(" {x:>7.2}x")),
+                    None => out.push_str(&format!(" {:>8}", "-")),
                 }
             }
-            out.push('\n');
         }
+        out.push('\n');
     }
     out
 }
@@ -397,11 +568,48 @@ fn out_err(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
     }
 }
 
+/// The run's effective settings, as `main` assembled them: in the JSON's
+/// `config` and the HTML report's settings table, so that a report says
+/// how it was made.
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    /// The command line as typed (shell-quoted).
+    pub command_line: String,
+    /// When the run started, RFC 3339 in UTC.
+    pub date: String,
+    /// The workload's one-line description.
+    pub workload: String,
+    pub threads: usize,
+    /// In total, over all threads.
+    pub connections: usize,
+    pub pipeline: usize,
+    /// Open loop rate, requests per second in total.
+    pub rate: Option<f64>,
+    /// Measured requests per phase, if bounded by count.
+    pub requests: Option<u64>,
+    pub duration_sec: Option<f64>,
+    pub warmup_sec: f64,
+    pub resp3: bool,
+    pub verify: bool,
+    /// Distinct keys, starting at index `key_minimum`.
+    pub keyspace: u64,
+    pub key_minimum: u64,
+    pub key_pattern: String,
+    pub key_prefix: String,
+    pub data_size: usize,
+    pub data_size_range: Option<String>,
+    /// Whether every write carries different bytes (not `--data-repeat`).
+    pub random_data: bool,
+    pub expire_range: Option<String>,
+}
+
 /// One target in the JSON report.
 #[derive(Serialize)]
 struct JsonTarget {
     name: String,
     address: String,
+    /// The server's `*_version` fields from `INFO server`.
+    server: serde_json::Map<String, serde_json::Value>,
     elapsed_sec: f64,
     overall: Summary,
     /// A JSON object keyed by command name, so scripts can index it
@@ -429,22 +637,22 @@ struct JsonReport<'a> {
     /// The workload's one-line description.
     workload: &'a str,
     /// The effective settings, as assembled by `main`.
-    config: serde_json::Value,
+    config: &'a Settings,
     targets: Vec<JsonTarget>,
 }
 
 /// Writes the JSON summary of every target to `path`.
-pub fn write_json(
-    path: &Path,
-    ts: &[TargetResult],
-    workload: &str,
-    config: serde_json::Value,
-) -> Result<(), Error> {
+pub fn write_json(path: &Path, ts: &[TargetResult], settings: &Settings) -> Result<(), Error> {
     let targets = ts
         .iter()
         .map(|t| JsonTarget {
             name: t.name.clone(),
             address: t.addr.clone(),
+            server: t
+                .server
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
             elapsed_sec: t.elapsed.as_secs_f64(),
             overall: t.overall_summary(),
             commands: t
@@ -462,8 +670,8 @@ pub fn write_json(
     let rep = JsonReport {
         tool: "respite-loadgen",
         version: env!("CARGO_PKG_VERSION"),
-        workload,
-        config,
+        workload: &settings.workload,
+        config: settings,
         targets,
     };
     let mut w = create(path)?;
@@ -575,14 +783,14 @@ pub fn write_hdr_log(path: &Path, ts: &[TargetResult], started: SystemTime) -> R
             .begin_log_with(&mut w, &mut ser)
             .map_err(|e| herr(e.to_string()))?;
         for t in ts {
-            for (sec, hists, _) in &t.intervals {
-                for (cmd, h) in hists {
+            for iv in &t.intervals {
+                for (cmd, h) in &iv.hists {
                     let tag_s = format!("{}/{}", slug(&t.name), slug(cmd));
                     let tag = LogTag::new(&tag_s);
                     log.write_histogram(
                         h,
-                        Duration::from_secs_f64(*sec),
-                        Duration::from_secs(1),
+                        Duration::from_secs_f64(iv.start),
+                        Duration::from_secs_f64(iv.secs),
                         tag,
                     )
                     .map_err(|e| herr(format!("{e:?}")))?;

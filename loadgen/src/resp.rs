@@ -37,11 +37,6 @@ pub enum Reply<'a> {
 }
 
 impl Reply<'_> {
-    /// Whether the server answered with an error, which reports count.
-    pub fn is_error(&self) -> bool {
-        matches!(self, Reply::Error(_))
-    }
-
     /// The message of an error reply, owned so it can outlive the receive
     /// buffer in an `Error`; `None` for any other reply.
     pub fn error_message(&self) -> Option<String> {

@@ -77,20 +77,42 @@ pub struct RunCfg {
     pub live: Option<crate::report::Live>,
 }
 
+/// How many distinct error texts are kept per operation; later distinct
+/// texts are still counted in `errors`.
+pub const MAX_ERROR_TEXTS: usize = 5;
+
+/// Error texts are cut to this many characters: enough to read the
+/// reason, short enough for a table.
+const MAX_ERROR_LEN: usize = 200;
+
+/// Adds `n` occurrences of `text` to `texts` (distinct texts with their
+/// counts, first seen first), unless `MAX_ERROR_TEXTS` are already kept.
+fn note_error(texts: &mut Vec<(String, u64)>, text: &str, n: u64) {
+    if let Some(e) = texts.iter_mut().find(|(t, _)| t == text) {
+        e.1 += n;
+    } else if texts.len() < MAX_ERROR_TEXTS {
+        texts.push((text.to_string(), n));
+    }
+}
+
 /// Everything measured for one operation of a phase.
 #[derive(Clone)]
 pub struct OpStats {
     /// The operation's name in reports.
     pub name: String,
-    /// Latency of measured requests, in µs: from the write in the closed
-    /// loop, from the intended send time in the open loop.
+    /// Latency of measured successful replies, in µs: from the write in the
+    /// closed loop, from the intended send time in the open loop. Error
+    /// replies are left out: a server refusing fast must not look fast.
     pub latency: Histogram<u64>,
     /// Open loop only: from the actual write.
     pub service: Histogram<u64>,
-    /// Measured replies.
+    /// Measured replies that were not errors: what ops/s counts.
     pub ops: u64,
     /// Measured replies that were errors.
     pub errors: u64,
+    /// The first distinct error texts (at most `MAX_ERROR_TEXTS`), with
+    /// how often each came.
+    pub error_texts: Vec<(String, u64)>,
     /// Replies `--verify` rejected, warm-up included: a wrong answer is
     /// wrong whenever it comes.
     pub mismatches: u64,
@@ -109,6 +131,7 @@ impl OpStats {
             service: new_hist(),
             ops: 0,
             errors: 0,
+            error_texts: Vec::new(),
             mismatches: 0,
             tx: 0,
             rx: 0,
@@ -121,6 +144,9 @@ impl OpStats {
         let _ = self.service.add(&o.service);
         self.ops += o.ops;
         self.errors += o.errors;
+        for (t, n) in &o.error_texts {
+            note_error(&mut self.error_texts, t, *n);
+        }
         self.mismatches += o.mismatches;
         self.tx += o.tx;
         self.rx += o.rx;
@@ -218,7 +244,8 @@ struct ThreadStats {
 
 impl ThreadStats {
     /// Everything about one reply except its latency: the check, the
-    /// counters and errors (the latter only when measured).
+    /// counters and errors (the latter only when measured). Returns whether
+    /// the reply was a measured success, whose latency is to be recorded.
     #[inline]
     fn reply(
         &mut self,
@@ -228,7 +255,7 @@ impl ThreadStats {
         tx: usize,
         rx: usize,
         measured: bool,
-    ) {
+    ) -> bool {
         let s = &mut self.ops[op];
         if let Some(ch) = &mut self.checker {
             if ch.check(&s.name, tag, reply) {
@@ -236,15 +263,29 @@ impl ThreadStats {
             }
         }
         if !measured {
-            return;
+            return false;
         }
-        s.ops += 1;
         s.tx += tx as u64;
         s.rx += rx as u64;
-        if reply.is_error() {
+        if let Reply::Error(e) = reply {
             s.errors += 1;
             self.interval_errors += 1;
+            // Off the fast path: only error replies pay for the text.
+            let text = String::from_utf8_lossy(e);
+            // Redis and Valkey quote the request's first arguments after
+            // this phrase (`ERR unknown command 'FOO', with args beginning
+            // with: 'key:17'`): kept, every key would be its own "distinct"
+            // text, and the arguments are the run's own anyway.
+            let text = match text.find(", with args beginning with:") {
+                Some(i) => &text[..i],
+                None => &text[..],
+            };
+            let text: String = text.chars().take(MAX_ERROR_LEN).collect();
+            note_error(&mut s.error_texts, &text, 1);
+            return false;
         }
+        s.ops += 1;
+        true
     }
 
     /// Records `n` measured replies of `op` that share one latency.
@@ -271,8 +312,7 @@ impl ThreadStats {
         svc: Option<Duration>,
         measured: bool,
     ) {
-        self.reply(op, tag, reply, tx, rx, measured);
-        if !measured {
+        if !self.reply(op, tag, reply, tx, rx, measured) {
             return;
         }
         self.latency(op, lat, 1);
@@ -350,8 +390,9 @@ async fn closed_loop(
                     let Some((reply, n)) = parsed else { break };
                     if reply != Reply::Push {
                         let (op, tx, tag) = &pend[i];
-                        g.reply(*op, tag, &reply, *tx, n, measured);
-                        counts[*op] += 1;
+                        if g.reply(*op, tag, &reply, *tx, n, measured) {
+                            counts[*op] += 1;
+                        }
                         i += 1;
                     }
                     c.reader.rbuf.consume(n);
@@ -361,9 +402,7 @@ async fn closed_loop(
                 }
                 for (op, cnt) in counts.iter_mut().enumerate() {
                     if *cnt > 0 {
-                        if measured {
-                            g.latency(op, t_read - t0, *cnt);
-                        }
+                        g.latency(op, t_read - t0, *cnt);
                         *cnt = 0;
                     }
                 }
@@ -734,6 +773,20 @@ pub fn prepare(
             }
         }
         Ok(())
+    })
+}
+
+/// Connects once to `target` and runs `Conn::probe` on it: fails when the
+/// server refuses commands (say, a password is missing), and otherwise
+/// returns its version fields.
+pub fn probe(target: &Target, opts: &ConnOpts) -> Result<Vec<(String, String)>, Error> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    rt.block_on(async {
+        let mut c = Conn::connect(target, opts).await?;
+        c.probe().await
     })
 }
 

@@ -128,6 +128,8 @@ pub struct OpSpec {
     pub prefix: Vec<u8>,
     /// Number of distinct keys.
     pub keyspace: u64,
+    /// Added to every key index (memtier's `--key-minimum`).
+    pub key_base: u64,
     /// Size of `__data__` values.
     pub data: DataSize,
     /// How `--verify` checks the reply.
@@ -176,6 +178,9 @@ pub struct Workload {
     pub expire: Option<(u64, u64)>,
     /// Filler for values, at least as long as the largest value.
     pub filler: Arc<[u8]>,
+    /// `--data-repeat`: every value is the filler's first bytes, so
+    /// rewrites of a key store what it already holds.
+    pub repeat: bool,
     /// A one-line summary for reports, e.g. `ratio SET:GET 1:10`.
     pub description: String,
 }
@@ -198,6 +203,7 @@ fn data() -> Arg {
 struct Defaults {
     prefix: Vec<u8>,
     keyspace: u64,
+    key_base: u64,
     data: DataSize,
     expire: Option<(u64, u64)>,
 }
@@ -211,6 +217,7 @@ impl Defaults {
             weight: 1,
             prefix: self.prefix.clone(),
             keyspace: self.keyspace,
+            key_base: self.key_base,
             data: self.data,
             class,
         }
@@ -336,9 +343,11 @@ pub fn build(cli: &Cli) -> Result<Workload, ArgError> {
     if cli.profile == Some(Profile::TtlHeavy) && expire.is_none() {
         expire = Some((1, 5));
     }
+    let (key_base, keyspace) = cli.key_range()?;
     let d = Defaults {
         prefix: cli.key_prefix.as_bytes().to_vec(),
-        keyspace: cli.keyspace.max(1),
+        keyspace,
+        key_base,
         data,
         expire,
     };
@@ -466,6 +475,7 @@ pub fn build(cli: &Cli) -> Result<Workload, ArgError> {
         zipf_s: cli.key_zipf.unwrap_or(0.99),
         expire,
         filler: Arc::from(filler),
+        repeat: cli.data_repeat,
         description,
     })
 }
@@ -488,6 +498,7 @@ fn redlite(d: &Defaults) -> Vec<Arc<Phase>> {
         weight: 1,
         prefix: prefix.as_bytes().to_vec(),
         keyspace,
+        key_base: 0,
         data: DataSize::fixed(size),
         class,
     };
@@ -779,6 +790,8 @@ pub struct Encoder {
     /// Picks ops, value sizes, TTLs and random arguments.
     rng: SmallRng,
     filler: Arc<[u8]>,
+    /// `--data-repeat`: values always start at the filler's first byte.
+    repeat: bool,
     expire: Option<(u64, u64)>,
     /// Scratch: the current key.
     key: Vec<u8>,
@@ -853,6 +866,7 @@ impl Encoder {
             keygens,
             rng: SmallRng::seed_from_u64(seed.rotate_left(17) ^ 0x0b5e55ed),
             filler: wl.filler.clone(),
+            repeat: wl.repeat,
             expire: wl.expire,
             key: Vec::with_capacity(64),
             val: Vec::new(),
@@ -897,7 +911,7 @@ impl Encoder {
         }
         self.key.clear();
         self.key.extend_from_slice(&op.prefix);
-        push_u64(&mut self.key, k);
+        push_u64(&mut self.key, k + op.key_base);
         let len = op.data.pick(&mut self.rng);
         let mut set_version = None;
         if let (Some(v), OpClass::Set) = (&mut self.verify, op.class) {
@@ -909,7 +923,11 @@ impl Encoder {
         let value: &[u8] = if set_version.is_some() {
             &self.val
         } else {
-            let start = self.rng.random_range(0..=FILLER_SLACK);
+            let start = if self.repeat {
+                0
+            } else {
+                self.rng.random_range(0..=FILLER_SLACK)
+            };
             let end = (start + len).min(self.filler.len());
             &self.filler[start.min(end)..end]
         };
@@ -1075,5 +1093,32 @@ mod tests {
             seen.insert(out);
         }
         assert!(seen.len() >= 45, "only {} distinct SETs of 50", seen.len());
+    }
+
+    #[test]
+    fn data_repeat_sends_one_value_and_key_minimum_shifts_keys() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "respite-loadgen",
+            "--ratio",
+            "1:0",
+            "--key-minimum",
+            "7",
+            "--key-maximum",
+            "7",
+            "--data-repeat",
+        ])
+        .unwrap();
+        let wl = build(&cli).unwrap();
+        let mut enc = Encoder::new(&wl, wl.phases[0].clone(), 7, 0, 1, false);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..50 {
+            let mut out = Vec::new();
+            enc.encode(0, &mut out, None);
+            seen.insert(out);
+        }
+        assert_eq!(seen.len(), 1, "--data-repeat: one request, repeated");
+        let req = seen.into_iter().next().unwrap_or_default();
+        assert!(req.windows(7).any(|w| w == b"\nkey:7\r"), "key 7 only");
     }
 }

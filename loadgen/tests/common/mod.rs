@@ -41,6 +41,11 @@ fn runs(bin: &str) -> bool {
 /// Starts redis-server, or returns None (after saying so) when it is not
 /// installed, unless RESPITE_REQUIRE_REDIS=1 demands it.
 pub fn redis() -> Option<Redis> {
+    redis_with(&[])
+}
+
+/// `redis()` with extra configuration, e.g. `["--requirepass", "x"]`.
+pub fn redis_with(extra: &[&str]) -> Option<Redis> {
     if !runs("redis-server") {
         if std::env::var("RESPITE_REQUIRE_REDIS").as_deref() == Ok("1") {
             panic!("redis-server not found but RESPITE_REQUIRE_REDIS=1");
@@ -60,6 +65,7 @@ pub fn redis() -> Option<Redis> {
         let child = Command::new("redis-server")
             .args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
             .args(["--port", &port.to_string(), "--daemonize", "no"])
+            .args(extra)
             .current_dir(dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -75,7 +81,11 @@ pub fn redis() -> Option<Redis> {
             if r.child.try_wait().ok().flatten().is_some() {
                 break; // exited: the port was taken
             }
-            if let Some(pid) = server_pid(port) {
+            let password = extra
+                .iter()
+                .position(|a| *a == "--requirepass")
+                .and_then(|i| extra.get(i + 1).copied());
+            if let Some(pid) = server_pid(port, password) {
                 if pid == r.child.id() {
                     return Some(r);
                 }
@@ -88,11 +98,18 @@ pub fn redis() -> Option<Redis> {
     panic!("could not start redis-server on a free port");
 }
 
-/// The `process_id` of the server answering on `port`, if one does.
-fn server_pid(port: u16) -> Option<u32> {
+/// The `process_id` of the server answering on `port`, if one does. A
+/// server with a password answers `-NOAUTH`, so the password is sent
+/// first when one is configured.
+fn server_pid(port: u16, password: Option<&str>) -> Option<u32> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    if let Some(p) = password {
+        s.write_all(&resp(&["AUTH", p])).ok()?;
+        let mut ok = [0u8; 5];
+        s.read_exact(&mut ok).ok()?;
+    }
     s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
     let mut text = Vec::new();
     let mut buf = [0u8; 4096];
@@ -107,6 +124,34 @@ fn server_pid(port: u16) -> Option<u32> {
     text.lines()
         .find_map(|l| l.strip_prefix("process_id:"))
         .and_then(|p| p.trim().parse().ok())
+}
+
+/// A command encoded as RESP.
+pub fn resp(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    out
+}
+
+/// Sends one command to the server on `port` and returns the raw reply
+/// (read until the server has been quiet briefly: enough for tests).
+pub fn command(port: u16, args: &[&str]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.write_all(&resp(args)).expect("send");
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Runs the binary with `args` plus `--json <tmp>`; returns output and JSON.
