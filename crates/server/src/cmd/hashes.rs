@@ -421,36 +421,14 @@ impl ReadCommand for HRandField {
     const MULTI_STATEMENT: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         let key = args.next()?;
-        let mut cmd = HRandField {
+        let (count, with_values) = parse_random_count(args, "WITHVALUES")?;
+        Ok(HRandField {
             db: s.db,
             key,
-            count: None,
-            with_values: false,
+            count,
+            with_values,
             resp3: s.resp3,
-        };
-        if let Some(count) = args.next_opt() {
-            let n = parse_i64(&count).ok_or(CommandError::NotInteger)?;
-            if n == i64::MIN {
-                return Err(range_error());
-            }
-            if args.remaining() > 1 {
-                return Err(CommandError::Syntax);
-            }
-            if let Some(opt) = args.next_opt() {
-                if upper(&opt) != "WITHVALUES" {
-                    return Err(CommandError::Syntax);
-                }
-                cmd.with_values = true;
-                if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
-                    return Err(CommandError::Other("value is out of range".into()));
-                }
-            }
-            if n < 0 && n.unsigned_abs() > MAX_REPEATED {
-                return Err(CommandError::Other("value is out of range".into()));
-            }
-            cmd.count = Some(n);
-        }
-        Ok(cmd)
+        })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let row = hash(view, self.db, &self.key)?;
@@ -479,6 +457,41 @@ impl ReadCommand for HRandField {
         }
         Ok(Reply::Array(out))
     }
+}
+
+/// The optional `count [WITHVALUES]` of HRANDFIELD (`with` names the
+/// option: ZRANDMEMBER's is WITHSCORES), checked as redis-server checks
+/// it. redis-server streams a reply of repeated picks; respite builds it
+/// first, so a negative count past [`MAX_REPEATED`] is refused rather than
+/// allowed to exhaust memory.
+pub(crate) fn parse_random_count(
+    args: &mut Args,
+    with: &str,
+) -> Result<(Option<i64>, bool), CommandError> {
+    let Some(count) = args.next_opt() else {
+        return Ok((None, false));
+    };
+    let n = parse_i64(&count).ok_or(CommandError::NotInteger)?;
+    if n == i64::MIN {
+        return Err(range_error());
+    }
+    if args.remaining() > 1 {
+        return Err(CommandError::Syntax);
+    }
+    let mut with_pairs = false;
+    if let Some(opt) = args.next_opt() {
+        if upper(&opt) != with {
+            return Err(CommandError::Syntax);
+        }
+        with_pairs = true;
+        if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
+            return Err(CommandError::Other("value is out of range".into()));
+        }
+    }
+    if n < 0 && n.unsigned_abs() > MAX_REPEATED {
+        return Err(CommandError::Other("value is out of range".into()));
+    }
+    Ok((Some(n), with_pairs))
 }
 
 /// Redis's error for a count outside `-LONG_MAX..=LONG_MAX`.

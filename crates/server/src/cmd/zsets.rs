@@ -27,7 +27,7 @@ use bytes::Bytes;
 use respite_engine::zset::{AddFlags, LexBound, LexRange, ScoreRange, Scored};
 use respite_engine::{EngineError, KeyRow, Kind, Txn, View};
 
-use super::hashes::{parse_cursor, range_error, scan_reply, ScanOptions, MAX_REPEATED};
+use super::hashes::{parse_cursor, parse_random_count, scan_reply, ScanOptions};
 use super::sets::sample;
 use super::{BlockingCommand, ReadCommand, Session, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
@@ -1175,38 +1175,14 @@ impl ReadCommand for ZRandMember {
     const MULTI_STATEMENT: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         let key = args.next()?;
-        let mut cmd = ZRandMember {
+        let (count, with_scores) = parse_random_count(args, "WITHSCORES")?;
+        Ok(ZRandMember {
             db: s.db,
             key,
-            count: None,
-            with_scores: false,
+            count,
+            with_scores,
             resp3: s.resp3,
-        };
-        if let Some(count) = args.next_opt() {
-            let n = parse_i64(&count).ok_or(CommandError::NotInteger)?;
-            if n == i64::MIN {
-                return Err(range_error());
-            }
-            if args.remaining() > 1 {
-                return Err(CommandError::Syntax);
-            }
-            if let Some(opt) = args.next_opt() {
-                if upper(&opt) != "WITHSCORES" {
-                    return Err(CommandError::Syntax);
-                }
-                cmd.with_scores = true;
-                if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
-                    return Err(CommandError::Other("value is out of range".into()));
-                }
-            }
-            // redis-server streams such a reply; respite builds it first,
-            // so a count meant to exhaust memory is refused (as HRANDFIELD).
-            if n < 0 && n.unsigned_abs() > MAX_REPEATED {
-                return Err(CommandError::Other("value is out of range".into()));
-            }
-            cmd.count = Some(n);
-        }
-        Ok(cmd)
+        })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
         let row = zset(view, self.db, &self.key)?;
