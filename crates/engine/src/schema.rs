@@ -164,6 +164,20 @@ CREATE TABLE IF NOT EXISTS dropped (id INTEGER PRIMARY KEY, type INTEGER NOT NUL
 /// memory map and the OS page cache, not from this cache.
 const WRITER_CACHE_KIB: i64 = 2_000;
 
+/// Settings every connection gets. The query planner stability guarantee
+/// keeps SQLite from planning with the values bound to a statement: without
+/// it the planner peeks at some of them (a LIMIT's, a range's), marks the
+/// statement, and prepares it again whenever they change, which was every
+/// ZRANGEBYSCORE (parsing and planning at each call, found with gdb on
+/// `sqlite3Reprepare`). respite's statements have one good plan each.
+fn common_settings(conn: &Connection) -> Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    Ok(())
+}
+
 /// How much of the database file connections map into memory. Pages
 /// outside SQLite's own cache are then read straight from the OS page cache,
 /// without a `pread` and a copy each (a fifth of the writer's time on random
@@ -233,6 +247,7 @@ pub(crate) fn open_writer(
     page_size: u32,
 ) -> Result<Connection> {
     let conn = Connection::open(path)?;
+    common_settings(&conn)?;
     // Only takes effect on a new, empty file, and only before it turns to
     // WAL mode: an existing database keeps the page size it was made with.
     conn.pragma_update(None, "page_size", page_size)?;
@@ -266,6 +281,7 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection> {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI,
     )?;
+    common_settings(&conn)?;
     conn.pragma_update(None, "cache_size", -32_000)?;
     conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
     conn.busy_timeout(Duration::from_secs(5))?;
