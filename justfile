@@ -17,20 +17,39 @@ build:
 test:
     cargo test --workspace
 
-# The test suite with redis-server required (differential tests and the
-# load generator's tests fail instead of skipping if it is missing). The
-# load generator's headless-browser test skips without chromium unless
-# RESPITE_REQUIRE_CHROMIUM=1 (which .ci/run sets).
+# The test suite with redis-server and the systemd tools required
+# (differential tests, the load generator's tests, socket activation,
+# systemd-analyze and the .deb fail instead of skipping if they are
+# missing). The load generator's headless-browser test skips without
+# chromium unless RESPITE_REQUIRE_CHROMIUM=1 (which .ci/run sets).
 test-redis:
-    RESPITE_REQUIRE_REDIS=1 cargo test --workspace
+    RESPITE_REQUIRE_REDIS=1 RESPITE_REQUIRE_SYSTEMD_TOOLS=1 cargo test --workspace
 
 # Formatting and lints, as CI checks them.
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
 
-# What CI runs: lints, then every test with redis-server required.
+# What CI runs: lints, then every test with redis-server and the systemd
+# tools required (the tests run systemd-analyze verify on the units and
+# build and unpack the .deb from the debug binary).
 ci: lint test-redis
+
+# The Debian package from a release build: target/deb/respite_*.deb
+# (packaging/build-deb.sh, with dpkg-deb; see docs/operations.md).
+deb:
+    cargo build --release -p respite-daemon
+    packaging/build-deb.sh target/release/respited target/deb
+
+# systemd-analyze verify on the unit files, ExecStart pointed at a built
+# binary (also checked by the packaging test).
+verify-units BIN="target/debug/respited":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+    sed "s#/usr/bin/respited#$(realpath {{BIN}})#" configs/respited.service > "$dir/respited.service"
+    cp configs/respited.socket "$dir/"
+    systemd-analyze verify "$dir/respited.service" "$dir/respited.socket"
 
 # Side-by-side benchmark with redis-benchmark, in one run: respite
 # (default; batching off with --max-batch 1; value cache off) against

@@ -1,9 +1,11 @@
 //! `respited`: the respite daemon.
 //!
 //! A thin main: read the command line and the optional TOML file, set up
-//! logging, open the engine, serve until SIGINT, SIGTERM or SHUTDOWN, then
-//! drain the writer, checkpoint and exit 0. Everything else lives in
-//! respite-engine and respite-server.
+//! logging, claim the database, open the engine, bind the listeners (or
+//! take systemd's), serve until SIGTERM, SIGINT, SIGQUIT or SHUTDOWN
+//! (reloading the file on SIGHUP), then drain the writer, checkpoint and
+//! exit 0. A start that fails on the way removes what it created. The
+//! pieces live in respite-engine and respite-server.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,8 +13,11 @@ use std::sync::Arc;
 
 use clap::Parser;
 use mimalloc::MiMalloc;
-use respite_engine::{AppendFsync, Engine};
-use respite_server::{Config, Shared};
+use respite_engine::{AppendFsync, Engine, OwnerLock};
+use respite_server::{listener, Config, Shared};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+mod logging;
 
 /// Buffers cross threads on every command (a connection task allocates a
 /// request, the writer or a reader frees it; a reader allocates a value,
@@ -24,7 +29,7 @@ static GLOBAL: MiMalloc = MiMalloc;
 
 /// A Redis-protocol server that keeps its data in SQLite, durable by
 /// default.
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(name = "respited", version, about)]
 struct Cli {
     /// TOML configuration file (see configs/respite.toml for every key).
@@ -82,14 +87,16 @@ struct Cli {
 }
 
 impl Cli {
-    /// The file's settings (or the defaults) with the flags on top.
-    fn into_config(self) -> Result<Config, String> {
+    /// The file's settings (or the defaults) with the flags on top. Called
+    /// at start and again at every SIGHUP, so flags keep winning over a
+    /// reloaded file.
+    fn load(&self) -> Result<Config, String> {
         let mut c = match &self.config {
             Some(path) => Config::from_file(path).map_err(|e| e.to_string())?,
             None => Config::default(),
         };
         macro_rules! over {
-            ($($field:ident),*) => { $( if let Some(v) = self.$field { c.$field = v.into(); } )* };
+            ($($field:ident),*) => { $( if let Some(v) = &self.$field { c.$field = v.clone().into(); } )* };
         }
         over!(
             bind,
@@ -106,52 +113,101 @@ impl Cli {
             maxclients,
             log_level
         );
-        if let Some(p) = self.unixsocket {
-            c.unixsocket = Some(p);
+        if let Some(p) = &self.unixsocket {
+            c.unixsocket = Some(p.clone());
         }
-        if let Some(p) = self.unixsocketperm {
-            c.unixsocketperm = Some(p);
+        if let Some(p) = &self.unixsocketperm {
+            c.unixsocketperm = Some(p.clone());
         }
-        if let Some(p) = self.requirepass {
-            c.requirepass = Some(p);
+        if let Some(p) = &self.requirepass {
+            c.requirepass = Some(p.clone());
         }
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)
     }
 }
 
+/// The files a start-up may create, and which of them were already
+/// there: a start that fails removes the ones it made, so a failed start
+/// (port taken, database refused) leaves the disk as it found it.
+struct Leftovers(Vec<(PathBuf, bool)>);
+
+impl Leftovers {
+    fn note(config: &Config) -> Leftovers {
+        let mut paths = vec![config.db.clone()];
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let mut p = config.db.clone().into_os_string();
+            p.push(suffix);
+            paths.push(p.into());
+        }
+        Leftovers(paths.into_iter().map(|p| (p.clone(), p.exists())).collect())
+    }
+
+    /// Removes what did not exist at [`Leftovers::note`].
+    fn remove_new(&self) {
+        for (path, existed) in &self.0 {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+}
+
+/// Why start-up failed, and with which exit status.
+enum StartError {
+    /// The command line or the file (status 2: the unit does not restart).
+    Config(String),
+    /// Anything else (status 1).
+    Other(String),
+}
+
 fn main() -> ExitCode {
-    let config = match Cli::parse().into_config() {
+    let cli = Cli::parse();
+    let config = match cli.load() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("respited: {e}");
             return ExitCode::from(2);
         }
     };
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-
-    let (deliver, dispatcher) = respite_server::delivery::channel();
-    let engine = match Engine::open_with_delivery(config.engine(), deliver) {
-        Ok(e) => e,
-        Err(e) => {
-            tracing::error!("cannot open {}: {e}", config.db.display());
-            return ExitCode::FAILURE;
+    let set_log_level = logging::init(&config.log_level);
+    match serve(&cli, config, &*set_log_level) {
+        Ok(()) => {
+            tracing::info!("respited stopped cleanly");
+            ExitCode::SUCCESS
         }
+        Err(StartError::Config(e)) => {
+            tracing::error!("{e}");
+            ExitCode::from(2)
+        }
+        Err(StartError::Other(e)) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Claims the database, opens the engine, binds the listeners, serves
+/// until a stop, and drains. What it created is removed again if a step
+/// before serving fails.
+fn serve(
+    cli: &Cli,
+    config: Config,
+    set_log_level: &(dyn Fn(&str) -> Result<(), String> + Sync),
+) -> Result<(), StartError> {
+    let leftovers = Leftovers::note(&config);
+    // First, so a second daemon on the same database is told who owns it
+    // (rather than that the port is taken), and never touches the owner's
+    // Unix socket.
+    let owner = OwnerLock::acquire(&config.db).map_err(|e| StartError::Other(e.to_string()))?;
+    let lock_path = owner.created().then(|| owner.path().to_path_buf());
+    let undo = |owner: Option<OwnerLock>| {
+        drop(owner);
+        if let Some(p) = &lock_path {
+            let _ = std::fs::remove_file(p);
+        }
+        leftovers.remove_new();
     };
-    tracing::info!(
-        db = %config.db.display(),
-        appendfsync = config.appendfsync.as_str(),
-        max_batch = config.max_batch,
-        page_size = engine.page_size(),
-        "respited {} starting",
-        env!("CARGO_PKG_VERSION")
-    );
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
     // Connection tasks get half the cores by default: the writer thread and
@@ -165,42 +221,192 @@ fn main() -> ExitCode {
     let runtime = match runtime.build() {
         Ok(r) => r,
         Err(e) => {
-            tracing::error!("cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
+            undo(Some(owner));
+            return Err(StartError::Other(format!("cannot start the runtime: {e}")));
+        }
+    };
+    let signals = {
+        let _context = runtime.enter();
+        Signals::install()
+    };
+    // The database before the sockets, as it always was: a crashed run's
+    // WAL is recovered (and logged) before "listening on", and a client
+    // that connects early waits in the backlog rather than finding a
+    // server without a database.
+    let (deliver, dispatcher) = respite_server::delivery::channel();
+    let engine = match Engine::open_owned(config.engine(), deliver, owner) {
+        Ok(e) => e,
+        Err(e) => {
+            undo(None);
+            return Err(StartError::Other(format!(
+                "cannot open {}: {e}",
+                config.db.display()
+            )));
+        }
+    };
+    tracing::info!(
+        db = %config.db.display(),
+        appendfsync = config.appendfsync.as_str(),
+        max_batch = config.max_batch,
+        page_size = engine.page_size(),
+        "respited {} starting",
+        env!("CARGO_PKG_VERSION")
+    );
+    let listeners = match runtime.block_on(async {
+        let activated = listener::take_activated()?;
+        listener::Listeners::bind(&config, activated).await
+    }) {
+        Ok(l) => l,
+        Err(e) => {
+            // Closing the engine checkpoints and lets SQLite remove its
+            // -wal and -shm files; the lock goes with it.
+            drop(engine);
+            undo(None);
+            return Err(match e {
+                listener::ListenError::Nothing => StartError::Config(e.to_string()),
+                e => StartError::Other(e.to_string()),
+            });
         }
     };
     let shared = Arc::new(Shared::new(engine, config));
-    let result = runtime.block_on(async {
+    runtime.block_on(async {
         tokio::spawn(dispatcher.run());
-        let signals = shared.clone();
-        tokio::spawn(async move {
-            wait_for_signal().await;
-            tracing::info!("signal received, shutting down");
-            signals.begin_shutdown();
-        });
-        respite_server::run(shared.clone()).await
+        let server = tokio::spawn(respite_server::run(shared.clone(), listeners));
+        signals.run(cli, &shared, set_log_level, server).await;
     });
-    match result {
-        Ok(()) => {
-            tracing::info!("respited stopped cleanly");
-            ExitCode::SUCCESS
+    Ok(())
+}
+
+/// The signals respited handles, installed before anything is bound: from
+/// the first "listening on" line on, no signal takes the default action of
+/// ending the process silently. SIGHUP reloads the configuration;
+/// SIGTERM, SIGINT and SIGQUIT stop cleanly; the other signals whose
+/// default would end the process are logged and ignored, so no signal
+/// ends respited without a line in the log (except SIGKILL, which nothing
+/// can catch).
+struct Signals {
+    term: Option<Signal>,
+    int: Option<Signal>,
+    quit: Option<Signal>,
+    hup: Option<Signal>,
+    usr1: Option<Signal>,
+    usr2: Option<Signal>,
+    alrm: Option<Signal>,
+    io: Option<Signal>,
+}
+
+/// Waits for one delivery of `s` (forever if it could not be installed).
+async fn recv(s: &mut Option<Signal>) {
+    match s {
+        Some(s) => {
+            if s.recv().await.is_none() {
+                std::future::pending::<()>().await
+            }
         }
-        Err(e) => {
-            tracing::error!("{e}");
-            ExitCode::FAILURE
+        None => std::future::pending().await,
+    }
+}
+
+impl Signals {
+    /// Installs the handlers; must run inside the runtime's context.
+    fn install() -> Signals {
+        let listen = |kind: SignalKind, name: &str| match signal(kind) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot handle {name}");
+                None
+            }
+        };
+        Signals {
+            term: listen(SignalKind::terminate(), "SIGTERM"),
+            int: listen(SignalKind::interrupt(), "SIGINT"),
+            quit: listen(SignalKind::quit(), "SIGQUIT"),
+            hup: listen(SignalKind::hangup(), "SIGHUP"),
+            usr1: listen(SignalKind::user_defined1(), "SIGUSR1"),
+            usr2: listen(SignalKind::user_defined2(), "SIGUSR2"),
+            alrm: listen(SignalKind::alarm(), "SIGALRM"),
+            io: listen(SignalKind::io(), "SIGIO"),
+        }
+    }
+
+    /// Handles signals until the server has stopped.
+    async fn run(
+        mut self,
+        cli: &Cli,
+        shared: &Arc<Shared>,
+        set_log_level: &(dyn Fn(&str) -> Result<(), String> + Sync),
+        server: tokio::task::JoinHandle<()>,
+    ) {
+        tokio::pin!(server);
+        let stop = |name: &str| {
+            if shared
+                .shutting_down
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                tracing::info!("{name} received; already stopping");
+            } else {
+                tracing::info!("{name} received, shutting down");
+                shared.begin_shutdown();
+            }
+        };
+        loop {
+            tokio::select! {
+                _ = &mut server => return,
+                _ = recv(&mut self.term) => stop("SIGTERM"),
+                _ = recv(&mut self.int) => stop("SIGINT"),
+                _ = recv(&mut self.quit) => stop("SIGQUIT"),
+                _ = recv(&mut self.hup) => reload(cli, shared, set_log_level),
+                _ = recv(&mut self.usr1) => tracing::warn!("SIGUSR1 received; ignored"),
+                _ = recv(&mut self.usr2) => tracing::warn!("SIGUSR2 received; ignored"),
+                _ = recv(&mut self.alrm) => tracing::warn!("SIGALRM received; ignored"),
+                _ = recv(&mut self.io) => tracing::warn!("SIGIO received; ignored"),
+            }
         }
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
+/// SIGHUP: re-reads the configuration file (with the command line's flags
+/// on top again) and applies what can change at run time; a file that
+/// does not load changes nothing. Framed by RELOADING=1 and READY=1.
+fn reload(cli: &Cli, shared: &Shared, set_log_level: &(dyn Fn(&str) -> Result<(), String> + Sync)) {
+    use respite_server::service::{notify, NotifyState};
+    let mut states = vec![NotifyState::Reloading];
+    // systemd's Type=notify-reload wants the time of the request with it.
+    if let Ok(now) = NotifyState::monotonic_usec_now() {
+        states.push(now);
+    }
+    notify(&states);
+    let Some(path) = &cli.config else {
+        tracing::warn!(
+            "SIGHUP received, but respited was started without --config: nothing to reload"
+        );
+        notify(&[NotifyState::Ready]);
+        return;
     };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+    tracing::info!(file = %path.display(), "SIGHUP received, reloading the configuration");
+    match cli.load() {
+        Err(e) => {
+            tracing::error!("reload refused, the running settings stay: {e}");
+            let status = format!("reload refused: {e}");
+            notify(&[NotifyState::Ready, NotifyState::Status(&status)]);
+        }
+        Ok(new) => {
+            let outcome = respite_server::service::reload(shared, &new, set_log_level);
+            if outcome.applied.is_empty() {
+                tracing::info!("configuration reloaded: nothing to change");
+            } else {
+                tracing::info!(
+                    "configuration reloaded, applied: {}",
+                    outcome.applied.join(", ")
+                );
+            }
+            if !outcome.need_restart.is_empty() {
+                tracing::warn!(
+                    "changed in the file but only applied by a restart: {}",
+                    outcome.need_restart.join(", ")
+                );
+            }
+            notify(&[NotifyState::Ready]);
+        }
     }
 }

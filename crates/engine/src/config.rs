@@ -99,6 +99,20 @@ pub struct EngineConfig {
     /// Bytes of memory the value cache of hot strings may use; 0 turns it
     /// off (every GET then goes to the read pool).
     pub read_cache_bytes: usize,
+    /// Where SAVE and BGSAVE write their snapshot; `None` means beside the
+    /// database, as `<path>.snapshot` (see [`EngineConfig::snapshot_path`]).
+    pub snapshot: Option<PathBuf>,
+}
+
+impl EngineConfig {
+    /// The snapshot file SAVE and BGSAVE write.
+    pub fn snapshot_path(&self) -> PathBuf {
+        self.snapshot.clone().unwrap_or_else(|| {
+            let mut p = self.path.clone().into_os_string();
+            p.push(".snapshot");
+            PathBuf::from(p)
+        })
+    }
 }
 
 impl Default for EngineConfig {
@@ -116,6 +130,7 @@ impl Default for EngineConfig {
             journal_size_limit: -1,
             expire_chunk: 256,
             read_cache_bytes: 64 * 1024 * 1024,
+            snapshot: None,
         }
     }
 }

@@ -63,6 +63,9 @@ pub enum EngineError {
     /// A writer, reader or checkpointer thread could not be started.
     #[error("ERR cannot start a thread: {0}")]
     Thread(#[source] std::io::Error),
+    /// Another process owns the database file (see `owner.rs`).
+    #[error("{0}")]
+    Owner(#[from] crate::owner::OwnerError),
     /// The engine is shutting down and takes no more work.
     #[error("ERR server is shutting down")]
     ShuttingDown,

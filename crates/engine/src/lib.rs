@@ -45,9 +45,11 @@ pub mod glob;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod owner;
 pub mod read_pool;
 pub mod schema;
 pub mod set;
+pub mod snapshot;
 pub mod stats;
 pub mod stmt_cache;
 pub mod string;
@@ -58,7 +60,7 @@ pub mod writer;
 pub mod zset;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -69,10 +71,12 @@ pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, EngineConfig};
 pub use error::{EngineError, Result};
 pub use keyspace::{DbCounts, Entry, KeyRow, ScanPage, Slot};
+pub use owner::{OwnerError, OwnerLock};
 pub use read_pool::{
     complete_read, deliver_reads_inline, DeliverReads, ReadDone, ReadJob, ReadNeeds,
 };
 pub use schema::Kind;
+pub use snapshot::{SnapshotError, SnapshotStatus, Snapshots};
 pub use stats::StatsSnapshot;
 
 pub use txn::Txn;
@@ -186,7 +190,15 @@ pub struct Engine<R: Send + 'static> {
     cache: Arc<ValueCache>,
     watches: Arc<Watches>,
     blocking: Arc<Blocking>,
+    snapshots: Arc<Snapshots>,
+    snapshot_path: PathBuf,
+    /// Goes up every time the writer finishes an operation or goes round
+    /// its loop (at least every 100 ms while idle): a watchdog that sees it
+    /// stand still knows the writer is stuck.
+    progress: Arc<AtomicU64>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Released last, after every thread using the file has stopped.
+    _owner: OwnerLock,
 }
 
 impl<R: Send + 'static> Engine<R> {
@@ -199,7 +211,23 @@ impl<R: Send + 'static> Engine<R> {
 
     /// Like [`Engine::open`], with finished work handed back in groups
     /// through `delivery` (which must complete every item it is given).
+    /// Claims the database first ([`OwnerLock`]): a file another process
+    /// serves is refused with [`EngineError::Owner`].
     pub fn open_with_delivery(config: EngineConfig, delivery: Delivery<R>) -> Result<Self> {
+        let owner = OwnerLock::acquire(&config.path)?;
+        Self::open_owned(config, delivery, owner)
+    }
+
+    /// Like [`Engine::open_with_delivery`], with the database already
+    /// claimed by the caller (the daemon claims it before binding its
+    /// listeners, so that a second daemon is told who owns the file rather
+    /// than that the port is taken, and never touches the first one's Unix
+    /// socket). `owner` must be the lock of `config.path`.
+    pub fn open_owned(
+        config: EngineConfig,
+        delivery: Delivery<R>,
+        owner: OwnerLock,
+    ) -> Result<Self> {
         let Delivery {
             writes: deliver,
             reads: deliver_reads,
@@ -225,6 +253,7 @@ impl<R: Send + 'static> Engine<R> {
         let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
         let watches = Arc::new(Watches::default());
         let blocking = Arc::new(Blocking::default());
+        let progress = Arc::new(AtomicU64::new(0));
         let pool =
             read_pool::ReadPool::start(&config.path, config.readers, cache.clone(), deliver_reads)?;
         // Unbounded here: the server bounds operations in flight with an
@@ -247,6 +276,7 @@ impl<R: Send + 'static> Engine<R> {
             cache: cache.clone(),
             watches: watches.clone(),
             blocking: blocking.clone(),
+            progress: progress.clone(),
         };
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
@@ -285,7 +315,11 @@ impl<R: Send + 'static> Engine<R> {
             cache,
             watches,
             blocking,
+            snapshots: Arc::new(Snapshots::new(&config.path, &config.snapshot_path())),
+            snapshot_path: config.snapshot_path(),
+            progress,
             threads: Mutex::new(threads),
+            _owner: owner,
         })
     }
 
@@ -320,6 +354,23 @@ impl<R: Send + 'static> Engine<R> {
     /// The registry of clients blocked on keys (see [`blocking`]).
     pub fn blocking(&self) -> Arc<Blocking> {
         self.blocking.clone()
+    }
+
+    /// A counter the writer raises at every operation and every turn of
+    /// its loop, idle or not (see `writer.rs`): if it stands still for
+    /// long, the writer is stuck.
+    pub fn writer_progress(&self) -> u64 {
+        self.progress.load(Ordering::Relaxed)
+    }
+
+    /// Snapshot bookkeeping (SAVE, BGSAVE, LASTSAVE, INFO persistence).
+    pub fn snapshots(&self) -> &Arc<Snapshots> {
+        &self.snapshots
+    }
+
+    /// Where SAVE and BGSAVE write.
+    pub fn snapshot_path(&self) -> &std::path::Path {
+        &self.snapshot_path
     }
 
     /// Messages waiting for the writer.

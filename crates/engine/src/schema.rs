@@ -248,6 +248,12 @@ pub(crate) fn open_writer(
 ) -> Result<Connection> {
     let conn = Connection::open(path)?;
     common_settings(&conn)?;
+    // A file from a newer build is refused before anything is written to
+    // it, not even the switch to WAL mode below.
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > VERSION {
+        return Err(EngineError::NewerLayout(version));
+    }
     // Only takes effect on a new, empty file, and only before it turns to
     // WAL mode: an existing database keeps the page size it was made with.
     conn.pragma_update(None, "page_size", page_size)?;

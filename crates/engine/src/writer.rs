@@ -127,6 +127,9 @@ pub(crate) struct WriterSettings {
     pub cache: Arc<ValueCache>,
     pub watches: Arc<Watches>,
     pub blocking: Arc<Blocking>,
+    /// Raised at every operation and every turn of the loop (see
+    /// `Engine::writer_progress`).
+    pub progress: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// How often the writer looks for expired keys and everysec work when idle.
@@ -220,6 +223,7 @@ pub(crate) fn run<R: Send + 'static>(
         served: Vec::new(),
     };
     loop {
+        w.settings.progress.fetch_add(1, Ordering::Relaxed);
         let first = match rx.recv_timeout(TICK) {
             Ok(msg) => msg,
             Err(RecvTimeoutError::Timeout) => {
@@ -317,6 +321,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 }
             }
             let result = self.run_op(op);
+            self.settings.progress.fetch_add(1, Ordering::Relaxed);
             if result.is_err() {
                 self.failed_in_txn += 1;
             }

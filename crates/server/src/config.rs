@@ -9,10 +9,23 @@
 use std::path::{Path, PathBuf};
 
 use respite_engine::{AppendFsync, EngineConfig};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+/// Who may run DEBUG (`enable_debug_command`, as in redis.conf).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DebugCommand {
+    /// Nobody (the default).
+    #[default]
+    No,
+    /// Every client.
+    Yes,
+    /// Clients on the Unix socket or a loopback address.
+    Local,
+}
 
 /// Everything `respited` can be told.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// TCP address to listen on; an empty string turns TCP off.
@@ -62,7 +75,25 @@ pub struct Config {
     pub io_threads: usize,
     /// Log filter (tracing's `EnvFilter` syntax), e.g. `info` or `respite=debug`.
     pub log_level: String,
+    /// Where SAVE and BGSAVE write their snapshot; unset means
+    /// `<db>.snapshot` beside the database.
+    pub snapshot_file: Option<PathBuf>,
+    /// Who may run DEBUG (DEBUG SLEEP stalls the writer, for testing the
+    /// watchdog).
+    pub enable_debug_command: DebugCommand,
 }
+
+/// The settings a running server takes from a reloaded file (SIGHUP);
+/// every other key needs a restart.
+pub const RELOADABLE: &[&str] = &[
+    "log_level",
+    "requirepass",
+    "maxclients",
+    "max_batch",
+    "appendfsync",
+    "proto_max_bulk_len",
+    "client_query_buffer_limit",
+];
 
 impl Default for Config {
     fn default() -> Self {
@@ -91,6 +122,8 @@ impl Default for Config {
             read_cache_bytes: engine.read_cache_bytes,
             io_threads: 0,
             log_level: "info".into(),
+            snapshot_file: None,
+            enable_debug_command: DebugCommand::No,
         }
     }
 }
@@ -107,12 +140,14 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not valid TOML for this schema.
-    #[error("invalid config file {path}: {source}")]
+    #[error("invalid config file {path}, line {line}: {message}")]
     Parse {
         /// The file.
         path: PathBuf,
-        /// What toml said.
-        source: Box<toml::de::Error>,
+        /// The line the error is on (1-based; 0 if toml gave no place).
+        line: usize,
+        /// What toml said, on one line.
+        message: String,
     },
     /// A value out of its range.
     #[error("invalid setting {0}")]
@@ -126,12 +161,40 @@ impl Config {
             path: path.into(),
             source,
         })?;
-        let config: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        let config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.into(),
-            source: Box::new(source),
+            // One line with its number: toml's own rendering spans several
+            // lines with a snippet, which the journal would cut apart.
+            line: e
+                .span()
+                .and_then(|s| text.get(..s.start))
+                .map_or(0, |before| before.matches('\n').count() + 1),
+            message: e.message().replace('\n', " "),
         })?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// The keys that differ between `self` (the running configuration)
+    /// and `new` among those that only a restart applies, as
+    /// `name old -> new` (secrets are not printed: there are none among
+    /// them).
+    pub fn restart_only_differences(&self, new: &Config) -> Vec<String> {
+        let table = |c: &Config| match toml::Value::try_from(c) {
+            Ok(toml::Value::Table(t)) => t,
+            _ => toml::Table::new(),
+        };
+        let (old, new) = (table(self), table(new));
+        let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let show =
+            |v: Option<&toml::Value>| v.map_or_else(|| "(unset)".to_string(), |v| v.to_string());
+        keys.into_iter()
+            .filter(|k| !RELOADABLE.contains(&k.as_str()))
+            .filter(|k| old.get(*k) != new.get(*k))
+            .map(|k| format!("{k} {} -> {}", show(old.get(k)), show(new.get(k))))
+            .collect()
     }
 
     /// Checks ranges the types do not.
@@ -177,6 +240,7 @@ impl Config {
             journal_size_limit: self.journal_size_limit,
             expire_chunk: self.expire_chunk,
             read_cache_bytes: self.read_cache_bytes,
+            snapshot: self.snapshot_file.clone(),
         }
     }
 }

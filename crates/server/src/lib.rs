@@ -27,6 +27,7 @@ pub mod listener;
 pub mod long_double;
 pub mod reply;
 pub mod request;
+pub mod service;
 pub mod state;
 
 use std::sync::Arc;
@@ -35,14 +36,33 @@ pub use config::Config;
 pub use reply::Reply;
 pub use state::Shared;
 
-/// Opens the engine, binds the listeners and serves until shutdown begins
-/// (SHUTDOWN, or [`Shared::begin_shutdown`] from a signal handler); then
-/// waits for open connections, drains the writer and checkpoints.
-pub async fn run(shared: Arc<Shared>) -> std::io::Result<()> {
-    let listeners = listener::Listeners::bind(&shared).await?;
-    listeners.run(shared.clone()).await;
+/// Serves on `listeners` until shutdown begins (SHUTDOWN, or
+/// [`Shared::begin_shutdown`] from a signal handler); then waits for open
+/// connections, drains the writer and checkpoints. The service manager is
+/// told READY=1 as accepting starts (the database is open and every
+/// listener bound by then), and its stop timeout is extended while the
+/// drain runs (see [`service`]).
+pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
+    if let Some(port) = listeners.tcp_port() {
+        shared
+            .tcp_port
+            .store(port as u32, std::sync::atomic::Ordering::Relaxed);
+    }
+    service::ready(&shared);
+    tokio::spawn(service::monitor(shared.clone()));
+    let serving = listeners.run(shared.clone());
+    tokio::pin!(serving);
+    tokio::select! {
+        _ = &mut serving => {}
+        _ = shared.wait_for_shutdown() => {}
+    }
     let engine_shared = shared.clone();
-    // Draining the writer blocks; do it off the runtime's workers.
-    let _ = tokio::task::spawn_blocking(move || engine_shared.engine.shutdown()).await;
-    Ok(())
+    service::stopping(async move {
+        // Connections finish their turn (bounded by the listeners' grace
+        // period), then the writer drains and checkpoints.
+        serving.await;
+        // Draining the writer blocks; do it off the runtime's workers.
+        let _ = tokio::task::spawn_blocking(move || engine_shared.engine.shutdown()).await;
+    })
+    .await;
 }

@@ -1,7 +1,21 @@
-//! Listeners: TCP and a Unix socket, both at once, with `maxclients`.
+//! Listeners: TCP and Unix sockets, bound by respited or handed over by
+//! systemd (socket activation), with `maxclients`.
+//!
+//! Under socket activation systemd binds the sockets of `respited.socket`
+//! and passes them as descriptors 3, 4, ... (`LISTEN_FDS`, `LISTEN_PID`,
+//! `LISTEN_FDNAMES`, read through the `sd-notify` crate). Each one is
+//! recognised by asking the kernel for its address: an IP address makes it
+//! a TCP listener, a path a Unix one. They are served beside the
+//! listeners the configuration asks for, except where an activated socket
+//! already has the configured address (the usual case: the .socket unit
+//! and respite.toml both say 127.0.0.1:6379), which respited then does not
+//! bind again. An activated Unix socket belongs to systemd: respited never
+//! removes its file.
 
 use std::net::SocketAddr;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -12,66 +26,219 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinSet;
 
-use crate::config::parse_perm;
+use crate::config::{parse_perm, Config};
 use crate::connection;
 use crate::state::{lock, ClientHandle, Peer, Shared};
 
 /// How long shutdown waits for open connections to finish their turn.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Why the listeners could not be set up. Every variant names the address
+/// or descriptor, so "address in use" says which address.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    /// A TCP address could not be bound.
+    #[error("cannot listen on tcp {addr}: {source}")]
+    Tcp {
+        /// The address as configured (`bind:port`).
+        addr: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A Unix socket could not be bound.
+    #[error("cannot listen on unix {path}: {source}")]
+    Unix {
+        /// The socket path.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A descriptor passed by the service manager is unusable.
+    #[error("socket activation: descriptor {fd} ({name}): {source}")]
+    Activated {
+        /// The descriptor number.
+        fd: RawFd,
+        /// Its LISTEN_FDNAMES entry.
+        name: String,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// LISTEN_FDS and friends could not be read.
+    #[error("socket activation: {0}")]
+    Environment(std::io::Error),
+    /// Nothing to listen on.
+    #[error("neither a TCP address nor a Unix socket is configured, and no socket was passed by systemd")]
+    Nothing,
+}
+
+/// A socket handed over by the service manager.
+pub enum Activated {
+    /// A TCP listener and its address.
+    Tcp(std::net::TcpListener, SocketAddr, String),
+    /// A Unix listener and its path.
+    Unix(std::os::unix::net::UnixListener, PathBuf, String),
+}
+
+/// Takes the listening sockets systemd passed, if any (none when
+/// `LISTEN_PID` is not this process). Call once: the descriptors are
+/// owned by what it returns.
+pub fn take_activated() -> Result<Vec<Activated>, ListenError> {
+    let fds = sd_notify::listen_fds_with_names().map_err(ListenError::Environment)?;
+    let mut out = Vec::new();
+    for (fd, name) in fds {
+        let fail = |source| ListenError::Activated {
+            fd,
+            name: name.clone(),
+            source,
+        };
+        // SAFETY: LISTEN_PID names this process, so systemd's protocol
+        // gives us descriptors 3..3+LISTEN_FDS, open and owned by nobody
+        // else in the process; each is wrapped exactly once, here.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        let tcp = std::net::TcpListener::from(owned);
+        let activated = match tcp.local_addr() {
+            Ok(addr) => Activated::Tcp(tcp, addr, name.clone()),
+            Err(_) => {
+                let unix = std::os::unix::net::UnixListener::from(OwnedFd::from(tcp));
+                let addr = unix.local_addr().map_err(|_| {
+                    fail(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "not a TCP or Unix stream socket",
+                    ))
+                })?;
+                let path = addr.as_pathname().map(Path::to_path_buf).ok_or_else(|| {
+                    fail(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "an unnamed or abstract Unix socket",
+                    ))
+                })?;
+                Activated::Unix(unix, path, name.clone())
+            }
+        };
+        out.push(activated);
+    }
+    Ok(out)
+}
+
+/// A bound Unix listener: the socket, its path, and whether respited made
+/// the file (and so removes it at exit).
+struct UnixBound {
+    listener: UnixListener,
+    path: String,
+    ours: bool,
+}
+
 /// Sockets bound, before accepting starts.
 pub struct Listeners {
-    tcp: Option<TcpListener>,
-    unix: Option<(UnixListener, String)>,
+    tcp: Vec<TcpListener>,
+    unix: Vec<UnixBound>,
+    /// The first TCP port, for INFO and CONFIG GET port.
+    tcp_port: Option<u16>,
 }
 
 impl Listeners {
-    /// Binds what the configuration asks for. The TCP port actually bound
-    /// (port 0 resolved) is logged and recorded for INFO.
-    pub async fn bind(shared: &Shared) -> std::io::Result<Listeners> {
-        let c = &shared.config;
-        let tcp = if c.bind.is_empty() {
-            None
-        } else {
-            let l = TcpListener::bind((c.bind.as_str(), c.port)).await?;
-            let addr = l.local_addr()?;
-            shared.tcp_port.store(addr.port() as u32, Ordering::Relaxed);
-            tracing::info!("listening on tcp {addr}");
-            Some(l)
-        };
-        let unix = match &c.unixsocket {
-            None => None,
-            Some(path) => {
-                // A socket file left by a previous run would make bind fail.
-                if path.exists() {
-                    std::fs::remove_file(path)?;
+    /// Binds what the configuration asks for, beside the sockets systemd
+    /// passed. The TCP port actually bound (port 0 resolved) is logged.
+    pub async fn bind(c: &Config, activated: Vec<Activated>) -> Result<Listeners, ListenError> {
+        let mut tcp = Vec::new();
+        let mut unix = Vec::new();
+        let mut tcp_port = None;
+        for a in activated {
+            match a {
+                Activated::Tcp(l, addr, name) => {
+                    let fail = |source| ListenError::Activated {
+                        fd: -1,
+                        name: name.clone(),
+                        source,
+                    };
+                    l.set_nonblocking(true).map_err(fail)?;
+                    let l = TcpListener::from_std(l).map_err(fail)?;
+                    tracing::info!(name = %name, "socket from systemd: tcp {addr}");
+                    tracing::info!("listening on tcp {addr}");
+                    tcp_port.get_or_insert(addr.port());
+                    tcp.push(l);
                 }
-                // Bound under a temporary name and renamed into place once
-                // its permissions are set, so no client can connect while
-                // the socket still has the default mode.
-                let mut staging = path.clone().into_os_string();
-                staging.push(format!(".{}.tmp", std::process::id()));
-                let staging = std::path::PathBuf::from(staging);
-                let _ = std::fs::remove_file(&staging);
-                let l = UnixListener::bind(&staging)?;
-                if let Some(perm) = &c.unixsocketperm {
-                    let mode = parse_perm(perm).map_err(|e| {
-                        std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
-                    })?;
-                    std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(mode))?;
+                Activated::Unix(l, path, name) => {
+                    let fail = |source| ListenError::Activated {
+                        fd: -1,
+                        name: name.clone(),
+                        source,
+                    };
+                    l.set_nonblocking(true).map_err(fail)?;
+                    let l = UnixListener::from_std(l).map_err(fail)?;
+                    tracing::info!(name = %name, "socket from systemd: unix {}", path.display());
+                    tracing::info!("listening on unix {}", path.display());
+                    unix.push(UnixBound {
+                        listener: l,
+                        path: path.display().to_string(),
+                        ours: false,
+                    });
                 }
-                std::fs::rename(&staging, path)?;
-                tracing::info!("listening on unix {}", path.display());
-                Some((l, path.display().to_string()))
             }
-        };
-        if tcp.is_none() && unix.is_none() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "neither a TCP address nor a Unix socket is configured",
-            ));
         }
-        Ok(Listeners { tcp, unix })
+        if !c.bind.is_empty() {
+            let addr = format!("{}:{}", c.bind, c.port);
+            let fail = |source| ListenError::Tcp {
+                addr: addr.clone(),
+                source,
+            };
+            // Already passed by systemd? Then that socket serves it.
+            let covered = tcp.iter().any(|l| {
+                l.local_addr().is_ok_and(|a| {
+                    a.port() == c.port
+                        && c.bind
+                            .parse()
+                            .is_ok_and(|ip: std::net::IpAddr| ip == a.ip())
+                })
+            });
+            if !covered {
+                let l = TcpListener::bind((c.bind.as_str(), c.port))
+                    .await
+                    .map_err(fail)?;
+                let local = l.local_addr().map_err(fail)?;
+                tracing::info!("listening on tcp {local}");
+                tcp_port.get_or_insert(local.port());
+                tcp.push(l);
+            }
+        }
+        if let Some(path) = &c.unixsocket {
+            let covered = unix.iter().any(|u| Path::new(&u.path) == path);
+            if !covered {
+                let l = bind_unix(path, c.unixsocketperm.as_deref()).map_err(|source| {
+                    ListenError::Unix {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                tracing::info!("listening on unix {}", path.display());
+                unix.push(UnixBound {
+                    listener: l,
+                    path: path.display().to_string(),
+                    ours: true,
+                });
+            }
+        }
+        if tcp.is_empty() && unix.is_empty() {
+            return Err(ListenError::Nothing);
+        }
+        Ok(Listeners {
+            tcp,
+            unix,
+            tcp_port,
+        })
+    }
+
+    /// The first TCP listener's port (port 0 resolved), if there is one.
+    pub fn tcp_port(&self) -> Option<u16> {
+        self.tcp_port
+    }
+
+    /// Removes the Unix socket files respited made (for a start-up that
+    /// fails after binding, so it leaves nothing behind).
+    pub fn remove_socket_files(&self) {
+        for u in self.unix.iter().filter(|u| u.ours) {
+            let _ = std::fs::remove_file(&u.path);
+        }
     }
 
     /// Accepts clients until shutdown begins, then waits for the open
@@ -79,14 +246,22 @@ impl Listeners {
     pub async fn run(self, shared: Arc<Shared>) {
         let tasks = Arc::new(Mutex::new(JoinSet::new()));
         let mut accept_loops = JoinSet::new();
-        if let Some(l) = self.tcp {
+        for l in self.tcp {
             accept_loops.spawn(accept_loop(l, shared.clone(), tasks.clone()));
         }
-        if let Some((l, path)) = self.unix {
+        for u in self.unix {
             let (shared, tasks) = (shared.clone(), tasks.clone());
             accept_loops.spawn(async move {
-                accept_loop((l, path.clone()), shared, tasks).await;
-                let _ = std::fs::remove_file(&path);
+                let UnixBound {
+                    listener,
+                    path,
+                    ours,
+                } = u;
+                accept_loop((listener, path.clone()), shared, tasks).await;
+                // An activated socket's file is systemd's, and stays.
+                if ours {
+                    let _ = std::fs::remove_file(&path);
+                }
             });
         }
         while accept_loops.join_next().await.is_some() {}
@@ -101,6 +276,36 @@ impl Listeners {
             set.abort_all();
         }
     }
+}
+
+/// Binds a Unix socket at `path` with the mode `perm`. A socket file left
+/// by a previous run would make bind fail, so it is removed first (the
+/// database's owner lock is held by then: no live respited on the same
+/// database can be using it). The socket is bound under a temporary name
+/// and renamed into place once its permissions are set, so no client can
+/// connect while it still has the default mode.
+fn bind_unix(path: &Path, perm: Option<&str>) -> std::io::Result<UnixListener> {
+    if path.exists() {
+        std::fs::remove_file(path)?;
+    }
+    let mut staging = path.to_path_buf().into_os_string();
+    staging.push(format!(".{}.tmp", std::process::id()));
+    let staging = PathBuf::from(staging);
+    let _ = std::fs::remove_file(&staging);
+    let l = UnixListener::bind(&staging)?;
+    let placed = (|| {
+        if let Some(perm) = perm {
+            let mode = parse_perm(perm).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+            })?;
+            std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(mode))?;
+        }
+        std::fs::rename(&staging, path)
+    })();
+    if placed.is_err() {
+        let _ = std::fs::remove_file(&staging);
+    }
+    placed.map(|()| l)
 }
 
 /// A listening socket: TCP, or Unix with its path.

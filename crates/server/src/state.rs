@@ -32,6 +32,8 @@ pub struct Settings {
     pub requirepass: RwLock<Option<String>>,
     /// `appendfsync`, as last set.
     pub appendfsync: Mutex<AppendFsync>,
+    /// The log filter in force (changed by a reload).
+    pub log_level: Mutex<String>,
 }
 
 /// Where a client is connected from.
@@ -191,6 +193,7 @@ impl Shared {
                 client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
                 requirepass: RwLock::new(config.requirepass.clone()),
                 appendfsync: Mutex::new(config.appendfsync),
+                log_level: Mutex::new(config.log_level.clone()),
             },
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),
@@ -214,9 +217,12 @@ impl Shared {
     }
 
     /// Starts a clean shutdown: listeners stop accepting and the daemon's
-    /// main drains and closes the engine.
+    /// main drains and closes the engine. The service manager hears
+    /// STOPPING=1 at once, whoever asked (a signal or SHUTDOWN).
     pub fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::SeqCst);
+        if !self.shutting_down.swap(true, Ordering::SeqCst) {
+            crate::service::notify(&[sd_notify::NotifyState::Stopping]);
+        }
         self.shutdown.send_replace(true);
     }
 }

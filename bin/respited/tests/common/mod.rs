@@ -48,6 +48,27 @@ impl Respited {
         Respited::start_with(Command::new(env!("CARGO_BIN_EXE_respited")), dir, extra)
     }
 
+    /// Starts a server on the database in `dir` with extra environment
+    /// variables (NOTIFY_SOCKET, WATCHDOG_USEC, ...).
+    pub fn start_in_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Respited {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_respited"));
+        cmd.envs(env.iter().copied());
+        Respited::start_with(cmd, dir, extra)
+    }
+
+    /// Waits for a log line containing `needle`, returning it.
+    pub fn wait_log(&self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("no log line containing {needle:?} within {timeout:?}"),
+            }
+        }
+    }
+
     /// Starts a server through `sh -c "<setup>; exec respited ..."`, for
     /// tests that need the process started with a shell's limits or signal
     /// dispositions (which `exec` keeps).
@@ -180,6 +201,26 @@ pub fn signal(pid: u32, name: &str) {
         .arg(format!("-{name}"))
         .arg(pid.to_string())
         .status();
+}
+
+/// Whether a systemd tool (systemd-socket-activate, systemd-analyze,
+/// dpkg-deb) is installed. Where it is not, the test skips, unless
+/// `RESPITE_REQUIRE_SYSTEMD_TOOLS=1` (set by `.ci/run`, which installs
+/// them) makes that a failure.
+pub fn have_tool(name: &str) -> bool {
+    let found = Command::new(name)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        if std::env::var("RESPITE_REQUIRE_SYSTEMD_TOOLS").is_ok_and(|v| v == "1") {
+            panic!("{name} not found but RESPITE_REQUIRE_SYSTEMD_TOOLS=1");
+        }
+        eprintln!("skipping: {name} not found");
+    }
+    found
 }
 
 /// A `redis` crate client for a port on 127.0.0.1.

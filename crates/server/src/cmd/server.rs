@@ -1,5 +1,5 @@
 //! Server commands: COMMAND, CONFIG, INFO, DBSIZE, FLUSHDB, FLUSHALL, TIME,
-//! SHUTDOWN.
+//! SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG.
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -161,6 +161,127 @@ impl LocalCommand for Shutdown {
     }
 }
 
+/// `SAVE`: writes a snapshot of the database to `snapshot_file` and
+/// answers once it is on disk. Unlike redis-server's SAVE it blocks only
+/// the client that sent it (and one reader thread): writes and other
+/// reads go on meanwhile (see respite-engine's `snapshot.rs`).
+pub struct Save {
+    shared: Arc<Shared>,
+}
+
+impl LocalCommand for Save {
+    fn parse(_args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        Ok(Save {
+            shared: s.shared.clone(),
+        })
+    }
+    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+        let shared = self.shared;
+        // On the read pool, as a slow read: the copy takes as long as the
+        // database is big, and no connection task may block that long.
+        Ok(Plan::Read(
+            Box::new(move |_view| {
+                let path = shared.engine.snapshot_path().to_path_buf();
+                match shared.engine.snapshots().save(&path) {
+                    Ok(_) => Reply::Ok,
+                    Err(e) => Reply::error(format!("ERR {e}")),
+                }
+            }),
+            respite_engine::ReadNeeds {
+                snapshot: false,
+                quick: false,
+            },
+        ))
+    }
+}
+
+/// `BGSAVE [SCHEDULE]`: starts writing a snapshot on a thread of its own
+/// and answers at once; INFO persistence and LASTSAVE tell when it is done.
+pub struct BgSave;
+
+impl LocalCommand for BgSave {
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        match args.next_opt() {
+            None => Ok(BgSave),
+            Some(a) if upper(&a) == "SCHEDULE" && args.remaining() == 0 => Ok(BgSave),
+            Some(_) => Err(CommandError::Syntax),
+        }
+    }
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        let engine = &s.shared.engine;
+        match engine
+            .snapshots()
+            .save_in_background(engine.snapshot_path())
+        {
+            Ok(()) => Ok(Plan::Reply(Reply::Status(
+                "Background saving started".into(),
+            ))),
+            Err(e) => Err(CommandError::Other(e.to_string())),
+        }
+    }
+}
+
+/// `LASTSAVE`: Unix time of the last successful snapshot.
+pub struct LastSave;
+
+impl LocalCommand for LastSave {
+    fn parse(_args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        Ok(LastSave)
+    }
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        let status = s.shared.engine.snapshots().status();
+        Ok(Plan::Reply(Reply::Int(status.last_save_unix as i64)))
+    }
+}
+
+/// `DEBUG SLEEP seconds`: stalls the writer thread for that long, as a
+/// write operation (so every write behind it waits, and the systemd
+/// watchdog stops being fed: the way to test it). Only with
+/// `enable_debug_command` set, as in Redis 7.
+pub struct Debug {
+    seconds: f64,
+}
+
+impl LocalCommand for Debug {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        use crate::config::DebugCommand;
+        use crate::state::Peer;
+        let allowed = match s.shared.config.enable_debug_command {
+            DebugCommand::Yes => true,
+            DebugCommand::No => false,
+            DebugCommand::Local => match &s.client.peer {
+                Peer::Unix(_) => true,
+                Peer::Tcp(peer, _) => peer.ip().is_loopback(),
+            },
+        };
+        if !allowed {
+            return Err(CommandError::Other(
+                "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.".into(),
+            ));
+        }
+        let sub = args.next_upper()?;
+        if sub != "SLEEP" || args.remaining() != 1 {
+            return Err(CommandError::Other(
+                "DEBUG here knows only SLEEP <seconds>".into(),
+            ));
+        }
+        let seconds = String::from_utf8_lossy(&args.next()?)
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
+            .ok_or_else(|| CommandError::Other("value is out of range".into()))?;
+        Ok(Debug { seconds })
+    }
+    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+        let seconds = self.seconds;
+        Ok(Plan::Write(Box::new(move |_txn| {
+            tracing::warn!(seconds, "DEBUG SLEEP: stalling the writer thread");
+            std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+            Ok(Reply::Ok)
+        })))
+    }
+}
+
 /// `INFO [section ...]`
 pub struct Info {
     /// Requested sections, lower case; empty means the default set.
@@ -251,9 +372,22 @@ impl ReadCommand for Info {
         }
         if want("persistence") {
             let disk = sh.engine.disk_writes();
+            let snap = sh.engine.snapshots().status();
             let _ = write!(
                 out,
-                "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\ngroup_commit_max_batch:{}\r\ngroup_commit_batches:{}\r\ngroup_commit_ops:{}\r\ngroup_commit_failed_ops:{}\r\ngroup_commit_failed_commits:{}\r\ngroup_commit_ops_per_batch_mean:{:.2}\r\ngroup_commit_ops_per_batch_p50:{}\r\ngroup_commit_ops_per_batch_p99:{}\r\ngroup_commit_ops_per_batch_max:{}\r\ngroup_commit_commit_latency_p50_us:{}\r\ngroup_commit_commit_latency_p99_us:{}\r\ngroup_commit_queue_depth:{}\r\nwal_size_bytes:{}\r\nwal_checkpoints:{}\r\nwal_checkpoint_threshold_bytes:{}\r\ndb_size_bytes:{}\r\npage_size:{}\r\ndisk_write_bytes:{}\r\nwrite_bytes_per_op:{}\r\n\r\n",
+                "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_snapshot_bytes:{}\r\nsnapshot_file:{}\r\n",
+                snap.in_progress as u8,
+                snap.last_save_unix,
+                if snap.last_ok { "ok" } else { "err" },
+                snap.last_secs,
+                snap.current_secs,
+                snap.saves,
+                snap.last_bytes,
+                sh.engine.snapshot_path().display(),
+            );
+            let _ = write!(
+                out,
+                "aof_enabled:1\r\nappendfsync:{}\r\ngroup_commit_max_batch:{}\r\ngroup_commit_batches:{}\r\ngroup_commit_ops:{}\r\ngroup_commit_failed_ops:{}\r\ngroup_commit_failed_commits:{}\r\ngroup_commit_ops_per_batch_mean:{:.2}\r\ngroup_commit_ops_per_batch_p50:{}\r\ngroup_commit_ops_per_batch_p99:{}\r\ngroup_commit_ops_per_batch_max:{}\r\ngroup_commit_commit_latency_p50_us:{}\r\ngroup_commit_commit_latency_p99_us:{}\r\ngroup_commit_queue_depth:{}\r\nwal_size_bytes:{}\r\nwal_checkpoints:{}\r\nwal_checkpoint_threshold_bytes:{}\r\ndb_size_bytes:{}\r\npage_size:{}\r\ndisk_write_bytes:{}\r\nwrite_bytes_per_op:{}\r\n\r\n",
                 lock(&sh.settings.appendfsync).as_str(),
                 sh.engine.max_batch(),
                 stats.batches,
@@ -526,7 +660,7 @@ fn set_failed(name: &str, why: &str) -> CommandError {
 
 /// A validated CONFIG SET change, applied only once every pair of the
 /// command has validated (Redis applies all or none).
-enum Change {
+pub(crate) enum Change {
     MaxClients(usize),
     ProtoMaxBulkLen(usize),
     QueryBufferLimit(usize),
@@ -578,7 +712,7 @@ fn validate_param(name: &str, value: &str) -> Result<Change, CommandError> {
 }
 
 /// Applies a validated change.
-fn apply_change(sh: &Shared, change: Change) {
+pub(crate) fn apply_change(sh: &Shared, change: Change) {
     match change {
         Change::MaxClients(n) => sh.settings.maxclients.store(n, Ordering::Relaxed),
         Change::ProtoMaxBulkLen(n) => sh.settings.proto_max_bulk_len.store(n, Ordering::Relaxed),
@@ -715,6 +849,10 @@ pub(super) fn commands() -> Vec<super::Spec> {
         Spec::write::<FlushDb>("flushdb", -1, &[], [0, 0, 0], "server", "Remove all keys from the current database."),
         Spec::read::<Info>("info", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns information and statistics about the server."),
         Spec::local::<Shutdown>("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], [0, 0, 0], "server", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
+        Spec::local::<Save>("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], [0, 0, 0], "server", "Synchronously saves the database(s) to disk."),
+        Spec::local::<BgSave>("bgsave", -1, &["admin", "noscript", "no_async_loading"], [0, 0, 0], "server", "Asynchronously saves the database(s) to disk."),
+        Spec::local::<LastSave>("lastsave", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the Unix timestamp of the last successful save to disk."),
+        Spec::local::<Debug>("debug", -2, &["admin", "noscript", "loading", "stale"], [0, 0, 0], "server", "A container for debugging commands."),
         Spec::write::<SwapDb>("swapdb", 3, &["fast"], [0, 0, 0], "server", "Swaps two Redis databases."),
         Spec::local::<Time>("time", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the server time."),
     ]

@@ -1,0 +1,118 @@
+//! The unit files and the .deb: `systemd-analyze verify` on the units with
+//! ExecStart pointed at the binary cargo built, and the package built by
+//! packaging/build-deb.sh, unpacked into a scratch root with `dpkg -x`.
+//! Each skips where its tool is missing, unless
+//! RESPITE_REQUIRE_SYSTEMD_TOOLS=1 (CI).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::have_tool;
+
+fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+#[test]
+fn unit_files_pass_systemd_analyze_verify() {
+    if !have_tool("systemd-analyze") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let service = std::fs::read_to_string(repo().join("configs/respited.service")).unwrap();
+    assert!(service.contains("ExecStart=/usr/bin/respited "));
+    let service = service.replace("/usr/bin/respited", env!("CARGO_BIN_EXE_respited"));
+    std::fs::write(tmp.path().join("respited.service"), service).unwrap();
+    std::fs::copy(
+        repo().join("configs/respited.socket"),
+        tmp.path().join("respited.socket"),
+    )
+    .unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(tmp.path().join("respited.service"))
+        .arg(tmp.path().join("respited.socket"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    // verify exits 0 on some warnings; the units must have none.
+    assert!(!text.contains("respited."), "{text}");
+}
+
+#[test]
+fn the_deb_installs_the_binary_units_config_and_system_entries() {
+    if !have_tool("dpkg-deb") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(repo().join("packaging/build-deb.sh"))
+        .arg(env!("CARGO_BIN_EXE_respited"))
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deb = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(deb.ends_with(".deb"), "{deb}");
+    let root = tmp.path().join("root");
+    let x = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(x.success());
+    for file in [
+        "usr/bin/respited",
+        "lib/systemd/system/respited.service",
+        "lib/systemd/system/respited.socket",
+        "etc/respite/respite.toml",
+        "usr/lib/sysusers.d/respite.conf",
+        "usr/lib/tmpfiles.d/respite.conf",
+        "usr/share/doc/respite/operations.md",
+    ] {
+        assert!(root.join(file).is_file(), "{file} missing from the package");
+    }
+    let v = Command::new(root.join("usr/bin/respited"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("respited "));
+    let sysusers = std::fs::read_to_string(root.join("usr/lib/sysusers.d/respite.conf")).unwrap();
+    assert!(
+        sysusers.lines().any(|l| l.starts_with("u respite ")),
+        "{sysusers}"
+    );
+    let tmpfiles = std::fs::read_to_string(root.join("usr/lib/tmpfiles.d/respite.conf")).unwrap();
+    assert!(
+        tmpfiles.contains("d /var/lib/respite 0750 respite respite"),
+        "{tmpfiles}"
+    );
+    // The control data: the config is a conffile (kept on upgrade), and
+    // purge removes the data.
+    let control = tmp.path().join("control");
+    let e = Command::new("dpkg-deb")
+        .arg("-e")
+        .arg(&deb)
+        .arg(&control)
+        .status()
+        .unwrap();
+    assert!(e.success());
+    let conffiles = std::fs::read_to_string(control.join("conffiles")).unwrap();
+    assert_eq!(conffiles.trim(), "/etc/respite/respite.toml");
+    let postrm = std::fs::read_to_string(control.join("postrm")).unwrap();
+    assert!(postrm.contains("purge") && postrm.contains("rm -rf /var/lib/respite"));
+    let info = Command::new("dpkg-deb")
+        .arg("-f")
+        .arg(&deb)
+        .arg("Package")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&info.stdout).trim(), "respite");
+}
