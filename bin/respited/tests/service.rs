@@ -673,3 +673,43 @@ fn sigterm_under_load_keeps_every_acknowledged_write() {
         assert_eq!(n as usize, chunk.len(), "an acknowledged write is missing");
     }
 }
+
+/// A stop that has to wait (here for a writer stalled by `DEBUG SLEEP`, as
+/// a long final drain or checkpoint would) asks the manager for more time
+/// with EXTEND_TIMEOUT_USEC after STOPPING=1, and still exits cleanly.
+#[test]
+fn a_slow_stop_extends_the_managers_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manager = Manager::new(tmp.path());
+    let config = write_config(tmp.path(), "enable_debug_command = \"local\"\n");
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_respited"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--port", &port.to_string()])
+        .arg("--db")
+        .arg(tmp.path().join("respite.db"))
+        .env("NOTIFY_SOCKET", env_of(&manager))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    manager.wait_for("READY=1", Duration::from_secs(30));
+    // The writer sleeps 3 s; the stop queued behind it waits that long.
+    let stall = std::thread::spawn(move || {
+        let mut con = client_for(port);
+        redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(3)
+            .query::<String>(&mut con)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    signal(child.id(), "TERM");
+    let (_, before) = manager.wait_for("EXTEND_TIMEOUT_USEC=", Duration::from_secs(5));
+    assert!(
+        before.iter().any(|l| l == "STOPPING=1"),
+        "STOPPING=1 comes first: {before:?}"
+    );
+    let status = wait_exit(&mut child, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0));
+    let _ = stall.join();
+}
