@@ -64,6 +64,24 @@ fn env_of(m: &Manager) -> String {
     m.path.display().to_string()
 }
 
+/// Starts respited in `dir` on `port` under `manager` (NOTIFY_SOCKET),
+/// with DEBUG allowed from loopback so a test can stall the writer, and
+/// the extra environment `env`.
+fn start_managed(dir: &Path, manager: &Manager, port: u16, env: &[(&str, &str)]) -> Child {
+    let config = write_config(dir, "enable_debug_command = \"local\"\n");
+    Command::new(env!("CARGO_BIN_EXE_respited"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--port", &port.to_string()])
+        .arg("--db")
+        .arg(dir.join("respite.db"))
+        .env("NOTIFY_SOCKET", env_of(manager))
+        .envs(env.iter().copied())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 fn write_config(dir: &Path, text: &str) -> PathBuf {
     let path = dir.join("respite.toml");
     std::fs::write(&path, text).unwrap();
@@ -74,21 +92,10 @@ fn write_config(dir: &Path, text: &str) -> PathBuf {
 fn readiness_status_watchdog_reload_and_stop_are_told_to_the_manager() {
     let tmp = tempfile::tempdir().unwrap();
     let manager = Manager::new(tmp.path());
-    let config = write_config(tmp.path(), "enable_debug_command = \"local\"\n");
     // The port is chosen here so the test can try it the moment READY=1
     // arrives.
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_respited"))
-        .arg("--config")
-        .arg(&config)
-        .args(["--port", &port.to_string()])
-        .arg("--db")
-        .arg(tmp.path().join("respite.db"))
-        .env("NOTIFY_SOCKET", env_of(&manager))
-        .env("WATCHDOG_USEC", "1000000")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_managed(tmp.path(), &manager, port, &[("WATCHDOG_USEC", "1000000")]);
 
     // READY=1 comes first (nothing else before it), and with it the port
     // already accepts.
@@ -681,18 +688,8 @@ fn sigterm_under_load_keeps_every_acknowledged_write() {
 fn a_slow_stop_extends_the_managers_timeout() {
     let tmp = tempfile::tempdir().unwrap();
     let manager = Manager::new(tmp.path());
-    let config = write_config(tmp.path(), "enable_debug_command = \"local\"\n");
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_respited"))
-        .arg("--config")
-        .arg(&config)
-        .args(["--port", &port.to_string()])
-        .arg("--db")
-        .arg(tmp.path().join("respite.db"))
-        .env("NOTIFY_SOCKET", env_of(&manager))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_managed(tmp.path(), &manager, port, &[]);
     manager.wait_for("READY=1", Duration::from_secs(30));
     // The writer sleeps 3 s; the stop queued behind it waits that long.
     let stall = std::thread::spawn(move || {

@@ -52,15 +52,19 @@ pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     tokio::spawn(service::monitor(shared.clone()));
     let serving = listeners.run(shared.clone());
     tokio::pin!(serving);
-    tokio::select! {
-        _ = &mut serving => {}
-        _ = shared.wait_for_shutdown() => {}
-    }
+    // The listeners also end on their own once shutdown begins, so either
+    // branch may win; a finished `serving` must not be awaited again.
+    let served = tokio::select! {
+        _ = &mut serving => true,
+        _ = shared.wait_for_shutdown() => false,
+    };
     let engine_shared = shared.clone();
     service::stopping(async move {
         // Connections finish their turn (bounded by the listeners' grace
         // period), then the writer drains and checkpoints.
-        serving.await;
+        if !served {
+            serving.await;
+        }
         // Draining the writer blocks; do it off the runtime's workers.
         let _ = tokio::task::spawn_blocking(move || engine_shared.engine.shutdown()).await;
     })
