@@ -38,7 +38,7 @@ use crate::blocking::{attempt, Blocker, Cancel, Outcome, Ticket};
 use crate::cmd::strings::{Cached, Get};
 use crate::cmd::{dispatch, Plan, ReadFn, Session};
 use crate::reply::Reply;
-use crate::request::{next_frame, Frame, Limits};
+use crate::request::{Frame, Framer, Limits};
 use crate::state::{lock, ClientHandle, Shared};
 
 /// Replies already encoded, with how many of them are errors (for INFO).
@@ -577,6 +577,7 @@ where
         watched: Default::default(),
     };
     let mut input = BytesMut::with_capacity(16 * 1024);
+    let mut framer = Framer::default();
     let mut out = BytesMut::with_capacity(16 * 1024);
     let mut shutdown = shared.shutdown.subscribe();
     let mut turn = Turn {
@@ -633,7 +634,7 @@ where
                 max_bulk_len: shared.settings.proto_max_bulk_len.load(Ordering::Relaxed),
                 authenticated: session.authenticated,
             };
-            match next_frame(&mut input, limits) {
+            match framer.next_frame(&mut input, limits) {
                 Ok(Some(frame)) => {
                     if let Frame::Array { len, args } = &frame {
                         if let Some(plan) = fast_set(&session, &input, *len, args) {
