@@ -34,6 +34,10 @@ pub struct Settings {
     pub appendfsync: Mutex<AppendFsync>,
     /// The log filter in force (changed by a reload).
     pub log_level: Mutex<String>,
+    /// `client-output-buffer-limit` of every class, as CONFIG GET shows it.
+    pub output_limits: Mutex<[crate::output::ClassLimit; 3]>,
+    /// The normal class's limit, which the connection loops apply.
+    pub output_limit: crate::output::NormalLimit,
 }
 
 /// Where a client is connected from.
@@ -69,6 +73,8 @@ pub struct ClientHandle {
     pub killed: AtomicBool,
     /// Wakes the connection loop for a kill.
     pub kill_notify: Notify,
+    /// Reply bytes encoded and not yet taken by the socket (`omem`).
+    pub output_bytes: AtomicU64,
     /// The blocking command it waits in (BLPOP...), for CLIENT UNBLOCK
     /// and CLIENT LIST's `b` flag.
     pub blocked: Mutex<Option<Arc<crate::blocking::Ticket>>>,
@@ -107,7 +113,7 @@ impl ClientHandle {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr(),
             self.laddr(),
@@ -116,6 +122,7 @@ impl ClientHandle {
             idle_ms / 1000,
             flags,
             self.db.load(Ordering::Relaxed),
+            self.output_bytes.load(Ordering::Relaxed),
             crate::cmd::TABLE
                 .get(self.last_cmd.load(Ordering::Relaxed))
                 .map_or("NULL", |s| s.name),
@@ -137,6 +144,8 @@ pub struct Counters {
     pub protocol_errors: AtomicU64,
     /// Error replies sent.
     pub error_replies: AtomicU64,
+    /// Clients closed for going over `client-output-buffer-limit`.
+    pub output_limit_closes: AtomicU64,
 }
 
 impl Counters {
@@ -148,6 +157,7 @@ impl Counters {
             &self.commands_processed,
             &self.protocol_errors,
             &self.error_replies,
+            &self.output_limit_closes,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -185,7 +195,7 @@ pub struct Shared {
 impl Shared {
     /// Builds the shared state around an opened engine.
     pub fn new(engine: Engine<Reply>, config: Config) -> Shared {
-        Shared {
+        let shared = Shared {
             engine,
             settings: Settings {
                 maxclients: AtomicUsize::new(config.maxclients),
@@ -194,6 +204,8 @@ impl Shared {
                 requirepass: RwLock::new(config.requirepass.clone()),
                 appendfsync: Mutex::new(config.appendfsync),
                 log_level: Mutex::new(config.log_level.clone()),
+                output_limits: Mutex::new(config.output_limits().unwrap_or_default()),
+                output_limit: Default::default(),
             },
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),
@@ -204,7 +216,10 @@ impl Shared {
             shutdown: tokio::sync::watch::Sender::new(false),
             tcp_port: AtomicU32::new(config.port as u32),
             config,
-        }
+        };
+        let limits = *lock(&shared.settings.output_limits);
+        shared.settings.output_limit.store(limits[0]);
+        shared
     }
 
     /// The configured password, if any.

@@ -565,7 +565,7 @@ impl LocalCommand for Command {
 }
 
 /// Parses a size with Redis's memory units (`1gb`, `512mb`, `100k`).
-fn parse_memory(text: &str) -> Option<usize> {
+pub(crate) fn parse_memory(text: &str) -> Option<usize> {
     let t = text.to_ascii_lowercase();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -598,6 +598,7 @@ const PARAMS: &[&str] = &[
     "requirepass",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
+    "client-output-buffer-limit",
     "max-batch",
     "write-queue-depth",
     "readers",
@@ -638,6 +639,9 @@ fn param_value(sh: &Shared, name: &str) -> String {
             .client_query_buffer_limit
             .load(Ordering::Relaxed)
             .to_string(),
+        "client-output-buffer-limit" => {
+            crate::output::format_limits(&lock(&sh.settings.output_limits))
+        }
         "max-batch" => sh.engine.max_batch().to_string(),
         "write-queue-depth" => c.write_queue_depth.to_string(),
         "readers" => c.readers.to_string(),
@@ -664,13 +668,14 @@ pub(crate) enum Change {
     MaxClients(usize),
     ProtoMaxBulkLen(usize),
     QueryBufferLimit(usize),
+    OutputLimits([crate::output::ClassLimit; 3]),
     MaxBatch(usize),
     RequirePass(Option<String>),
     AppendFsync(AppendFsync),
 }
 
 /// Checks one CONFIG SET pair.
-fn validate_param(name: &str, value: &str) -> Result<Change, CommandError> {
+fn validate_param(sh: &Shared, name: &str, value: &str) -> Result<Change, CommandError> {
     let number = || {
         parse_memory(value)
             .ok_or_else(|| set_failed(name, "argument couldn't be parsed into an integer"))
@@ -696,6 +701,12 @@ fn validate_param(name: &str, value: &str) -> Result<Change, CommandError> {
             Change::QueryBufferLimit(at_least(number()?, 1024 * 1024, MEMORY_MIN)?)
         }
         "max-batch" => Change::MaxBatch(at_least(number()?, 1, "argument must be at least 1")?),
+        "client-output-buffer-limit" => {
+            let current = *lock(&sh.settings.output_limits);
+            Change::OutputLimits(
+                crate::output::parse_limits(value, current).map_err(|e| set_failed(name, e))?,
+            )
+        }
         "requirepass" => Change::RequirePass(if value.is_empty() {
             None
         } else {
@@ -721,6 +732,10 @@ pub(crate) fn apply_change(sh: &Shared, change: Change) {
             .client_query_buffer_limit
             .store(n, Ordering::Relaxed),
         Change::MaxBatch(n) => sh.engine.set_max_batch(n),
+        Change::OutputLimits(limits) => {
+            *lock(&sh.settings.output_limits) = limits;
+            sh.settings.output_limit.store(limits[0]);
+        }
         Change::RequirePass(p) => {
             *sh.settings
                 .requirepass
@@ -809,7 +824,7 @@ impl LocalCommand for Config {
             Config::Set(pairs) => {
                 let changes = pairs
                     .iter()
-                    .map(|(name, value)| validate_param(name, value))
+                    .map(|(name, value)| validate_param(&sh, name, value))
                     .collect::<Result<Vec<_>, _>>()?;
                 for change in changes {
                     apply_change(&sh, change);
