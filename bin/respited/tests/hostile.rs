@@ -335,3 +335,41 @@ fn listen_backlog_is_tcp_backlog() {
     let want = 1000.min(somaxconn);
     assert_eq!(backlog(&server), (want, want));
 }
+
+/// `proto-max-bulk-len` stops at the longest string SQLite stores beside
+/// its key (Redis allows up to LONG_MAX, and then aborts on a huge
+/// SETRANGE): past it CONFIG SET is refused, so a string a client may
+/// build can always be stored and no huge allocation is attempted.
+#[test]
+fn proto_max_bulk_len_is_bounded_by_what_can_be_stored() {
+    let server = Respited::start(&[]);
+    let mut raw = common::raw_for(server.port);
+    let max = respite_engine::MAX_STRING_LEN;
+    for (value, want) in [
+        (
+            "9223372036854775807".to_string(),
+            format!("-ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be between 1048576 and {max} inclusive\r\n"),
+        ),
+        (
+            "100".to_string(),
+            format!("-ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be between 1048576 and {max} inclusive\r\n"),
+        ),
+        (max.to_string(), "+OK\r\n".to_string()),
+    ] {
+        let got = common::exchange(
+            &mut raw,
+            &encode(&["CONFIG", "SET", "proto-max-bulk-len", &value]),
+            want.len(),
+        );
+        assert_eq!(String::from_utf8_lossy(&got), want, "{value}");
+    }
+    // Past the limit: Redis's error, before anything is allocated.
+    let offset = (max as u64 + 10).to_string();
+    let got = common::exchange(&mut raw, &encode(&["SETRANGE", "k", &offset, "x"]), 10);
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n"
+    );
+    let mut con = server.client();
+    common::assert_still_serves(&mut con);
+}

@@ -231,6 +231,13 @@ impl Config {
         if let Some(perm) = &self.unixsocketperm {
             parse_perm(perm)?;
         }
+        if !(1024 * 1024..=respite_engine::MAX_STRING_LEN).contains(&self.proto_max_bulk_len) {
+            return Err(ConfigError::Invalid(format!(
+                "proto_max_bulk_len must be between 1048576 and {} (the longest string SQLite \
+                 stores beside its key)",
+                respite_engine::MAX_STRING_LEN
+            )));
+        }
         self.output_limits()?;
         Ok(())
     }

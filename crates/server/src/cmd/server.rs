@@ -687,18 +687,31 @@ fn validate_param(sh: &Shared, name: &str, value: &str) -> Result<Change, Comman
             Ok(n)
         }
     };
-    const MEMORY_MIN: &str = "argument must be a memory value bigger than 1048576";
+    let between = |n: usize, max: usize| {
+        if (1024 * 1024..=max).contains(&n) {
+            Ok(n)
+        } else {
+            Err(set_failed(
+                name,
+                &format!("argument must be between 1048576 and {max} inclusive"),
+            ))
+        }
+    };
     Ok(match name {
         "maxclients" => Change::MaxClients(at_least(
             number()?,
             1,
             "argument must be between 1 and 4294967295 inclusive",
         )?),
+        // Redis allows up to LONG_MAX; respite up to what one SQLite row
+        // holds (see `respite_engine::MAX_STRING_LEN`), so a string a
+        // client is allowed to build can always be stored, and a huge
+        // SETRANGE offset is refused rather than allocated.
         "proto-max-bulk-len" => {
-            Change::ProtoMaxBulkLen(at_least(number()?, 1024 * 1024, MEMORY_MIN)?)
+            Change::ProtoMaxBulkLen(between(number()?, respite_engine::MAX_STRING_LEN)?)
         }
         "client-query-buffer-limit" => {
-            Change::QueryBufferLimit(at_least(number()?, 1024 * 1024, MEMORY_MIN)?)
+            Change::QueryBufferLimit(between(number()?, i64::MAX as usize)?)
         }
         "max-batch" => Change::MaxBatch(at_least(number()?, 1, "argument must be at least 1")?),
         "client-output-buffer-limit" => {
