@@ -41,6 +41,16 @@ deb:
     cargo build --release -p respite-daemon
     packaging/build-deb.sh target/release/respited target/deb
 
+# The .deb installed for real (apt-get install, upgrade, remove, reinstall,
+# purge) with its maintainer scripts run, respited started as the unit
+# starts it: packaging/test-deb.sh. It changes the machine (a package, the
+# respite user, /etc, /var/lib), so it runs only as root with
+# RESPITE_DEB_TEST=1, on a throwaway machine: CI's. It cleans up after
+# itself. Example: sudo RESPITE_DEB_TEST=1 just deb-test
+deb-test:
+    cargo build -p respite-daemon
+    packaging/test-deb.sh target/debug/respited
+
 # systemd-analyze verify on the unit files, ExecStart pointed at a built
 # binary (also checked by the packaging test).
 verify-units BIN="target/debug/respited":
