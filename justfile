@@ -51,6 +51,17 @@ deb-test:
     cargo build -p respite-daemon
     packaging/test-deb.sh target/debug/respited
 
+# The .deb under a real systemd as PID 1, in a throwaway container booted
+# from this machine's own / with an overlay (packaging/test-deb-systemd.sh,
+# needs systemd-nspawn from systemd-container): `systemctl enable --now`,
+# reload, an upgrade while running, stop, socket activation, remove,
+# purge. Root and RESPITE_DEB_TEST=1 only; the machine is not changed.
+# Skips (exit 0) where no container can be booted, unless
+# RESPITE_REQUIRE_NSPAWN=1.
+deb-test-systemd:
+    cargo build -p respite-daemon
+    packaging/test-deb-systemd.sh target/debug/respited
+
 # systemd-analyze verify on the unit files, ExecStart pointed at a built
 # binary (also checked by the packaging test).
 verify-units BIN="target/debug/respited":

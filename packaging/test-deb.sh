@@ -58,6 +58,9 @@ if (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
     echo "test-deb.sh: something listens on 127.0.0.1:6379, the port of the shipped config; stop it first" >&2
     exit 2
 fi
+# systemctl (even offline) leaves a timestamp file here.
+had_units_load=no
+[ ! -e /run/systemd/systemd-units-load ] || had_units_load=yes
 had_user=no
 getent passwd respite >/dev/null && had_user=yes
 had_group=no
@@ -74,6 +77,7 @@ cleanup() {
         apt-get purge -y -qq respite >/dev/null 2>&1 || dpkg --purge respite >/dev/null 2>&1 || true
     fi
     [ $had_user = yes ] || userdel respite 2>/dev/null || true
+    [ $had_units_load = yes ] || rm -f /run/systemd/systemd-units-load
     [ $had_group = yes ] || groupdel respite 2>/dev/null || true
     rm -rf "$work"
     if [ $rc = 0 ]; then echo "test-deb.sh: all checks passed"; else echo "test-deb.sh: FAILED" >&2; fi
