@@ -110,6 +110,8 @@ mount -t overlay respite-deb-test -o lowerdir=/,upperdir="$work/upper",workdir="
     skip "cannot mount an overlay of /"
 systemd-id128 new >"$ct/etc/machine-id"
 rm -f "$ct/usr/sbin/policy-rc.d"
+# No timers in the container: apt-daily and friends would take dpkg's lock.
+ln -sf /dev/null "$ct/etc/systemd/system/timers.target"
 # Nothing of the package may be there already (the overlay shows this
 # machine's own state).
 if chroot "$ct" dpkg-query -W -f='${db:Status-Status}' respite 2>/dev/null | grep -qv '^not-installed$'; then
