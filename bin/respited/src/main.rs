@@ -78,12 +78,25 @@ struct Cli {
     /// Password clients must AUTH with.
     #[arg(long)]
     requirepass: Option<String>,
+    /// Protected mode (yes or no): refuse clients from beyond loopback
+    /// while the default user needs no password.
+    #[arg(long, value_parser = yes_no)]
+    protected_mode: Option<bool>,
     /// Most simultaneous clients.
     #[arg(long)]
     maxclients: Option<usize>,
     /// Log filter, e.g. info or debug.
     #[arg(long)]
     log_level: Option<String>,
+}
+
+/// Parses redis.conf's yes/no.
+fn yes_no(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(format!("'{text}' is not yes or no")),
+    }
 }
 
 impl Cli {
@@ -111,6 +124,7 @@ impl Cli {
             checkpoint_wal_percent,
             wal_checkpoint_bytes,
             maxclients,
+            protected_mode,
             log_level
         );
         if let Some(p) = &self.unixsocket {

@@ -52,6 +52,10 @@ pub struct Config {
     pub maxclients: usize,
     /// Password for AUTH; unset means no authentication.
     pub requirepass: Option<String>,
+    /// Refuse TCP clients from anything but 127.0.0.1 and ::1 on a
+    /// listener bound beyond loopback while the default user needs no
+    /// password (redis.conf's `protected-mode`; see `protected.rs`).
+    pub protected_mode: bool,
     /// Largest bulk string a client may send, in bytes.
     pub proto_max_bulk_len: usize,
     /// Largest unprocessed input one client may have buffered, in bytes.
@@ -88,6 +92,7 @@ pub struct Config {
 pub const RELOADABLE: &[&str] = &[
     "log_level",
     "requirepass",
+    "protected_mode",
     "maxclients",
     "max_batch",
     "appendfsync",
@@ -111,6 +116,7 @@ impl Default for Config {
             databases: engine.databases,
             maxclients: 10000,
             requirepass: None,
+            protected_mode: true,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             page_size: engine.page_size,

@@ -312,12 +312,18 @@ fn bind_unix(path: &Path, perm: Option<&str>) -> std::io::Result<UnixListener> {
 trait Accept: Send + 'static {
     /// The connection type.
     type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// Whether the socket is bound beyond loopback (where protected mode
+    /// applies; see `crate::protected`).
+    fn exposed(&self) -> bool;
     /// Waits for the next client.
     fn accept_peer(&self) -> impl Future<Output = std::io::Result<(Self::Stream, Peer)>> + Send;
 }
 
 impl Accept for TcpListener {
     type Stream = TcpStream;
+    fn exposed(&self) -> bool {
+        self.local_addr().is_ok_and(|a| !a.ip().is_loopback())
+    }
     async fn accept_peer(&self) -> std::io::Result<(TcpStream, Peer)> {
         let (stream, peer) = self.accept().await?;
         // Replies are written once per turn; waiting to coalesce them
@@ -332,6 +338,9 @@ impl Accept for TcpListener {
 
 impl Accept for (UnixListener, String) {
     type Stream = UnixStream;
+    fn exposed(&self) -> bool {
+        false
+    }
     async fn accept_peer(&self) -> std::io::Result<(UnixStream, Peer)> {
         let (stream, _) = self.0.accept().await?;
         Ok((stream, Peer::Unix(self.1.clone())))
@@ -340,13 +349,14 @@ impl Accept for (UnixListener, String) {
 
 /// Accepts clients on one listener until shutdown begins.
 async fn accept_loop<L: Accept>(listener: L, shared: Arc<Shared>, tasks: Arc<Mutex<JoinSet<()>>>) {
+    let exposed = listener.exposed();
     loop {
         let accepted = tokio::select! {
             a = listener.accept_peer() => a,
             _ = shared.wait_for_shutdown() => break,
         };
         match accepted {
-            Ok((stream, peer)) => admit(stream, peer, &shared, &tasks).await,
+            Ok((stream, peer)) => admit(stream, peer, exposed, &shared, &tasks).await,
             Err(e) => accept_failed(e).await,
         }
     }
@@ -359,15 +369,26 @@ async fn accept_failed(e: std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
 }
 
-/// Registers and starts a connection, or refuses it for `maxclients`.
-async fn admit<S>(mut stream: S, peer: Peer, shared: &Arc<Shared>, tasks: &Arc<Mutex<JoinSet<()>>>)
-where
+/// Registers and starts a connection, or refuses it for protected mode
+/// (`exposed`: the listener is bound beyond loopback) or `maxclients`.
+async fn admit<S>(
+    mut stream: S,
+    peer: Peer,
+    exposed: bool,
+    shared: &Arc<Shared>,
+    tasks: &Arc<Mutex<JoinSet<()>>>,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     shared
         .counters
         .connections_received
         .fetch_add(1, Ordering::Relaxed);
+    if crate::protected::refuses(shared, &peer, exposed) {
+        let _ = stream.write_all(crate::protected::DENIED).await;
+        let _ = stream.shutdown().await;
+        return;
+    }
     let max = shared.settings.maxclients.load(Ordering::Relaxed);
     let client = {
         let mut clients = lock(&shared.clients);

@@ -250,6 +250,12 @@ pub fn reload(
         ));
         changes.push(Change::AppendFsync(new.appendfsync));
     }
+    let old = s.protected_mode.load(Ordering::Relaxed);
+    if old != new.protected_mode {
+        out.applied
+            .push(changed("protected_mode", old, new.protected_mode));
+        changes.push(Change::ProtectedMode(new.protected_mode));
+    }
     if shared.requirepass() != new.requirepass {
         // Never the password itself in the log.
         out.applied.push(

@@ -30,6 +30,8 @@ pub struct Settings {
     pub client_query_buffer_limit: AtomicUsize,
     /// `requirepass`; `None` means no authentication.
     pub requirepass: RwLock<Option<String>>,
+    /// `protected-mode`.
+    pub protected_mode: AtomicBool,
     /// `appendfsync`, as last set.
     pub appendfsync: Mutex<AppendFsync>,
     /// The log filter in force (changed by a reload).
@@ -180,6 +182,8 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// The TCP address actually bound (port 0 resolved), for INFO.
     pub tcp_port: AtomicU32,
+    /// When protected mode last logged a refusal, per source address.
+    pub protected_log: crate::protected::RefusalLog,
 }
 
 impl Shared {
@@ -192,6 +196,7 @@ impl Shared {
                 proto_max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len),
                 client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
                 requirepass: RwLock::new(config.requirepass.clone()),
+                protected_mode: AtomicBool::new(config.protected_mode),
                 appendfsync: Mutex::new(config.appendfsync),
                 log_level: Mutex::new(config.log_level.clone()),
             },
@@ -203,6 +208,7 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             tcp_port: AtomicU32::new(config.port as u32),
+            protected_log: Default::default(),
             config,
         }
     }

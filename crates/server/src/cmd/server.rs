@@ -596,6 +596,7 @@ const PARAMS: &[&str] = &[
     "save",
     "maxclients",
     "requirepass",
+    "protected-mode",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
     "max-batch",
@@ -628,6 +629,7 @@ fn param_value(sh: &Shared, name: &str) -> String {
         "save" => String::new(),
         "maxclients" => sh.settings.maxclients.load(Ordering::Relaxed).to_string(),
         "requirepass" => sh.requirepass().unwrap_or_default(),
+        "protected-mode" => yes_no(sh.settings.protected_mode.load(Ordering::Relaxed)).into(),
         "proto-max-bulk-len" => sh
             .settings
             .proto_max_bulk_len
@@ -652,6 +654,14 @@ fn param_value(sh: &Shared, name: &str) -> String {
     }
 }
 
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
 fn set_failed(name: &str, why: &str) -> CommandError {
     CommandError::Other(format!(
         "CONFIG SET failed (possibly related to argument '{name}') - {why}"
@@ -666,6 +676,7 @@ pub(crate) enum Change {
     QueryBufferLimit(usize),
     MaxBatch(usize),
     RequirePass(Option<String>),
+    ProtectedMode(bool),
     AppendFsync(AppendFsync),
 }
 
@@ -701,6 +712,11 @@ fn validate_param(name: &str, value: &str) -> Result<Change, CommandError> {
         } else {
             Some(value.to_string())
         }),
+        "protected-mode" => Change::ProtectedMode(match value.to_ascii_lowercase().as_str() {
+            "yes" => true,
+            "no" => false,
+            _ => return Err(set_failed(name, "argument must be 'yes' or 'no'")),
+        }),
         "appendfsync" => Change::AppendFsync(value.parse().map_err(|_| {
             set_failed(
                 name,
@@ -727,6 +743,7 @@ pub(crate) fn apply_change(sh: &Shared, change: Change) {
                 .write()
                 .unwrap_or_else(|e| e.into_inner()) = p;
         }
+        Change::ProtectedMode(on) => sh.settings.protected_mode.store(on, Ordering::Relaxed),
         Change::AppendFsync(mode) => {
             sh.engine.set_appendfsync(mode);
             *lock(&sh.settings.appendfsync) = mode;
