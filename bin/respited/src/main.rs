@@ -85,6 +85,21 @@ struct Cli {
     /// Most simultaneous clients.
     #[arg(long)]
     maxclients: Option<usize>,
+    /// Port of the TLS listener (0 picks a free one); TLS is off without it.
+    #[arg(long)]
+    tls_port: Option<u16>,
+    /// The server's certificate chain (PEM).
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    /// The server's private key (PEM).
+    #[arg(long)]
+    tls_key_file: Option<PathBuf>,
+    /// The CA that signs client certificates (PEM).
+    #[arg(long)]
+    tls_ca_cert_file: Option<PathBuf>,
+    /// Whether TLS clients must present a certificate: yes, optional, no.
+    #[arg(long)]
+    tls_auth_clients: Option<respite_server::tls::AuthClients>,
     /// Log filter, e.g. info or debug.
     #[arg(long)]
     log_level: Option<String>,
@@ -132,6 +147,21 @@ impl Cli {
         }
         if let Some(p) = &self.unixsocketperm {
             c.unixsocketperm = Some(p.clone());
+        }
+        if let Some(p) = self.tls_port {
+            c.tls_port = Some(p);
+        }
+        for (flag, field) in [
+            (&self.tls_cert_file, &mut c.tls_cert_file),
+            (&self.tls_key_file, &mut c.tls_key_file),
+            (&self.tls_ca_cert_file, &mut c.tls_ca_cert_file),
+        ] {
+            if let Some(p) = flag {
+                *field = Some(p.clone());
+            }
+        }
+        if let Some(a) = self.tls_auth_clients {
+            c.tls_auth_clients = a;
         }
         if let Some(p) = &self.requirepass {
             c.requirepass = Some(p.clone());
@@ -391,9 +421,17 @@ fn reload(cli: &Cli, shared: &Shared, set_log_level: &(dyn Fn(&str) -> Result<()
     }
     notify(&states);
     let Some(path) = &cli.config else {
-        tracing::warn!(
-            "SIGHUP received, but respited was started without --config: nothing to reload"
-        );
+        // Certificates are files of their own, renewed whether or not
+        // there is a configuration file.
+        match respite_server::tls::reload(&shared.tls, &shared.config) {
+            Some(Ok(())) => tracing::info!("SIGHUP received: TLS certificates re-read"),
+            Some(Err(e)) => tracing::error!(
+                "SIGHUP received: TLS certificates not reloaded, the old ones stay: {e}"
+            ),
+            None => tracing::warn!(
+                "SIGHUP received, but respited was started without --config: nothing to reload"
+            ),
+        }
         notify(&[NotifyState::Ready]);
         return;
     };

@@ -85,6 +85,17 @@ pub struct Config {
     /// Who may run DEBUG (DEBUG SLEEP stalls the writer, for testing the
     /// watchdog).
     pub enable_debug_command: DebugCommand,
+    /// TCP port of the TLS listener (on `bind`); unset means no TLS, 0
+    /// asks the OS for a free one (see `tls.rs`).
+    pub tls_port: Option<u16>,
+    /// The server's certificate chain, PEM.
+    pub tls_cert_file: Option<PathBuf>,
+    /// The server's private key, PEM.
+    pub tls_key_file: Option<PathBuf>,
+    /// The CA that signs client certificates, PEM.
+    pub tls_ca_cert_file: Option<PathBuf>,
+    /// Whether TLS clients must present a certificate: yes, optional, no.
+    pub tls_auth_clients: crate::tls::AuthClients,
 }
 
 /// The settings a running server takes from a reloaded file (SIGHUP);
@@ -98,6 +109,10 @@ pub const RELOADABLE: &[&str] = &[
     "appendfsync",
     "proto_max_bulk_len",
     "client_query_buffer_limit",
+    "tls_cert_file",
+    "tls_key_file",
+    "tls_ca_cert_file",
+    "tls_auth_clients",
 ];
 
 impl Default for Config {
@@ -130,6 +145,11 @@ impl Default for Config {
             log_level: "info".into(),
             snapshot_file: None,
             enable_debug_command: DebugCommand::No,
+            tls_port: None,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_ca_cert_file: None,
+            tls_auth_clients: Default::default(),
         }
     }
 }

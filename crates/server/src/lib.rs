@@ -30,6 +30,7 @@ pub mod reply;
 pub mod request;
 pub mod service;
 pub mod state;
+pub mod tls;
 
 use std::sync::Arc;
 
@@ -44,6 +45,7 @@ pub use state::Shared;
 /// listener bound by then), and its stop timeout is extended while the
 /// drain runs (see [`service`]).
 pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
+    shared.tls.set(listeners.tls_config());
     if let Some(port) = listeners.tcp_port() {
         shared
             .tcp_port

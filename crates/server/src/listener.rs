@@ -66,6 +66,9 @@ pub enum ListenError {
     /// LISTEN_FDS and friends could not be read.
     #[error("socket activation: {0}")]
     Environment(std::io::Error),
+    /// The TLS settings do not make a configuration.
+    #[error("{0}")]
+    Tls(#[from] crate::tls::TlsError),
     /// Nothing to listen on.
     #[error("neither a TCP address nor a Unix socket is configured, and no socket was passed by systemd")]
     Nothing,
@@ -134,6 +137,10 @@ pub struct Listeners {
     unix: Vec<UnixBound>,
     /// The first TCP port, for INFO and CONFIG GET port.
     tcp_port: Option<u16>,
+    /// The TLS listener (`tls_port`), if any.
+    tls: Option<TcpListener>,
+    /// Its configuration, read at bind time.
+    tls_config: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Listeners {
@@ -201,6 +208,21 @@ impl Listeners {
                 tcp.push(l);
             }
         }
+        let tls_config = crate::tls::server_config(c)?;
+        let mut tls = None;
+        if let (Some(port), Some(_)) = (c.tls_port, &tls_config) {
+            let addr = format!("{}:{port}", c.bind);
+            let fail = |source| ListenError::Tcp {
+                addr: addr.clone(),
+                source,
+            };
+            let l = TcpListener::bind((c.bind.as_str(), port))
+                .await
+                .map_err(fail)?;
+            let local = l.local_addr().map_err(fail)?;
+            tracing::info!("listening on tls {local}");
+            tls = Some(l);
+        }
         if let Some(path) = &c.unixsocket {
             let covered = unix.iter().any(|u| Path::new(&u.path) == path);
             if !covered {
@@ -218,14 +240,21 @@ impl Listeners {
                 });
             }
         }
-        if tcp.is_empty() && unix.is_empty() {
+        if tcp.is_empty() && unix.is_empty() && tls.is_none() {
             return Err(ListenError::Nothing);
         }
         Ok(Listeners {
             tcp,
             unix,
             tcp_port,
+            tls,
+            tls_config,
         })
+    }
+
+    /// The TLS configuration read at bind time (`None`: no TLS listener).
+    pub fn tls_config(&self) -> Option<Arc<rustls::ServerConfig>> {
+        self.tls_config.clone()
     }
 
     /// The first TCP listener's port (port 0 resolved), if there is one.
@@ -248,6 +277,9 @@ impl Listeners {
         let mut accept_loops = JoinSet::new();
         for l in self.tcp {
             accept_loops.spawn(accept_loop(l, shared.clone(), tasks.clone()));
+        }
+        if let Some(l) = self.tls {
+            accept_loops.spawn(tls_accept_loop(l, shared.clone(), tasks.clone()));
         }
         for u in self.unix {
             let (shared, tasks) = (shared.clone(), tasks.clone());
@@ -359,6 +391,48 @@ async fn accept_loop<L: Accept>(listener: L, shared: Arc<Shared>, tasks: Arc<Mut
             Ok((stream, peer)) => admit(stream, peer, exposed, &shared, &tasks).await,
             Err(e) => accept_failed(e).await,
         }
+    }
+}
+
+/// Accepts TLS clients until shutdown begins. Each handshake runs in the
+/// client's own task, with the configuration in force when it connected,
+/// under [`crate::tls::HANDSHAKE_TIMEOUT`]; only a finished handshake
+/// makes a client (so protected mode and `maxclients` answer over TLS, as
+/// in Redis).
+async fn tls_accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    tasks: Arc<Mutex<JoinSet<()>>>,
+) {
+    let exposed = listener.exposed();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept_peer() => a,
+            _ = shared.wait_for_shutdown() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                accept_failed(e).await;
+                continue;
+            }
+        };
+        let Some(config) = shared.tls.current() else {
+            continue;
+        };
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
+        let (shared, tasks2) = (shared.clone(), tasks.clone());
+        let mut set = lock(&tasks);
+        while set.try_join_next().is_some() {}
+        set.spawn(async move {
+            let handshake =
+                tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+            match handshake {
+                Ok(Ok(tls)) => admit(tls, peer, exposed, &shared, &tasks2).await,
+                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
+            }
+        });
     }
 }
 

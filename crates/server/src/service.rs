@@ -283,6 +283,13 @@ pub fn reload(
             )),
         }
     }
+    match crate::tls::reload(&shared.tls, new) {
+        None => {}
+        Some(Ok(())) => out.applied.push("TLS certificates re-read".into()),
+        Some(Err(e)) => out.need_restart.push(format!(
+            "TLS certificates not reloaded, the old ones stay: {e}"
+        )),
+    }
     out.need_restart
         .extend(shared.config.restart_only_differences(new));
     out

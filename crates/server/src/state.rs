@@ -184,6 +184,8 @@ pub struct Shared {
     pub tcp_port: AtomicU32,
     /// When protected mode last logged a refusal, per source address.
     pub protected_log: crate::protected::RefusalLog,
+    /// The TLS configuration new handshakes use (reloaded on SIGHUP).
+    pub tls: crate::tls::TlsState,
 }
 
 impl Shared {
@@ -209,6 +211,7 @@ impl Shared {
             shutdown: tokio::sync::watch::Sender::new(false),
             tcp_port: AtomicU32::new(config.port as u32),
             protected_log: Default::default(),
+            tls: Default::default(),
             config,
         }
     }
