@@ -543,7 +543,7 @@ pub(super) fn commands() -> Vec<super::Spec> {
     vec![
         Spec::local::<Auth>("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Authenticates the connection."),
         Spec::local::<Client>("client", -2, &[], [0, 0, 0], "connection", "A container for client connection commands."),
-        Spec::local::<Echo>("echo", 2, &["fast"], [0, 0, 0], "connection", "Returns the given string."),
+        Spec::local::<Echo>("echo", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Returns the given string."),
         Spec::local::<Hello>("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Handshakes with the Redis server."),
         Spec::local::<Ping>("ping", -1, &["fast"], [0, 0, 0], "connection", "Returns the server's liveliness response."),
         Spec::local::<Quit>("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Closes the connection."),

@@ -31,6 +31,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod meta;
 pub mod server;
 pub mod sets;
 pub mod sort;
