@@ -85,6 +85,9 @@ struct Cli {
     /// Most simultaneous clients.
     #[arg(long)]
     maxclients: Option<usize>,
+    /// ACL file: users loaded at start and by ACL LOAD, written by ACL SAVE.
+    #[arg(long)]
+    aclfile: Option<PathBuf>,
     /// Port of the TLS listener (0 picks a free one); TLS is off without it.
     #[arg(long)]
     tls_port: Option<u16>,
@@ -147,6 +150,9 @@ impl Cli {
         }
         if let Some(p) = &self.unixsocketperm {
             c.unixsocketperm = Some(p.clone());
+        }
+        if let Some(p) = &self.aclfile {
+            c.aclfile = Some(p.clone());
         }
         if let Some(p) = self.tls_port {
             c.tls_port = Some(p);
@@ -313,6 +319,15 @@ fn serve(
         }
     };
     let shared = Arc::new(Shared::new(engine, config));
+    if let Some(path) = &shared.config.aclfile {
+        if let Err(e) = shared.acl.load(path) {
+            listeners.remove_socket_files();
+            drop(shared);
+            undo(None);
+            return Err(StartError::Config(format!("cannot load the ACL file: {e}")));
+        }
+        tracing::info!(file = %path.display(), users = shared.acl.users().len(), "ACL file loaded");
+    }
     runtime.block_on(async {
         tokio::spawn(dispatcher.run());
         let server = tokio::spawn(respite_server::run(shared.clone(), listeners));

@@ -85,6 +85,9 @@ pub struct Config {
     /// Who may run DEBUG (DEBUG SLEEP stalls the writer, for testing the
     /// watchdog).
     pub enable_debug_command: DebugCommand,
+    /// The ACL file: users loaded at start and by ACL LOAD, written by ACL
+    /// SAVE (Redis's `aclfile`; fixed for the server's life).
+    pub aclfile: Option<PathBuf>,
     /// TCP port of the TLS listener (on `bind`); unset means no TLS, 0
     /// asks the OS for a free one (see `tls.rs`).
     pub tls_port: Option<u16>,
@@ -145,6 +148,7 @@ impl Default for Config {
             log_level: "info".into(),
             snapshot_file: None,
             enable_debug_command: DebugCommand::No,
+            aclfile: None,
             tls_port: None,
             tls_cert_file: None,
             tls_key_file: None,

@@ -123,6 +123,7 @@ fn fast_set(
         || args.len() != 3
         || !input[args[0].clone()].eq_ignore_ascii_case(b"SET")
         || !session.authenticated
+        || !session.acl.may_skip_check(&session.shared)
         || session.multi.is_some()
     {
         return None;
@@ -382,6 +383,7 @@ impl Turn {
         if args.len() != 2
             || !input[args[0].clone()].eq_ignore_ascii_case(b"GET")
             || !session.authenticated
+            || !session.acl.may_skip_check(shared)
             || session.multi.is_some()
         {
             return None;
@@ -566,7 +568,7 @@ pub async fn serve<S>(mut stream: S, shared: Arc<Shared>, client: Arc<ClientHand
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let authenticated = shared.requirepass().is_none();
+    let authenticated = shared.acl.default_user_open();
     let mut session = Session {
         shared: shared.clone(),
         client: client.clone(),
@@ -575,6 +577,7 @@ where
         authenticated,
         multi: None,
         watched: Default::default(),
+        acl: crate::acl::SessionAcl::default_user(&shared),
     };
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut out = BytesMut::with_capacity(16 * 1024);

@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod acl;
 pub mod args;
 pub mod blocking;
 pub mod cmd;

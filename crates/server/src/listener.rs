@@ -482,6 +482,7 @@ async fn admit<S>(
                 killed: Default::default(),
                 kill_notify: Default::default(),
                 blocked: Mutex::new(None),
+                user: Mutex::new("default".into()),
             });
             clients.insert(id, handle.clone());
             Some(handle)

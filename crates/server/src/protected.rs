@@ -101,7 +101,7 @@ fn is_local(ip: IpAddr) -> bool {
 /// Whether the default user lets a client in without a password: what
 /// protected mode guards against.
 fn open_to_anyone(shared: &Shared) -> bool {
-    shared.requirepass().is_none()
+    shared.acl.default_user_open()
 }
 
 /// Whether a client that just connected from `peer`, on a listener that

@@ -71,6 +71,9 @@ pub struct ClientHandle {
     pub killed: AtomicBool,
     /// Wakes the connection loop for a kill.
     pub kill_notify: Notify,
+    /// The ACL user it is logged in as (CLIENT LIST `user=`, CLIENT KILL
+    /// USER).
+    pub user: Mutex<String>,
     /// The blocking command it waits in (BLPOP...), for CLIENT UNBLOCK
     /// and CLIENT LIST's `b` flag.
     pub blocked: Mutex<Option<Arc<crate::blocking::Ticket>>>,
@@ -109,7 +112,7 @@ impl ClientHandle {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
             self.id,
             self.addr(),
             self.laddr(),
@@ -121,6 +124,7 @@ impl ClientHandle {
             crate::cmd::TABLE
                 .get(self.last_cmd.load(Ordering::Relaxed))
                 .map_or("NULL", |s| s.name),
+            lock(&self.user),
             self.resp.load(Ordering::Relaxed),
         )
     }
@@ -184,6 +188,8 @@ pub struct Shared {
     pub tcp_port: AtomicU32,
     /// When protected mode last logged a refusal, per source address.
     pub protected_log: crate::protected::RefusalLog,
+    /// The ACL users, log and counters.
+    pub acl: crate::acl::Acl,
     /// The TLS configuration new handshakes use (reloaded on SIGHUP).
     pub tls: crate::tls::TlsState,
 }
@@ -212,6 +218,7 @@ impl Shared {
             tcp_port: AtomicU32::new(config.port as u32),
             protected_log: Default::default(),
             tls: Default::default(),
+            acl: crate::acl::Acl::new(config.requirepass.as_deref()),
             config,
         }
     }

@@ -26,6 +26,7 @@
 //! reads or writes (its `readonly` or `write` flag, and where it runs) is
 //! never written down twice.
 
+pub mod acl;
 pub mod bitmaps;
 pub mod connection;
 pub mod hashes;
@@ -98,6 +99,8 @@ pub struct Session {
     pub multi: Option<transactions::Queue>,
     /// The keys this connection WATCHes.
     pub watched: transactions::WatchList,
+    /// The ACL user it runs as.
+    pub acl: crate::acl::SessionAcl,
 }
 
 /// A command whose `apply` reads the keyspace on the read pool.
@@ -429,6 +432,7 @@ pub struct Table {
 impl Table {
     fn build() -> Table {
         let mut specs: Vec<Spec> = [
+            acl::commands(),
             bitmaps::commands(),
             connection::commands(),
             hashes::commands(),
@@ -503,6 +507,7 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 /// Turns one request into a plan: looks the command up, checks arity and
 /// authentication, and parses it.
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
+    session.acl.refresh(&session.shared);
     let planned = if session.multi.is_some() {
         transactions::queue(session, request)
     } else {
@@ -515,7 +520,11 @@ pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
 }
 
 fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
-    let (index, spec) = check(session, &request, lookup_index(&request[0]))?;
+    let found = lookup_index(&request[0]);
+    let (index, spec) = check(session, &request, found).map_err(|e| match found {
+        Some(i) if TABLE[i].name == "exec" => transactions::exec_abort(e),
+        _ => e,
+    })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let mut args = request.into_iter();
     args.next();
@@ -545,6 +554,22 @@ fn check(
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
     if let (Some((upper, subs)), Some(sub)) = (spec.subcommands, request.get(1)) {
+        check_subcommand(spec, upper, subs, sub, argc)?;
+    }
+    crate::acl::authorize(session, index, request)?;
+    Ok((index, spec))
+}
+
+/// Refuses an unknown subcommand of a container Redis checks before
+/// queueing, or a wrong number of arguments for it.
+fn check_subcommand(
+    spec: &Spec,
+    upper: &'static str,
+    subs: &[(&'static str, i32)],
+    sub: &Bytes,
+    argc: i32,
+) -> Result<(), CommandError> {
+    {
         let Some((name, arity)) = subs
             .iter()
             .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
@@ -558,7 +583,7 @@ fn check(
             return Err(CommandError::WrongArity(format!("{}|{name}", spec.name)));
         }
     }
-    Ok((index, spec))
+    Ok(())
 }
 
 /// Parses a subcommand name for container commands (CLIENT, CONFIG,
@@ -581,6 +606,11 @@ pub(crate) struct Sub {
 }
 
 impl Sub {
+    /// The subcommand as sent.
+    pub(crate) fn raw_bytes(&self) -> &[u8] {
+        &self.raw
+    }
+
     /// `ERR unknown subcommand '...'. Try CMD HELP.`
     pub(crate) fn unknown(&self, cmd: &'static str) -> CommandError {
         CommandError::UnknownSubcommand {

@@ -356,7 +356,7 @@ impl ReadCommand for Info {
             let cache = sh.engine.cache().stats();
             let _ = write!(
                 out,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:{}\r\nprotocol_errors:{}\r\nread_cache_hits:{}\r\nread_cache_misses:{}\r\nread_cache_entries:{}\r\nread_cache_used_bytes:{}\r\nread_cache_max_bytes:{}\r\n\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:{}\r\nprotocol_errors:{}\r\nread_cache_hits:{}\r\nread_cache_misses:{}\r\nread_cache_entries:{}\r\nread_cache_used_bytes:{}\r\nread_cache_max_bytes:{}\r\n{}\r\n",
                 c.connections_received.load(Ordering::Relaxed),
                 c.commands_processed.load(Ordering::Relaxed),
                 c.rejected_connections.load(Ordering::Relaxed),
@@ -368,6 +368,7 @@ impl ReadCommand for Info {
                 cache.entries,
                 cache.bytes,
                 cache.budget,
+                super::acl::info_stats(sh),
             );
         }
         if want("persistence") {
@@ -596,6 +597,7 @@ const PARAMS: &[&str] = &[
     "save",
     "maxclients",
     "requirepass",
+    "aclfile",
     "protected-mode",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
@@ -629,6 +631,11 @@ fn param_value(sh: &Shared, name: &str) -> String {
         "save" => String::new(),
         "maxclients" => sh.settings.maxclients.load(Ordering::Relaxed).to_string(),
         "requirepass" => sh.requirepass().unwrap_or_default(),
+        "aclfile" => c
+            .aclfile
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
         "protected-mode" => yes_no(sh.settings.protected_mode.load(Ordering::Relaxed)).into(),
         "proto-max-bulk-len" => sh
             .settings
@@ -738,6 +745,7 @@ pub(crate) fn apply_change(sh: &Shared, change: Change) {
             .store(n, Ordering::Relaxed),
         Change::MaxBatch(n) => sh.engine.set_max_batch(n),
         Change::RequirePass(p) => {
+            sh.acl.set_requirepass(p.as_deref());
             *sh.settings
                 .requirepass
                 .write()
