@@ -384,3 +384,29 @@ fn sighup_rereads_the_certificates() {
     )
     .expect("still served with the certificates in force");
 }
+
+#[test]
+fn protected_mode_follows_the_default_users_password_set_through_acl() {
+    let server = Respited::start(&["--bind", "0.0.0.0"]);
+    let mut con = server.client();
+    assert!(read_to_close(connect_from_127_0_0_2(server.port)).starts_with("-DENIED"));
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("default")
+        .arg(">pw")
+        .query(&mut con)
+        .unwrap();
+    let mut stream = connect_from_127_0_0_2(server.port);
+    assert_eq!(
+        exchange(&mut stream, &encode(&["AUTH", "pw"]), 5),
+        b"+OK\r\n"
+    );
+    // Back to nopass: refused again.
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("default")
+        .arg("nopass")
+        .query(&mut con)
+        .unwrap();
+    assert!(read_to_close(connect_from_127_0_0_2(server.port)).starts_with("-DENIED"));
+}

@@ -44,10 +44,13 @@
 //! connection's fast paths for GET and SET are taken only by unrestricted
 //! users, so they keep their speed.
 //!
-//! Where respite differs: key permissions with `%R~`/`%W~` follow the
-//! command's kind (a read-only command's keys need R, a write command's
-//! keys need W) rather than Redis's per-key-spec flags, and selectors
-//! (`(...)` rules) are not supported.
+//! Which keys a request names comes from the command table's key range,
+//! and for the commands whose keys move (a `numkeys` argument, SORT's
+//! STORE) from their arguments; what access each key needs (`%R~` allows
+//! reads, `%W~` writes) from Redis's key specs in `cmd::meta`, as Redis
+//! decides it (SET reads its key only with GET). Where no key spec covers
+//! a key, a read-only command's key needs R and a write command's W.
+//! Selectors (`(...)` rules) are not supported.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
@@ -93,6 +96,8 @@ struct Ids {
     row_id: Vec<usize>,
     /// Per table row: whether the metadata has subcommands for it.
     row_has_subs: Vec<bool>,
+    /// Per table row: its metadata (key specs).
+    row_meta: Vec<Option<&'static Meta>>,
 }
 
 /// The position of `m` in `meta::all()`.
@@ -128,8 +133,11 @@ static IDS: LazyLock<Ids> = LazyLock::new(|| {
     }
     let mut row_id = Vec::with_capacity(TABLE.len());
     let mut row_has_subs = Vec::with_capacity(TABLE.len());
+    let mut row_meta = Vec::with_capacity(TABLE.len());
     for spec in TABLE.iter() {
-        match meta::find(spec.name.as_bytes(), None) {
+        let found = meta::find(spec.name.as_bytes(), None);
+        row_meta.push(found);
+        match found {
             Some(m) => {
                 row_id.push(meta_index(m));
                 row_has_subs.push(!m.subcommands().is_empty());
@@ -150,6 +158,7 @@ static IDS: LazyLock<Ids> = LazyLock::new(|| {
         ids,
         row_id,
         row_has_subs,
+        row_meta,
     }
 });
 
@@ -803,24 +812,81 @@ pub enum Denied {
     Channel(usize),
 }
 
+/// The access a key at `pos` needs, from the command's key specs (Redis's
+/// flags: `access` is a read, `insert`, `delete` and `update` a write), as
+/// `(read, write)`; `None` when no spec with a fixed start covers it.
+fn key_access(
+    specs: &[meta::KeySpec],
+    name: &str,
+    pos: usize,
+    request: &[Bytes],
+) -> Option<(bool, bool)> {
+    let argc = request.len() as i64;
+    let p = pos as i64;
+    let covers = |ks: &meta::KeySpec| {
+        let meta::BeginSearch::Index(start) = ks.begin_search else {
+            return false;
+        };
+        let start = start as i64;
+        match ks.find_keys {
+            meta::FindKeys::Range {
+                lastkey, keystep, ..
+            } => {
+                let last = if lastkey >= 0 {
+                    start + lastkey as i64
+                } else {
+                    argc + lastkey as i64
+                };
+                p >= start && p <= last && (p - start) % (keystep.max(1) as i64) == 0
+            }
+            meta::FindKeys::Keynum {
+                keynumidx,
+                firstkey,
+                keystep,
+            } => {
+                let n = request
+                    .get((start + keynumidx as i64) as usize)
+                    .and_then(|b| crate::args::parse_i64(b))
+                    .unwrap_or(0);
+                let first = start + firstkey as i64;
+                let step = keystep.max(1) as i64;
+                p >= first && p < first + n * step && (p - first) % step == 0
+            }
+            meta::FindKeys::Unknown => false,
+        }
+    };
+    let ks = specs.iter().find(|ks| covers(ks))?;
+    let has = |f: &str| ks.flags.contains(&f);
+    let mut read = has("access");
+    let write = has("insert") || has("delete") || has("update");
+    // SET reads its key only with GET (Redis's setGetKeys).
+    if name == "set" && has("variable_flags") {
+        read = request[3..].iter().any(|a| a.eq_ignore_ascii_case(b"GET"));
+    }
+    Some((read, write))
+}
+
 /// Key argument positions of a request, from the table's key range and,
 /// for commands whose keys move (a `numkeys` argument, SORT's STORE),
-/// from the arguments. Each position comes with whether the command
-/// writes it.
-fn key_positions(spec: &Spec, request: &[Bytes]) -> Vec<(usize, bool)> {
+/// from the arguments. Each position comes with a guess of the access it
+/// needs from the command's kind, `(read, write)`, for when the key specs
+/// do not say.
+fn key_positions(spec: &Spec, request: &[Bytes]) -> Vec<(usize, (bool, bool))> {
     let argc = request.len();
     let writes = spec.access == Access::Write;
+    let (r, w) = ((true, false), (false, true));
+    let kind = if writes { w } else { r };
     let numkeys = |at: usize, dest: bool| {
         let n = request
             .get(at)
             .and_then(|b| crate::args::parse_i64(b))
             .filter(|n| *n > 0)
             .map_or(0, |n| n as usize);
-        let mut out: Vec<(usize, bool)> = (at + 1..(at + 1 + n).min(argc))
-            .map(|i| (i, writes && !dest))
+        let mut out: Vec<(usize, (bool, bool))> = (at + 1..(at + 1 + n).min(argc))
+            .map(|i| (i, if dest { r } else { kind }))
             .collect();
         if dest {
-            out.push((1, true));
+            out.push((1, w));
         }
         out
     };
@@ -831,11 +897,11 @@ fn key_positions(spec: &Spec, request: &[Bytes]) -> Vec<(usize, bool)> {
         "blmpop" | "bzmpop" => return numkeys(2, false),
         "zdiffstore" | "zinterstore" | "zunionstore" => return numkeys(2, true),
         "sort" | "sort_ro" => {
-            let mut out = vec![(1, false)];
+            let mut out = vec![(1, r)];
             let mut i = 2;
             while i < argc {
                 if request[i].eq_ignore_ascii_case(b"STORE") && i + 1 < argc {
-                    out.push((i + 1, true));
+                    out.push((i + 1, w));
                     i += 1;
                 }
                 i += 1;
@@ -857,7 +923,7 @@ fn key_positions(spec: &Spec, request: &[Bytes]) -> Vec<(usize, bool)> {
     let mut out = Vec::new();
     let mut i = first;
     while (i as i64) <= last && i < argc {
-        out.push((i, writes));
+        out.push((i, kind));
         i += step;
     }
     out
@@ -881,12 +947,16 @@ impl Selector {
             }
         }
         if !self.allkeys {
-            for (pos, write) in key_positions(spec, request) {
+            let specs = IDS.row_meta[row].map_or(&[][..], |m| m.key_specs);
+            for (pos, guess) in key_positions(spec, request) {
+                let (read, write) = key_access(specs, spec.name, pos, request).unwrap_or(guess);
                 let key = &request[pos];
-                let ok = self
-                    .keys
-                    .iter()
-                    .any(|k| (if write { k.write } else { k.read }) && glob_match(&k.pattern, key));
+                // As in Redis: a pattern must grant every access the key
+                // needs (a key that is neither read nor written, as
+                // EXISTS's, needs only a matching name).
+                let ok = self.keys.iter().any(|k| {
+                    (k.read || !read) && (k.write || !write) && glob_match(&k.pattern, key)
+                });
                 if !ok {
                     return Err(Denied::Key(pos));
                 }
@@ -1477,6 +1547,17 @@ mod tests {
             Acl::check_user(&u, set, &req(&["set", "r", "v"])),
             Err(Denied::Key(1))
         );
+        // %W~ allows a plain SET, not SET ... GET (which reads), nor GET.
+        u.apply(b"%W~w*").unwrap();
+        assert_eq!(Acl::check_user(&u, set, &req(&["set", "w1", "v"])), Ok(()));
+        assert_eq!(
+            Acl::check_user(&u, set, &req(&["set", "w1", "v", "GET"])),
+            Err(Denied::Key(1))
+        );
+        assert_eq!(
+            Acl::check_user(&u, get, &req(&["get", "w1"])),
+            Err(Denied::Key(1))
+        );
         assert_eq!(u.apply(b"+nosuch"), Err(RuleError::Unknown));
         assert_eq!(u.apply(b"+@nosuch"), Err(RuleError::Unknown));
         assert_eq!(u.apply(b"<nosuch"), Err(RuleError::NoSuchPassword));
@@ -1515,13 +1596,21 @@ mod tests {
             .collect();
         assert_eq!(
             key_positions(spec, &req),
-            vec![(3, false), (4, false), (1, true)]
+            vec![(3, (true, false)), (4, (true, false)), (1, (false, true))]
         );
         let spec = &TABLE[crate::cmd::lookup_index(b"mset").unwrap()];
         let req: Vec<Bytes> = ["mset", "a", "1", "b", "2"]
             .iter()
             .map(|s| Bytes::from(s.to_string()))
             .collect();
-        assert_eq!(key_positions(spec, &req), vec![(1, true), (3, true)]);
+        assert_eq!(
+            key_positions(spec, &req),
+            vec![(1, (false, true)), (3, (false, true))]
+        );
+        // MSET's keys are written, not read (OW update).
+        let specs = IDS.row_meta[crate::cmd::lookup_index(b"mset").unwrap()]
+            .unwrap()
+            .key_specs;
+        assert_eq!(key_access(specs, "mset", 3, &req), Some((false, true)));
     }
 }
