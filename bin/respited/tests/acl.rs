@@ -120,7 +120,9 @@ fn rule_changes_reach_connected_clients_and_deleting_a_user_closes_them() {
     let mut admin = server.client();
     ok(
         &mut admin,
-        &["ACL", "SETUSER", "u", "on", "nopass", "+get", "~*"],
+        &[
+            "ACL", "SETUSER", "u", "on", "nopass", "+get", "+multi", "+exec", "~*",
+        ],
     );
     let mut u = server.client();
     ok(&mut u, &["AUTH", "u", "anything"]);
@@ -131,6 +133,30 @@ fn rule_changes_reach_connected_clients_and_deleting_a_user_closes_them() {
     // Allowed from the next command on, on the open connection.
     ok(&mut admin, &["ACL", "SETUSER", "u", "+set"]);
     ok(&mut u, &["SET", "k", "v"]);
+    // Taken away between MULTI and EXEC: refused at EXEC with Redis's text.
+    let mut raw = raw_for(server.port);
+    let mut queued = encode(&["AUTH", "u", "x"]);
+    queued.extend(encode(&["MULTI"]));
+    queued.extend(encode(&["SET", "k", "queued"]));
+    let want = "+OK\r\n+OK\r\n+QUEUED\r\n";
+    assert_eq!(
+        String::from_utf8_lossy(&exchange(&mut raw, &queued, want.len())),
+        want
+    );
+    ok(&mut admin, &["ACL", "SETUSER", "u", "-set"]);
+    let want = "*1\r\n-NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: no permission to execute the command or subcommand\r\n";
+    assert_eq!(
+        String::from_utf8_lossy(&exchange(&mut raw, &encode(&["EXEC"]), want.len())),
+        want
+    );
+    assert_eq!(text(&mut admin, &["GET", "k"]), "v");
+    let log: Vec<Vec<redis::Value>> = redis::cmd("ACL")
+        .arg("LOG")
+        .arg("1")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(log[0][5], redis::Value::BulkString(b"multi".to_vec()));
+    ok(&mut admin, &["ACL", "SETUSER", "u", "+set"]);
     // And taken away again, fast path included.
     ok(&mut admin, &["ACL", "SETUSER", "u", "-set"]);
     let mut raw = raw_for(server.port);
@@ -160,12 +186,18 @@ fn rule_changes_reach_connected_clients_and_deleting_a_user_closes_them() {
         .arg("u")
         .query(&mut admin)
         .unwrap();
-    assert_eq!(killed, 2);
+    // `u` and the two raw connections logged in as u; not the admin.
+    assert_eq!(killed, 3);
     assert!(cmd(&mut u, &["GET", "k"]).is_err());
+    let (_, closed) = read_until_quiet(&mut raw, Duration::from_secs(2));
+    assert!(closed);
     // DELUSER closes the user's connections.
     ok(&mut admin, &["ACL", "SETUSER", "u", "on"]);
-    let mut again = server.client();
-    ok(&mut again, &["AUTH", "u", "x"]);
+    let mut again = raw_for(server.port);
+    assert_eq!(
+        exchange(&mut again, &encode(&["AUTH", "u", "x"]), 5),
+        b"+OK\r\n"
+    );
     let deleted: i64 = redis::cmd("ACL")
         .arg("DELUSER")
         .arg("u")
@@ -173,9 +205,8 @@ fn rule_changes_reach_connected_clients_and_deleting_a_user_closes_them() {
         .query(&mut admin)
         .unwrap();
     assert_eq!(deleted, 1);
-    let (rest, closed) = read_until_quiet(&mut raw, Duration::from_secs(2));
+    let (rest, closed) = read_until_quiet(&mut again, Duration::from_secs(2));
     assert!(closed, "{rest:?}");
-    assert!(cmd(&mut again, &["GET", "k"]).is_err());
     assert_eq!(text(&mut admin, &["ACL", "WHOAMI"]), "default");
 }
 

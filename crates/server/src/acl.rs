@@ -1373,6 +1373,9 @@ pub struct SessionAcl {
     version: u64,
     /// The user may run anything on anything.
     unrestricted: bool,
+    /// Set while EXEC plans the queued commands (a refusal then has
+    /// Redis's EXEC-time text and the `multi` context).
+    pub in_exec: bool,
 }
 
 impl SessionAcl {
@@ -1387,6 +1390,7 @@ impl SessionAcl {
             unrestricted: user.unrestricted(),
             user,
             version,
+            in_exec: false,
         }
     }
 
@@ -1402,6 +1406,9 @@ impl SessionAcl {
     /// deleted keeps no permission at all (its connections are closed by
     /// the deletion; this covers the commands already read).
     pub fn refresh(&mut self, shared: &Shared) {
+        // Only EXEC's own planning is "in EXEC"; a command dispatched from
+        // the connection never is, whatever an earlier one left behind.
+        self.in_exec = false;
         let version = shared.acl.version();
         if version == self.version {
             return;
@@ -1460,10 +1467,20 @@ pub fn authorize(
                 .to_string(),
         ),
     };
-    let context = if session.multi.is_some() {
+    let context = if session.multi.is_some() || session.acl.in_exec {
         "multi"
     } else {
         "toplevel"
+    };
+    let text = if session.acl.in_exec {
+        let reason = match denied {
+            Denied::Command(_) => "no permission to execute the command or subcommand",
+            Denied::Key(_) => "no permission to touch the specified keys",
+            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+        };
+        format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}")
+    } else {
+        text
     };
     // CLIENT LIST's `cmd=` names the refused command, as in Redis.
     session.client.last_cmd.store(row, Ordering::Relaxed);

@@ -310,6 +310,10 @@ impl LocalCommand for Exec {
             s.watched.active = true;
             return Ok(s.reply_ending_watches(Reply::NilArray));
         }
+        // Permissions are checked again as each queued command is planned
+        // (they may have changed since it was queued), with Redis's
+        // EXEC-time refusal text.
+        s.acl.in_exec = true;
         let steps: Vec<Step> = queue
             .requests
             .into_iter()
@@ -329,6 +333,7 @@ impl LocalCommand for Exec {
                 Err(e) => Step::Reply(e.into()),
             })
             .collect();
+        s.acl.in_exec = false;
         if !watching {
             // Nothing touches the data: no need to wait for the writer.
             let answered: Option<Vec<Reply>> = steps
