@@ -232,6 +232,8 @@ fn requirepass_is_the_default_users_password() {
         )]
     );
     assert_eq!(info_field(&mut con, "stats", "acl_access_denied_auth"), 1.0);
+    ok(&mut con, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(info_field(&mut con, "stats", "acl_access_denied_auth"), 0.0);
     // CONFIG SET requirepass changes it; connections stay logged in.
     ok(&mut con, &["CONFIG", "SET", "requirepass", "other"]);
     assert_eq!(text(&mut con, &["PING"]), "PONG");

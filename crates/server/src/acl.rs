@@ -41,8 +41,10 @@
 //! one relaxed atomic load that notices any ACL change since the user was
 //! taken. A restricted user costs a bit test; keys are extracted and
 //! matched only when the user has key patterns rather than `allkeys`. The
-//! connection's fast paths for GET and SET are taken only by unrestricted
-//! users, so they keep their speed.
+//! connection's fast paths for plain GET and SET (which skip the command
+//! table) make the same decision inline (`SessionAcl::fast_allowed`): a
+//! user allowed the command and the key keeps them; a refusal, or an ACL
+//! change not yet taken, sends the request the general way.
 //!
 //! Which keys a request names comes from the command table's key range,
 //! and for the commands whose keys move (a `numkeys` argument, SORT's
@@ -1050,6 +1052,15 @@ pub struct DeniedCounts {
     pub channel: AtomicU64,
 }
 
+impl DeniedCounts {
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        for c in [&self.auth, &self.cmd, &self.key, &self.channel] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Every user, the ACL log and the counters.
 pub struct Acl {
     users: RwLock<BTreeMap<String, Arc<User>>>,
@@ -1423,11 +1434,33 @@ impl SessionAcl {
         self.version = version;
     }
 
-    /// Whether the connection may skip the permission check: its user is
-    /// unrestricted and the ACLs have not changed since it was taken (the
-    /// fast paths of GET and SET ask this).
-    pub fn may_skip_check(&self, shared: &Shared) -> bool {
-        self.unrestricted && shared.acl.version() == self.version
+    /// Whether a plain GET (`write` false) or SET (`write` true) of `key`,
+    /// table row `row`, may take the connection's fast path, which skips
+    /// `dispatch` and so the general check: the user is unrestricted, or
+    /// may run the command and reach the key for that access (SET without
+    /// options only writes its key, GET only reads it). Anything else, and
+    /// any ACL change not yet taken, goes the general way, which refreshes
+    /// the user and answers a refusal.
+    pub fn fast_allowed(
+        &self,
+        shared: &Shared,
+        row: Option<usize>,
+        key: &[u8],
+        write: bool,
+    ) -> bool {
+        if shared.acl.version() != self.version {
+            return false;
+        }
+        if self.unrestricted {
+            return true;
+        }
+        let Some(row) = row else { return false };
+        let s = &self.user.root;
+        (s.allcommands || s.bit(IDS.row_id[row]))
+            && (s.allkeys
+                || s.keys
+                    .iter()
+                    .any(|k| (if write { k.write } else { k.read }) && glob_match(&k.pattern, key)))
     }
 }
 

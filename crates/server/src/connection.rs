@@ -123,7 +123,12 @@ fn fast_set(
         || args.len() != 3
         || !input[args[0].clone()].eq_ignore_ascii_case(b"SET")
         || !session.authenticated
-        || !session.acl.may_skip_check(&session.shared)
+        || !session.acl.fast_allowed(
+            &session.shared,
+            crate::cmd::TABLE.set,
+            &input[args[1].clone()],
+            true,
+        )
         || session.multi.is_some()
     {
         return None;
@@ -383,7 +388,12 @@ impl Turn {
         if args.len() != 2
             || !input[args[0].clone()].eq_ignore_ascii_case(b"GET")
             || !session.authenticated
-            || !session.acl.may_skip_check(shared)
+            || !session.acl.fast_allowed(
+                shared,
+                crate::cmd::TABLE.get,
+                &input[args[1].clone()],
+                false,
+            )
             || session.multi.is_some()
         {
             return None;

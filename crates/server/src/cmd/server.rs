@@ -843,6 +843,7 @@ impl LocalCommand for Config {
             }
             Config::ResetStat => {
                 sh.counters.reset();
+                sh.acl.denied.reset();
                 sh.engine.reset_stats();
                 Reply::Ok
             }
