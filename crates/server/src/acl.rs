@@ -52,7 +52,10 @@
 //! reads, `%W~` writes) from Redis's key specs in `cmd::meta`, as Redis
 //! decides it (SET reads its key only with GET). Where no key spec covers
 //! a key, a read-only command's key needs R and a write command's W.
-//! Selectors (`(...)` rules) are not supported.
+//!
+//! Selectors (`(rules...)`, Redis 7.0's) are further sets of command, key
+//! and channel rules: a command runs if the root rules or any selector
+//! allow it.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
@@ -619,6 +622,9 @@ pub struct User {
     /// SHA-256 hashes, lower-case hex, in the order they were added.
     passwords: Vec<String>,
     root: Selector,
+    /// Further selectors (`(...)` rules): a command runs if the root or
+    /// any of these allows it.
+    selectors: Vec<Selector>,
 }
 
 impl User {
@@ -631,6 +637,7 @@ impl User {
             sanitize: Payload::Unset,
             passwords: Vec::new(),
             root: Selector::empty(),
+            selectors: Vec::new(),
         }
     }
 
@@ -677,7 +684,7 @@ impl User {
                 self.nopass = false;
                 self.passwords.clear();
             }
-            "clearselectors" => {}
+            "clearselectors" => self.selectors.clear(),
             "reset" => {
                 for op in [
                     "resetpass",
@@ -685,6 +692,7 @@ impl User {
                     "resetchannels",
                     "off",
                     "sanitize-payload",
+                    "clearselectors",
                     "-@all",
                 ] {
                     self.apply(op.as_bytes())?;
@@ -715,8 +723,16 @@ impl User {
                         .ok_or(RuleError::NoSuchPassword)?;
                     self.passwords.remove(at);
                 }
-                // Selectors are not supported.
-                b'(' => return Err(RuleError::Syntax),
+                b'(' if op.len() > 1 && op.ends_with(b")") => {
+                    let mut selector = Selector::empty();
+                    for rule in op[1..op.len() - 1]
+                        .split(|c| c.is_ascii_whitespace())
+                        .filter(|r| !r.is_empty())
+                    {
+                        selector.apply(rule)?;
+                    }
+                    self.selectors.push(selector);
+                }
                 _ => self.root.apply(op)?,
             },
         }
@@ -748,6 +764,9 @@ impl User {
             let _ = write!(out, "#{p} ");
         }
         out.push_str(&self.root.describe());
+        for s in &self.selectors {
+            let _ = write!(out, " ({})", s.describe());
+        }
         out
     }
 
@@ -756,6 +775,17 @@ impl User {
         UserDetails {
             flags: self.flags(),
             passwords: self.passwords.clone(),
+            selectors: self
+                .selectors
+                .iter()
+                .map(|s| {
+                    [
+                        s.describe_commands(),
+                        s.describe_keys(),
+                        s.describe_channels(),
+                    ]
+                })
+                .collect(),
             commands: self.root.describe_commands(),
             keys: self.root.describe_keys(),
             channels: self.root.describe_channels(),
@@ -790,6 +820,38 @@ pub struct UserDetails {
     pub keys: String,
     /// The channel patterns.
     pub channels: String,
+    /// Each further selector's commands, keys and channels.
+    pub selectors: Vec<[String; 3]>,
+}
+
+/// Joins the arguments of a selector written across several arguments
+/// (`(~key*` `+get)` becomes `(~key* +get)`), as Redis's
+/// `ACLMergeSelectorArguments` does; `Err` with the index of a `(` that is
+/// never closed.
+fn merge_selectors(args: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut open: Option<(usize, Vec<u8>)> = None;
+    for (i, op) in args.iter().enumerate() {
+        if let Some((_, selector)) = open.as_mut() {
+            selector.push(b' ');
+            selector.extend_from_slice(op);
+            if op.ends_with(b")") {
+                if let Some((_, done)) = open.take() {
+                    out.push(done);
+                }
+            }
+            continue;
+        }
+        if op.first() == Some(&b'(') && !op.ends_with(b")") {
+            open = Some((i, op.to_vec()));
+            continue;
+        }
+        out.push(op.to_vec());
+    }
+    match open {
+        Some((at, _)) => Err(at),
+        None => Ok(out),
+    }
 }
 
 fn valid_hash(h: &[u8]) -> Result<String, RuleError> {
@@ -1157,7 +1219,14 @@ impl Acl {
         let mut user = users
             .get(name)
             .map_or_else(|| User::new(name), |u| (**u).clone());
-        for op in rules {
+        let rules: Vec<&[u8]> = rules.iter().map(|r| &r[..]).collect();
+        let merged = merge_selectors(&rules).map_err(|at| {
+            format!(
+                "Unmatched parenthesis in acl selector starting at '{}'.",
+                String::from_utf8_lossy(crate::error::c_str(rules[at]))
+            )
+        })?;
+        for op in &merged {
             user.apply(op).map_err(|e| {
                 format!(
                     "Error in ACL SETUSER modifier '{}': {}",
@@ -1314,7 +1383,14 @@ impl Acl {
             }
             let mut user = User::new(&name);
             let mut syntax_error = false;
-            for op in &argv[2..] {
+            let Ok(merged) = merge_selectors(&argv[2..]) else {
+                let _ = write!(
+                    errors,
+                    "{shown}:{n}: Unmatched parenthesis in selector definition."
+                );
+                continue;
+            };
+            for op in &merged {
                 let op = op.trim_ascii();
                 if let Err(e) = user.apply(op) {
                     if e == RuleError::Unknown {
@@ -1347,7 +1423,28 @@ impl Acl {
 
     /// Checks a request of table row `row` for `user`.
     pub fn check_user(user: &User, row: usize, request: &[Bytes]) -> Result<(), Denied> {
-        user.root.check(row, request)
+        let first = user.root.check(row, request);
+        if first.is_ok() || user.selectors.is_empty() {
+            return first;
+        }
+        // Any selector may allow it. If none does, the error reported is
+        // Redis's pick: the worst kind (command < key < channel), and of
+        // that kind the one at the latest argument.
+        let rank = |d: &Denied| match *d {
+            Denied::Command(_) => (0, 0),
+            Denied::Key(p) => (1, p),
+            Denied::Channel(p) => (2, p),
+        };
+        let mut worst = first;
+        for s in &user.selectors {
+            let result = s.check(row, request);
+            match (&result, &worst) {
+                (Ok(()), _) => return Ok(()),
+                (Err(d), Err(w)) if rank(d) > rank(w) => worst = result,
+                _ => {}
+            }
+        }
+        worst
     }
 }
 
@@ -1455,12 +1552,15 @@ impl SessionAcl {
             return true;
         }
         let Some(row) = row else { return false };
-        let s = &self.user.root;
-        (s.allcommands || s.bit(IDS.row_id[row]))
-            && (s.allkeys
-                || s.keys
-                    .iter()
-                    .any(|k| (if write { k.write } else { k.read }) && glob_match(&k.pattern, key)))
+        std::iter::once(&self.user.root)
+            .chain(&self.user.selectors)
+            .any(|s| {
+                (s.allcommands || s.bit(IDS.row_id[row]))
+                    && (s.allkeys
+                        || s.keys.iter().any(|k| {
+                            (if write { k.write } else { k.read }) && glob_match(&k.pattern, key)
+                        }))
+            })
     }
 }
 
@@ -1617,6 +1717,41 @@ mod tests {
         assert!(!u.accepts(b"no"));
         u.apply(b"off").unwrap();
         assert!(!u.accepts(b"pw"));
+    }
+
+    #[test]
+    fn selectors_are_merged_and_any_one_allows() {
+        let args: Vec<&[u8]> = vec![b"on", b"(+set", b"~b*)", b"(+get)", b"~a*"];
+        assert_eq!(
+            merge_selectors(&args).unwrap(),
+            vec![
+                b"on".to_vec(),
+                b"(+set ~b*)".to_vec(),
+                b"(+get)".to_vec(),
+                b"~a*".to_vec()
+            ]
+        );
+        assert_eq!(merge_selectors(&[b"x", b"(+get", b"~a"]), Err(1));
+        let mut u = User::new("x");
+        for op in ["+get", "~a*", "(+set ~b*)"] {
+            u.apply(op.as_bytes()).unwrap();
+        }
+        let set = crate::cmd::lookup_index(b"set").unwrap();
+        let req = |a: &[&str]| {
+            a.iter()
+                .map(|s| Bytes::from(s.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(Acl::check_user(&u, set, &req(&["set", "b1", "v"])), Ok(()));
+        // The root refuses the command, the selector the key: the key wins.
+        assert_eq!(
+            Acl::check_user(&u, set, &req(&["set", "a1", "v"])),
+            Err(Denied::Key(1))
+        );
+        assert_eq!(
+            u.describe(),
+            "off ~a* resetchannels -@all +get (~b* resetchannels -@all +set)"
+        );
     }
 
     #[test]

@@ -249,7 +249,21 @@ fn getuser_reply(u: &acl::User) -> Reply {
         (Reply::bulk("commands"), Reply::bulk(d.commands)),
         (Reply::bulk("keys"), Reply::bulk(d.keys)),
         (Reply::bulk("channels"), Reply::bulk(d.channels)),
-        (Reply::bulk("selectors"), Reply::Array(Vec::new())),
+        (
+            Reply::bulk("selectors"),
+            Reply::Array(
+                d.selectors
+                    .into_iter()
+                    .map(|[commands, keys, channels]| {
+                        Reply::Map(vec![
+                            (Reply::bulk("commands"), Reply::bulk(commands)),
+                            (Reply::bulk("keys"), Reply::bulk(keys)),
+                            (Reply::bulk("channels"), Reply::bulk(channels)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
     ])
 }
 
