@@ -116,6 +116,10 @@ pub fn server_config(c: &Config) -> Result<Option<Arc<ServerConfig>>, TlsError> 
     if c.tls_port.is_none() {
         return Ok(None);
     }
+    // The TLS listener is bound on `bind` like the plain one.
+    if c.bind.is_empty() {
+        return Err(TlsError::Missing("bind"));
+    }
     let cert_path = c
         .tls_cert_file
         .as_deref()
