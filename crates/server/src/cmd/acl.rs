@@ -306,7 +306,7 @@ fn dry_run(s: &Session, name: &[u8], request: &[Bytes]) -> Result<Reply, Command
 
 /// Logs a failed AUTH or HELLO AUTH (`command` as the client spelled it).
 pub(crate) fn auth_failed(s: &Session, command: &[u8], user: &[u8]) {
-    let context = if s.multi.is_some() {
+    let context = if s.multi.is_some() || s.acl.in_exec {
         "multi"
     } else {
         "toplevel"
