@@ -532,7 +532,7 @@ fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, Comm
 }
 
 /// What can be refused without running the command: an unknown name, no
-/// authentication, a wrong number of arguments. (Inside MULTI these doom
+/// authentication, a wrong number of arguments, an ACL refusal. (Inside MULTI these doom
 /// the transaction; everything else is found when it runs.)
 fn check(
     session: &Session,
@@ -554,22 +554,6 @@ fn check(
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
     if let (Some((upper, subs)), Some(sub)) = (spec.subcommands, request.get(1)) {
-        check_subcommand(spec, upper, subs, sub, argc)?;
-    }
-    crate::acl::authorize(session, index, request)?;
-    Ok((index, spec))
-}
-
-/// Refuses an unknown subcommand of a container Redis checks before
-/// queueing, or a wrong number of arguments for it.
-fn check_subcommand(
-    spec: &Spec,
-    upper: &'static str,
-    subs: &[(&'static str, i32)],
-    sub: &Bytes,
-    argc: i32,
-) -> Result<(), CommandError> {
-    {
         let Some((name, arity)) = subs
             .iter()
             .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
@@ -583,7 +567,10 @@ fn check_subcommand(
             return Err(CommandError::WrongArity(format!("{}|{name}", spec.name)));
         }
     }
-    Ok(())
+    // Last, so a refusal is counted and logged only for a command that
+    // could have run (as in Redis).
+    crate::acl::authorize(session, index, request)?;
+    Ok((index, spec))
 }
 
 /// Parses a subcommand name for container commands (CLIENT, CONFIG,
