@@ -26,6 +26,7 @@ pub mod delivery;
 pub mod error;
 pub mod listener;
 pub mod long_double;
+pub mod output;
 pub mod protected;
 pub mod reply;
 pub mod request;

@@ -36,6 +36,10 @@ pub struct Settings {
     pub appendfsync: Mutex<AppendFsync>,
     /// The log filter in force (changed by a reload).
     pub log_level: Mutex<String>,
+    /// `client-output-buffer-limit` of every class, as CONFIG GET shows it.
+    pub output_limits: Mutex<[crate::output::ClassLimit; 3]>,
+    /// The normal class's limit, which the connection loops apply.
+    pub output_limit: crate::output::NormalLimit,
 }
 
 /// Where a client is connected from.
@@ -74,6 +78,8 @@ pub struct ClientHandle {
     /// The ACL user it is logged in as (CLIENT LIST `user=`, CLIENT KILL
     /// USER).
     pub user: Mutex<String>,
+    /// Reply bytes encoded and not yet taken by the socket (`omem`).
+    pub output_bytes: AtomicU64,
     /// The blocking command it waits in (BLPOP...), for CLIENT UNBLOCK
     /// and CLIENT LIST's `b` flag.
     pub blocked: Mutex<Option<Arc<crate::blocking::Ticket>>>,
@@ -112,7 +118,7 @@ impl ClientHandle {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
             self.id,
             self.addr(),
             self.laddr(),
@@ -121,6 +127,7 @@ impl ClientHandle {
             idle_ms / 1000,
             flags,
             self.db.load(Ordering::Relaxed),
+            self.output_bytes.load(Ordering::Relaxed),
             crate::cmd::TABLE
                 .get(self.last_cmd.load(Ordering::Relaxed))
                 .map_or("NULL", |s| s.name),
@@ -143,6 +150,8 @@ pub struct Counters {
     pub protocol_errors: AtomicU64,
     /// Error replies sent.
     pub error_replies: AtomicU64,
+    /// Clients closed for going over `client-output-buffer-limit`.
+    pub output_limit_closes: AtomicU64,
 }
 
 impl Counters {
@@ -154,6 +163,7 @@ impl Counters {
             &self.commands_processed,
             &self.protocol_errors,
             &self.error_replies,
+            &self.output_limit_closes,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -197,7 +207,7 @@ pub struct Shared {
 impl Shared {
     /// Builds the shared state around an opened engine.
     pub fn new(engine: Engine<Reply>, config: Config) -> Shared {
-        Shared {
+        let shared = Shared {
             engine,
             settings: Settings {
                 maxclients: AtomicUsize::new(config.maxclients),
@@ -207,6 +217,8 @@ impl Shared {
                 protected_mode: AtomicBool::new(config.protected_mode),
                 appendfsync: Mutex::new(config.appendfsync),
                 log_level: Mutex::new(config.log_level.clone()),
+                output_limits: Mutex::new(config.output_limits().unwrap_or_default()),
+                output_limit: Default::default(),
             },
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),
@@ -220,7 +232,10 @@ impl Shared {
             tls: Default::default(),
             acl: crate::acl::Acl::new(config.requirepass.as_deref()),
             config,
-        }
+        };
+        let limits = *lock(&shared.settings.output_limits);
+        shared.settings.output_limit.store(limits[0]);
+        shared
     }
 
     /// The configured password, if any.

@@ -566,7 +566,7 @@ impl LocalCommand for Command {
 }
 
 /// Parses a size with Redis's memory units (`1gb`, `512mb`, `100k`).
-fn parse_memory(text: &str) -> Option<usize> {
+pub(crate) fn parse_memory(text: &str) -> Option<usize> {
     let t = text.to_ascii_lowercase();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -601,6 +601,7 @@ const PARAMS: &[&str] = &[
     "protected-mode",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
+    "client-output-buffer-limit",
     "max-batch",
     "write-queue-depth",
     "readers",
@@ -647,6 +648,9 @@ fn param_value(sh: &Shared, name: &str) -> String {
             .client_query_buffer_limit
             .load(Ordering::Relaxed)
             .to_string(),
+        "client-output-buffer-limit" => {
+            crate::output::format_limits(&lock(&sh.settings.output_limits))
+        }
         "max-batch" => sh.engine.max_batch().to_string(),
         "write-queue-depth" => c.write_queue_depth.to_string(),
         "readers" => c.readers.to_string(),
@@ -681,6 +685,7 @@ pub(crate) enum Change {
     MaxClients(usize),
     ProtoMaxBulkLen(usize),
     QueryBufferLimit(usize),
+    OutputLimits([crate::output::ClassLimit; 3]),
     MaxBatch(usize),
     RequirePass(Option<String>),
     ProtectedMode(bool),
@@ -688,7 +693,7 @@ pub(crate) enum Change {
 }
 
 /// Checks one CONFIG SET pair.
-fn validate_param(name: &str, value: &str) -> Result<Change, CommandError> {
+fn validate_param(sh: &Shared, name: &str, value: &str) -> Result<Change, CommandError> {
     let number = || {
         parse_memory(value)
             .ok_or_else(|| set_failed(name, "argument couldn't be parsed into an integer"))
@@ -700,20 +705,39 @@ fn validate_param(name: &str, value: &str) -> Result<Change, CommandError> {
             Ok(n)
         }
     };
-    const MEMORY_MIN: &str = "argument must be a memory value bigger than 1048576";
+    let between = |n: usize, max: usize| {
+        if (1024 * 1024..=max).contains(&n) {
+            Ok(n)
+        } else {
+            Err(set_failed(
+                name,
+                &format!("argument must be between 1048576 and {max} inclusive"),
+            ))
+        }
+    };
     Ok(match name {
         "maxclients" => Change::MaxClients(at_least(
             number()?,
             1,
             "argument must be between 1 and 4294967295 inclusive",
         )?),
+        // Redis allows up to LONG_MAX; respite up to what one SQLite row
+        // holds (see `respite_engine::MAX_STRING_LEN`), so a string a
+        // client is allowed to build can always be stored, and a huge
+        // SETRANGE offset is refused rather than allocated.
         "proto-max-bulk-len" => {
-            Change::ProtoMaxBulkLen(at_least(number()?, 1024 * 1024, MEMORY_MIN)?)
+            Change::ProtoMaxBulkLen(between(number()?, respite_engine::MAX_STRING_LEN)?)
         }
         "client-query-buffer-limit" => {
-            Change::QueryBufferLimit(at_least(number()?, 1024 * 1024, MEMORY_MIN)?)
+            Change::QueryBufferLimit(between(number()?, i64::MAX as usize)?)
         }
         "max-batch" => Change::MaxBatch(at_least(number()?, 1, "argument must be at least 1")?),
+        "client-output-buffer-limit" => {
+            let current = *lock(&sh.settings.output_limits);
+            Change::OutputLimits(
+                crate::output::parse_limits(value, current).map_err(|e| set_failed(name, e))?,
+            )
+        }
         "requirepass" => Change::RequirePass(if value.is_empty() {
             None
         } else {
@@ -744,6 +768,10 @@ pub(crate) fn apply_change(sh: &Shared, change: Change) {
             .client_query_buffer_limit
             .store(n, Ordering::Relaxed),
         Change::MaxBatch(n) => sh.engine.set_max_batch(n),
+        Change::OutputLimits(limits) => {
+            *lock(&sh.settings.output_limits) = limits;
+            sh.settings.output_limit.store(limits[0]);
+        }
         Change::RequirePass(p) => {
             sh.acl.set_requirepass(p.as_deref());
             *sh.settings
@@ -834,7 +862,7 @@ impl LocalCommand for Config {
             Config::Set(pairs) => {
                 let changes = pairs
                     .iter()
-                    .map(|(name, value)| validate_param(name, value))
+                    .map(|(name, value)| validate_param(&sh, name, value))
                     .collect::<Result<Vec<_>, _>>()?;
                 for change in changes {
                     apply_change(&sh, change);
