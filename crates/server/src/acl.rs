@@ -25,13 +25,16 @@
 //!
 //! # Command ids
 //!
-//! A command's id is its row in the command table, so the check indexes the
-//! bitmap with the number the lookup already found. The subcommands of
-//! container commands (CONFIG GET, CLIENT KILL, ACL SETUSER) get the ids
-//! after the table's last row: every subcommand Redis describes
-//! (`cmd::meta`), so rules name the same subcommands as on redis-server.
-//! A subcommand respite knows but the metadata does not is checked against
-//! its container's own bit. Categories come from the same metadata.
+//! Every command and subcommand redis-server 7.0 has (`cmd::meta`, whose
+//! order puts each container just before its subcommands) has an id, its
+//! position there; a row of the command table the metadata does not know
+//! gets one after them. So rules may name any Redis command, as on
+//! redis-server, categories select the same commands, and the description
+//! of a user's rules (ACL LIST), which weighs categories over the whole
+//! command set, reads as redis-server's. Each table row's id is looked up
+//! once, at start-up, so the check indexes the bitmap straight from the
+//! row the lookup found; a container's request uses its subcommand's id
+//! (one respite has beyond the metadata is checked as its container).
 //!
 //! # The cost of the check
 //!
