@@ -4759,3 +4759,125 @@ fn acl_logins_refusals_and_log() {
 fn acl_key_permissions_read_and_write() {
     check(&[ACL_KEYS]);
 }
+
+/// Random rule sequences: redis-server's description of a user's command
+/// rules (ACL GETUSER, ACL LIST) depends on how categories fit the whole
+/// command set, so any difference in categories or in the fitting shows
+/// up here. Each user gets 1 to 7 rules from a pool mixing categories,
+/// commands, subcommands, the all/none rules, key patterns and selectors,
+/// and four commands are tried against it with ACL DRYRUN.
+#[test]
+fn acl_random_rule_descriptions() {
+    use rand::{Rng, SeedableRng};
+    const POOL: &[&str] = &[
+        "+@all",
+        "-@all",
+        "+@read",
+        "-@read",
+        "+@write",
+        "-@write",
+        "+@string",
+        "-@string",
+        "+@hash",
+        "-@hash",
+        "+@list",
+        "-@list",
+        "+@set",
+        "-@set",
+        "+@sortedset",
+        "+@keyspace",
+        "-@keyspace",
+        "+@dangerous",
+        "-@dangerous",
+        "+@admin",
+        "-@admin",
+        "+@fast",
+        "-@slow",
+        "+@connection",
+        "-@connection",
+        "+@transaction",
+        "+@blocking",
+        "-@blocking",
+        "+@pubsub",
+        "+@scripting",
+        "+@stream",
+        "+@geo",
+        "+@bitmap",
+        "+@hyperloglog",
+        "+get",
+        "-get",
+        "+set",
+        "-set",
+        "-del",
+        "+del",
+        "+config|get",
+        "-config",
+        "+config",
+        "+client",
+        "-client|kill",
+        "+client|list",
+        "+acl|whoami",
+        "-flushall",
+        "+xadd",
+        "+select|0",
+        "+debug",
+        "-info",
+        "+info",
+        "+object|encoding",
+        "~k*",
+        "%R~h*",
+        "%W~z*",
+        "%RW~l*",
+        "allkeys",
+        "resetkeys",
+        "(+get ~g*)",
+        "(+@write %W~w*)",
+    ];
+    const PROBES: &[&str] = &[
+        "get k1",
+        "get g1",
+        "get h1",
+        "set k1 v",
+        "set w1 v",
+        "set z1 v GET",
+        "del k1 z1",
+        "config get maxclients",
+        "config set maxclients 10",
+        "client kill id 1",
+        "client list",
+        "select 0",
+        "select 1",
+        "flushall",
+        "acl whoami",
+        "object encoding k1",
+        "info",
+        "hset h1 f v",
+        "hget h1 f",
+        "zadd z1 1 m",
+        "zrange z1 0 -1",
+        "lpush l1 a",
+        "lmove l1 l2 left right",
+        "mset k1 a w1 b",
+        "exists q1",
+        "copy h1 z2",
+        "sintercard 2 k1 k2",
+        "debug sleep 0",
+    ];
+    let mut script: Vec<String> = Vec::new();
+    for seed in 0..60u64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let n = rng.random_range(1..=7);
+        let rules: Vec<&str> = (0..n)
+            .map(|_| POOL[rng.random_range(0..POOL.len())])
+            .collect();
+        script.push(format!("ACL SETUSER r{seed} {}", rules.join(" ")));
+        script.push(format!("@words ACL GETUSER r{seed}"));
+        for _ in 0..4 {
+            let probe = PROBES[rng.random_range(0..PROBES.len())];
+            script.push(format!("ACL DRYRUN r{seed} {probe}"));
+        }
+    }
+    script.push("@words ACL LIST".into());
+    let lines: Vec<&str> = script.iter().map(String::as_str).collect();
+    check(&[&lines]);
+}
