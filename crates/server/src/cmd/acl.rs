@@ -283,9 +283,25 @@ fn dry_run(s: &Session, name: &[u8], request: &[Bytes]) -> Result<Reply, Command
         )));
     };
     let spec = &super::TABLE[row];
+    // As Redis's lookupCommand: a container with an argument is looked up
+    // as its subcommand, whose arity and full name then count.
+    let container =
+        super::meta::find(spec.name.as_bytes(), None).filter(|m| !m.subcommands().is_empty());
+    let (arity, fullname) = match (container, request.get(1)) {
+        (Some(_), Some(sub)) => match super::meta::find(spec.name.as_bytes(), Some(sub)) {
+            Some(m) => (m.arity, m.name),
+            None => {
+                return Err(CommandError::Other(format!(
+                    "Command '{}' not found",
+                    shown(&request[0])
+                )))
+            }
+        },
+        _ => (spec.arity, spec.name),
+    };
     let argc = request.len() as i32;
-    if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
-        return Err(CommandError::WrongArity(spec.name.to_string()));
+    if (arity > 0 && argc != arity) || argc < -arity {
+        return Err(CommandError::WrongArity(fullname.to_string()));
     }
     Ok(match Acl::check_user(&user, row, request) {
         Ok(()) => Reply::Ok,
