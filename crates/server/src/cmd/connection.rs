@@ -53,25 +53,6 @@ impl LocalCommand for Echo {
     }
 }
 
-/// Checks a password against `requirepass`.
-fn check_password(s: &Session, user: Option<&[u8]>, pass: &[u8]) -> Result<(), CommandError> {
-    let Some(expected) = s.shared.requirepass() else {
-        if user.is_none() {
-            return Err(CommandError::AuthNotConfigured);
-        }
-        // With no password, the default user accepts any password.
-        return if user == Some(b"default") {
-            Ok(())
-        } else {
-            Err(CommandError::WrongPass)
-        };
-    };
-    if user.is_some_and(|u| u != b"default") || pass != expected.as_bytes() {
-        return Err(CommandError::WrongPass);
-    }
-    Ok(())
-}
-
 /// `AUTH [username] password`
 pub struct Auth {
     /// The username (only `default` exists).
@@ -95,8 +76,18 @@ impl LocalCommand for Auth {
         }
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        check_password(s, self.user.as_deref(), &self.pass)?;
-        s.authenticated = true;
+        let user = match &self.user {
+            Some(u) => u.clone(),
+            None => {
+                // Redis's answer to the old form when the default user has
+                // no password.
+                if s.shared.acl.user("default").is_some_and(|u| u.is_nopass()) {
+                    return Err(CommandError::AuthNotConfigured);
+                }
+                Bytes::from_static(b"default")
+            }
+        };
+        super::acl::log_in(s, b"AUTH", &user, &self.pass)?;
         Ok(Plan::Reply(Reply::Ok))
     }
 }
@@ -148,8 +139,7 @@ impl LocalCommand for Hello {
             }
         }
         if let Some((user, pass)) = &self.auth {
-            check_password(s, Some(user), pass)?;
-            s.authenticated = true;
+            super::acl::log_in(s, b"HELLO", user, pass)?;
         }
         if !s.authenticated {
             return Ok(Plan::Reply(Reply::error(
@@ -230,7 +220,10 @@ impl LocalCommand for Reset {
         s.resp3 = false;
         s.client.resp.store(2, Ordering::Relaxed);
         *lock(&s.client.name) = None;
-        s.authenticated = s.shared.requirepass().is_none();
+        // Back to the default user, logged in only if it needs no password.
+        s.acl = crate::acl::SessionAcl::default_user(&s.shared);
+        *lock(&s.client.user) = "default".into();
+        s.authenticated = s.shared.acl.default_user_open();
         s.multi = None;
         Ok(s.reply_ending_watches(Reply::Simple("RESET")))
     }
@@ -288,8 +281,8 @@ pub struct KillFilter {
     /// `TYPE`: false when it names a type no client here has (all clients
     /// are `normal`).
     type_matches: bool,
-    /// `USER`: false unless it names `default`, the only user.
-    user_matches: bool,
+    /// `USER`: only that user's clients.
+    user: Option<String>,
     /// `MAXAGE seconds`: only clients at least this old.
     max_age: Option<u64>,
     /// The old form replies OK or an error instead of a count.
@@ -301,7 +294,7 @@ fn wrong_client_arity(sub: &str) -> CommandError {
 }
 
 impl LocalCommand for Client {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         let sub = subcommand(args)?;
         let n = args.remaining();
         let cmd = match sub.name.as_str() {
@@ -359,7 +352,7 @@ impl LocalCommand for Client {
                     laddr: None,
                     skipme: true,
                     type_matches: true,
-                    user_matches: true,
+                    user: None,
                     max_age: None,
                     old_form: false,
                 };
@@ -405,7 +398,14 @@ impl LocalCommand for Client {
                                 }
                                 f.type_matches = t == "normal";
                             }
-                            "USER" => f.user_matches = text == "default",
+                            "USER" => {
+                                if s.shared.acl.user(&text).is_none() {
+                                    return Err(CommandError::Other(format!(
+                                        "No such user '{text}'"
+                                    )));
+                                }
+                                f.user = Some(text);
+                            }
                             "MAXAGE" => {
                                 let age = crate::args::parse_i64(&val)
                                     .filter(|a| *a >= 0)
@@ -509,7 +509,7 @@ impl LocalCommand for Client {
                         continue;
                     }
                     if !f.type_matches
-                        || !f.user_matches
+                        || f.user.as_ref().is_some_and(|u| *u != *lock(&c.user))
                         || f.max_age
                             .is_some_and(|age| c.created.elapsed().as_secs() < age)
                         || f.id.is_some_and(|id| id != c.id)
@@ -543,7 +543,7 @@ pub(super) fn commands() -> Vec<super::Spec> {
     vec![
         Spec::local::<Auth>("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Authenticates the connection."),
         Spec::local::<Client>("client", -2, &[], [0, 0, 0], "connection", "A container for client connection commands."),
-        Spec::local::<Echo>("echo", 2, &["fast"], [0, 0, 0], "connection", "Returns the given string."),
+        Spec::local::<Echo>("echo", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Returns the given string."),
         Spec::local::<Hello>("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Handshakes with the Redis server."),
         Spec::local::<Ping>("ping", -1, &["fast"], [0, 0, 0], "connection", "Returns the server's liveliness response."),
         Spec::local::<Quit>("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Closes the connection."),

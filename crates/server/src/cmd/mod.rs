@@ -26,11 +26,13 @@
 //! reads or writes (its `readonly` or `write` flag, and where it runs) is
 //! never written down twice.
 
+pub mod acl;
 pub mod bitmaps;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod meta;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -97,6 +99,8 @@ pub struct Session {
     pub multi: Option<transactions::Queue>,
     /// The keys this connection WATCHes.
     pub watched: transactions::WatchList,
+    /// The ACL user it runs as.
+    pub acl: crate::acl::SessionAcl,
 }
 
 /// A command whose `apply` reads the keyspace on the read pool.
@@ -428,6 +432,7 @@ pub struct Table {
 impl Table {
     fn build() -> Table {
         let mut specs: Vec<Spec> = [
+            acl::commands(),
             bitmaps::commands(),
             connection::commands(),
             hashes::commands(),
@@ -502,6 +507,7 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 /// Turns one request into a plan: looks the command up, checks arity and
 /// authentication, and parses it.
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
+    session.acl.refresh(&session.shared);
     let planned = if session.multi.is_some() {
         transactions::queue(session, request)
     } else {
@@ -514,7 +520,11 @@ pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
 }
 
 fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
-    let (index, spec) = check(session, &request, lookup_index(&request[0]))?;
+    let found = lookup_index(&request[0]);
+    let (index, spec) = check(session, &request, found).map_err(|e| match found {
+        Some(i) if TABLE[i].name == "exec" => transactions::exec_abort(e),
+        _ => e,
+    })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let mut args = request.into_iter();
     args.next();
@@ -522,7 +532,7 @@ fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, Comm
 }
 
 /// What can be refused without running the command: an unknown name, no
-/// authentication, a wrong number of arguments. (Inside MULTI these doom
+/// authentication, a wrong number of arguments, an ACL refusal. (Inside MULTI these doom
 /// the transaction; everything else is found when it runs.)
 fn check(
     session: &Session,
@@ -557,6 +567,9 @@ fn check(
             return Err(CommandError::WrongArity(format!("{}|{name}", spec.name)));
         }
     }
+    // Last, so a refusal is counted and logged only for a command that
+    // could have run (as in Redis).
+    crate::acl::authorize(session, index, request)?;
     Ok((index, spec))
 }
 
@@ -580,6 +593,11 @@ pub(crate) struct Sub {
 }
 
 impl Sub {
+    /// The subcommand as sent.
+    pub(crate) fn raw_bytes(&self) -> &[u8] {
+        &self.raw
+    }
+
     /// `ERR unknown subcommand '...'. Try CMD HELP.`
     pub(crate) fn unknown(&self, cmd: &'static str) -> CommandError {
         CommandError::UnknownSubcommand {

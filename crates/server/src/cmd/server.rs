@@ -356,7 +356,7 @@ impl ReadCommand for Info {
             let cache = sh.engine.cache().stats();
             let _ = write!(
                 out,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:{}\r\nprotocol_errors:{}\r\nread_cache_hits:{}\r\nread_cache_misses:{}\r\nread_cache_entries:{}\r\nread_cache_used_bytes:{}\r\nread_cache_max_bytes:{}\r\n\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:{}\r\nprotocol_errors:{}\r\nread_cache_hits:{}\r\nread_cache_misses:{}\r\nread_cache_entries:{}\r\nread_cache_used_bytes:{}\r\nread_cache_max_bytes:{}\r\n{}\r\n",
                 c.connections_received.load(Ordering::Relaxed),
                 c.commands_processed.load(Ordering::Relaxed),
                 c.rejected_connections.load(Ordering::Relaxed),
@@ -368,6 +368,7 @@ impl ReadCommand for Info {
                 cache.entries,
                 cache.bytes,
                 cache.budget,
+                super::acl::info_stats(sh),
             );
         }
         if want("persistence") {
@@ -596,6 +597,8 @@ const PARAMS: &[&str] = &[
     "save",
     "maxclients",
     "requirepass",
+    "aclfile",
+    "protected-mode",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
     "client-output-buffer-limit",
@@ -629,6 +632,12 @@ fn param_value(sh: &Shared, name: &str) -> String {
         "save" => String::new(),
         "maxclients" => sh.settings.maxclients.load(Ordering::Relaxed).to_string(),
         "requirepass" => sh.requirepass().unwrap_or_default(),
+        "aclfile" => c
+            .aclfile
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        "protected-mode" => yes_no(sh.settings.protected_mode.load(Ordering::Relaxed)).into(),
         "proto-max-bulk-len" => sh
             .settings
             .proto_max_bulk_len
@@ -656,6 +665,14 @@ fn param_value(sh: &Shared, name: &str) -> String {
     }
 }
 
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
 fn set_failed(name: &str, why: &str) -> CommandError {
     CommandError::Other(format!(
         "CONFIG SET failed (possibly related to argument '{name}') - {why}"
@@ -671,6 +688,7 @@ pub(crate) enum Change {
     OutputLimits([crate::output::ClassLimit; 3]),
     MaxBatch(usize),
     RequirePass(Option<String>),
+    ProtectedMode(bool),
     AppendFsync(AppendFsync),
 }
 
@@ -725,6 +743,11 @@ fn validate_param(sh: &Shared, name: &str, value: &str) -> Result<Change, Comman
         } else {
             Some(value.to_string())
         }),
+        "protected-mode" => Change::ProtectedMode(match value.to_ascii_lowercase().as_str() {
+            "yes" => true,
+            "no" => false,
+            _ => return Err(set_failed(name, "argument must be 'yes' or 'no'")),
+        }),
         "appendfsync" => Change::AppendFsync(value.parse().map_err(|_| {
             set_failed(
                 name,
@@ -750,11 +773,13 @@ pub(crate) fn apply_change(sh: &Shared, change: Change) {
             sh.settings.output_limit.store(limits[0]);
         }
         Change::RequirePass(p) => {
+            sh.acl.set_requirepass(p.as_deref());
             *sh.settings
                 .requirepass
                 .write()
                 .unwrap_or_else(|e| e.into_inner()) = p;
         }
+        Change::ProtectedMode(on) => sh.settings.protected_mode.store(on, Ordering::Relaxed),
         Change::AppendFsync(mode) => {
             sh.engine.set_appendfsync(mode);
             *lock(&sh.settings.appendfsync) = mode;
@@ -846,6 +871,7 @@ impl LocalCommand for Config {
             }
             Config::ResetStat => {
                 sh.counters.reset();
+                sh.acl.denied.reset();
                 sh.engine.reset_stats();
                 Reply::Ok
             }

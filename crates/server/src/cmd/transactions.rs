@@ -49,12 +49,31 @@ pub struct Queue {
     doomed: bool,
 }
 
+/// EXEC refused before it runs (no authentication, a NOPERM, an arity
+/// error): Redis answers with the reason behind EXECABORT, inside MULTI or
+/// not.
+pub(super) fn exec_abort(e: CommandError) -> CommandError {
+    // Redis formats the bare reason here: an arity error without its ERR.
+    let text = e.to_string();
+    let reason = text.strip_prefix("ERR ").unwrap_or(&text);
+    CommandError::Raw(format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    ))
+}
+
 /// What the connection does with a request while a transaction is open.
 pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
     let index = lookup_index(&request[0]);
     // Redis refuses here what it can tell without running the command:
     // unknown names, wrong arity, no authentication.
     if let Err(e) = super::check(session, &request, index) {
+        if index.is_some_and(|i| TABLE[i].name == "exec") {
+            // EXEC itself refused (a NOPERM, an arity error): Redis
+            // discards the transaction and says why.
+            session.multi = None;
+            let abort = Reply::from(exec_abort(e));
+            return Ok(session.reply_ending_watches(abort));
+        }
         if let Some(q) = session.multi.as_mut() {
             q.doomed = true;
         }
@@ -290,6 +309,10 @@ impl LocalCommand for Exec {
             s.watched.active = true;
             return Ok(s.reply_ending_watches(Reply::NilArray));
         }
+        // Permissions are checked again as each queued command is planned
+        // (they may have changed since it was queued), with Redis's
+        // EXEC-time refusal text.
+        s.acl.in_exec = true;
         let steps: Vec<Step> = queue
             .requests
             .into_iter()
@@ -309,6 +332,7 @@ impl LocalCommand for Exec {
                 Err(e) => Step::Reply(e.into()),
             })
             .collect();
+        s.acl.in_exec = false;
         if !watching {
             // Nothing touches the data: no need to wait for the writer.
             let answered: Option<Vec<Reply>> = steps
