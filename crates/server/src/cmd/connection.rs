@@ -542,7 +542,8 @@ pub(super) fn commands() -> Vec<super::Spec> {
     use super::Spec;
     vec![
         Spec::local::<Auth>("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Authenticates the connection."),
-        Spec::local::<Client>("client", -2, &[], [0, 0, 0], "connection", "A container for client connection commands."),
+        Spec::local::<Client>("client", -2, &[], [0, 0, 0], "connection", "A container for client connection commands.")
+            .with_subcommands("CLIENT", &[("getname", 2), ("help", 2), ("id", 2), ("info", 2), ("kill", -3), ("list", -2), ("setinfo", 4), ("setname", 3), ("unblock", -3)]),
         Spec::local::<Echo>("echo", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Returns the given string."),
         Spec::local::<Hello>("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Handshakes with the Redis server."),
         Spec::local::<Ping>("ping", -1, &["fast"], [0, 0, 0], "connection", "Returns the server's liveliness response."),

@@ -69,6 +69,10 @@ pub struct Meta {
     pub history: &'static [(&'static str, &'static str)],
     /// The argument tree.
     pub arguments: &'static [Arg],
+    /// The name of redis's own key-finding function, for commands whose key
+    /// specs are not enough (SET's and BITFIELD's key flags depend on the
+    /// arguments; SORT's STORE key is found only by parsing).
+    pub get_keys_function: Option<&'static str>,
 }
 
 impl Meta {

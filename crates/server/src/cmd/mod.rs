@@ -18,7 +18,8 @@
 //!
 //! The families live one per file: [`strings`], [`bitmaps`], [`hashes`],
 //! [`sets`], [`lists`], [`zsets`], [`sort`], [`keys`], [`connection`], [`server`],
-//! [`transactions`]. Each exports its own rows of the command table
+//! [`introspection`], [`transactions`]; [`meta`] holds redis's description of
+//! every command (COMMAND INFO and DOCS, ACL categories). Each exports its own rows of the command table
 //! (`commands()`), next to the code they name; [`TABLE`] gathers them
 //! once, at start-up, and sorts them by name
 //! for lookups. A row is made by the trait's own constructor
@@ -29,6 +30,7 @@
 pub mod bitmaps;
 pub mod connection;
 pub mod hashes;
+pub mod introspection;
 pub mod keys;
 pub mod lists;
 pub mod meta;
@@ -432,6 +434,7 @@ impl Table {
             bitmaps::commands(),
             connection::commands(),
             hashes::commands(),
+            introspection::commands(),
             keys::commands(),
             lists::commands(),
             server::commands(),

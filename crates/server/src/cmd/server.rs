@@ -1,4 +1,4 @@
-//! Server commands: COMMAND, CONFIG, INFO, DBSIZE, FLUSHDB, FLUSHALL, TIME,
+//! Server commands: CONFIG, INFO, DBSIZE, FLUSHDB, FLUSHALL, TIME,
 //! SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG.
 
 use std::fmt::Write as _;
@@ -8,9 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use respite_engine::{glob::glob_match, AppendFsync, Txn, View};
 
-use super::{
-    lookup, subcommand, LocalCommand, Plan, ReadCommand, Session, Spec, WriteCommand, TABLE,
-};
+use super::{subcommand, LocalCommand, Plan, ReadCommand, Session, WriteCommand};
 use crate::args::{upper, Args};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
@@ -458,112 +456,6 @@ fn bytes_to_human(n: u64) -> String {
     format!("{n}B")
 }
 
-/// The COMMAND INFO entry of one command.
-fn command_info(spec: &Spec) -> Reply {
-    Reply::Array(vec![
-        Reply::bulk(spec.name),
-        Reply::Int(spec.arity as i64),
-        Reply::Set(spec.flags().map(Reply::Simple).collect()),
-        Reply::Int(spec.first_key as i64),
-        Reply::Int(spec.last_key as i64),
-        Reply::Int(spec.step as i64),
-        Reply::Set(vec![Reply::Status(format!("@{}", spec.group))]),
-        Reply::Array(Vec::new()),
-        Reply::Array(Vec::new()),
-        Reply::Array(Vec::new()),
-    ])
-}
-
-fn command_docs(spec: &Spec) -> Reply {
-    Reply::Map(vec![
-        (Reply::bulk("summary"), Reply::bulk(spec.summary)),
-        (Reply::bulk("since"), Reply::bulk("1.0.0")),
-        (Reply::bulk("group"), Reply::bulk(spec.group)),
-    ])
-}
-
-/// `COMMAND [COUNT | LIST | INFO [name ...] | DOCS [name ...] | HELP]`
-pub enum Command {
-    /// Every command's INFO entry.
-    All,
-    /// Number of commands.
-    Count,
-    /// Every command name.
-    List,
-    /// INFO entries of the named commands (nil for unknown ones).
-    Info(Vec<Bytes>),
-    /// DOCS of the named commands, or of all.
-    Docs(Vec<Bytes>),
-    /// COMMAND HELP.
-    Help,
-}
-
-impl LocalCommand for Command {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
-        if args.remaining() == 0 {
-            return Ok(Command::All);
-        }
-        let sub = subcommand(args)?;
-        match sub.name.as_str() {
-            "COUNT" if args.remaining() == 0 => Ok(Command::Count),
-            "LIST" => {
-                let _ = args.rest();
-                Ok(Command::List)
-            }
-            "INFO" => Ok(Command::Info(args.rest())),
-            "DOCS" => Ok(Command::Docs(args.rest())),
-            "HELP" if args.remaining() == 0 => Ok(Command::Help),
-            "COUNT" => Err(CommandError::WrongArity("command|count".into())),
-            _ => Err(sub.unknown("COMMAND")),
-        }
-    }
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
-        let reply = match self {
-            Command::Help => help_reply(&[
-                "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "(no subcommand)",
-                "    Return details about all Redis commands.",
-                "COUNT",
-                "    Return the total number of commands in this Redis server.",
-                "LIST",
-                "    Return a list of all commands in this Redis server.",
-                "INFO [<command-name> ...]",
-                "    Return details about multiple Redis commands.",
-                "DOCS [<command-name> ...]",
-                "    Return documentation details about multiple Redis commands.",
-                "HELP",
-                "    Print this help.",
-            ]),
-            Command::All => Reply::Array(TABLE.iter().map(command_info).collect()),
-            Command::Count => Reply::Int(TABLE.len() as i64),
-            Command::List => Reply::Array(TABLE.iter().map(|s| Reply::bulk(s.name)).collect()),
-            Command::Info(names) if names.is_empty() => {
-                Reply::Array(TABLE.iter().map(command_info).collect())
-            }
-            Command::Info(names) => Reply::Array(
-                names
-                    .iter()
-                    .map(|n| lookup(n).map_or(Reply::Nil, command_info))
-                    .collect(),
-            ),
-            Command::Docs(names) => {
-                let specs: Vec<&Spec> = if names.is_empty() {
-                    TABLE.iter().collect()
-                } else {
-                    names.iter().filter_map(|n| lookup(n)).collect()
-                };
-                Reply::Map(
-                    specs
-                        .into_iter()
-                        .map(|s| (Reply::bulk(s.name), command_docs(s)))
-                        .collect(),
-                )
-            }
-        };
-        Ok(Plan::Reply(reply))
-    }
-}
-
 /// Parses a size with Redis's memory units (`1gb`, `512mb`, `100k`).
 fn parse_memory(text: &str) -> Option<usize> {
     let t = text.to_ascii_lowercase();
@@ -842,8 +734,8 @@ impl LocalCommand for Config {
 pub(super) fn commands() -> Vec<super::Spec> {
     use super::Spec;
     vec![
-        Spec::local::<Command>("command", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns detailed information about all commands."),
-        Spec::local::<Config>("config", -2, &[], [0, 0, 0], "server", "A container for server configuration commands."),
+        Spec::local::<Config>("config", -2, &[], [0, 0, 0], "server", "A container for server configuration commands.")
+            .with_subcommands("CONFIG", &[("get", -3), ("help", 2), ("resetstat", 2), ("set", -4)]),
         Spec::read::<DbSize>("dbsize", 1, &["fast"], [0, 0, 0], "server", "Returns the number of keys in the database."),
         Spec::write::<FlushAll>("flushall", -1, &[], [0, 0, 0], "server", "Removes all keys from all databases."),
         Spec::write::<FlushDb>("flushdb", -1, &[], [0, 0, 0], "server", "Remove all keys from the current database."),
