@@ -365,3 +365,506 @@ fn command_list_filterby_and_getkeys_match_redis() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// INFO's text as (section, [(field, value)]) in order.
+fn info_sections(text: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let mut out: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for line in text.split("\r\n") {
+        if let Some(name) = line.strip_prefix("# ") {
+            out.push((name.to_string(), Vec::new()));
+        } else if let Some((k, v)) = line.split_once(':') {
+            out.last_mut()
+                .expect("a field before any section")
+                .1
+                .push((k.to_string(), v.to_string()));
+        }
+    }
+    out
+}
+
+/// What kind of value a field holds, as a tool parsing it would see it.
+fn kind(v: &str) -> &'static str {
+    if v.parse::<i64>().is_ok() {
+        "integer"
+    } else if v.parse::<f64>().is_ok() {
+        "float"
+    } else if v.ends_with('%') && v[..v.len() - 1].parse::<f64>().is_ok() {
+        "percent"
+    } else {
+        "string"
+    }
+}
+
+fn info_text(con: &mut redis::Connection, args: &[&str]) -> String {
+    let mut cmd = redis::cmd("INFO");
+    for a in args {
+        cmd.arg(*a);
+    }
+    cmd.query::<String>(con).expect("INFO")
+}
+
+#[test]
+fn info_has_every_section_and_field_of_redis_with_the_same_types() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    for con in [&mut ours, &mut theirs] {
+        let _: () = redis::cmd("SET").arg("k").arg("v").query(con).unwrap();
+        let _: Option<String> = redis::cmd("GET").arg("k").query(con).unwrap();
+    }
+    let mut problems = Vec::new();
+    for args in [
+        &[][..],
+        &["everything"],
+        &["all"],
+        &["default"],
+        &["server", "CLIENTS"],
+        &["commandstats"],
+        &["nosuch"],
+    ] {
+        let a = info_sections(&info_text(&mut ours, args));
+        let b = info_sections(&info_text(&mut theirs, args));
+        let names = |s: &[(String, Vec<(String, String)>)]| {
+            s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()
+        };
+        if names(&a) != names(&b) {
+            problems.push(format!(
+                "INFO {args:?} sections: {:?} against {:?}",
+                names(&a),
+                names(&b)
+            ));
+            continue;
+        }
+        for ((section, ours), (_, theirs)) in a.iter().zip(&b) {
+            if ["Keyspace", "Commandstats", "Latencystats", "Errorstats"]
+                .contains(&section.as_str())
+            {
+                continue;
+            }
+            for (field, value) in theirs {
+                match ours.iter().find(|(f, _)| f == field) {
+                    None => problems.push(format!("{section}: no {field}")),
+                    Some((_, v))
+                        if kind(v) != kind(value)
+                            && !(kind(value) == "string" && value.is_empty()) =>
+                    {
+                        problems.push(format!("{section} {field}: {v:?} against {value:?}"))
+                    }
+                    Some(_) => {}
+                }
+            }
+            // redis's fields come first, in redis's order.
+            let order: Vec<&String> = ours
+                .iter()
+                .map(|(f, _)| f)
+                .filter(|f| theirs.iter().any(|(g, _)| g == *f))
+                .collect();
+            let want: Vec<&String> = theirs.iter().map(|(f, _)| f).collect();
+            if order != want {
+                problems.push(format!("{section}: fields out of redis's order"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+
+    // Fields tools read, with the values they expect.
+    let text = info_text(&mut ours, &[]);
+    for needle in [
+        "cluster_enabled:0",
+        "role:master",
+        "connected_slaves:0",
+        "redis_mode:standalone",
+        "aof_enabled:1",
+    ] {
+        assert!(
+            text.contains(&format!("{needle}\r\n")),
+            "{needle} in {text}"
+        );
+    }
+    assert!(text.contains(&format!("process_id:{}\r\n", server.pid())));
+    assert!(text.contains(&format!("tcp_port:{}\r\n", server.port)));
+    assert!(
+        text.contains("db0:keys=1,expires=0,avg_ttl=0\r\n"),
+        "{text}"
+    );
+    assert!(text.contains("group_commit_batches:"));
+}
+
+/// Parses `cmdstat_x:calls=..,usec=..,...` into (calls, rejected, failed).
+fn cmdstats(text: &str) -> BTreeMap<String, (u64, u64, u64)> {
+    let mut out = BTreeMap::new();
+    for line in text.split("\r\n") {
+        let Some(rest) = line.strip_prefix("cmdstat_") else {
+            continue;
+        };
+        let (name, fields) = rest.split_once(':').unwrap();
+        let get = |key: &str| -> u64 {
+            fields
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        out.insert(
+            name.to_string(),
+            (get("calls"), get("rejected_calls"), get("failed_calls")),
+        );
+    }
+    out
+}
+
+fn errorstats(text: &str) -> Vec<String> {
+    text.split("\r\n")
+        .filter(|l| l.starts_with("errorstat_"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn commandstats_errorstats_and_latencystats_count_like_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    let script: &[&[&str]] = &[
+        &["CONFIG", "RESETSTAT"],
+        &["SET", "k", "v"],
+        &["GET", "k"],
+        &["GET", "k"],
+        &["GET"],
+        &["LPUSH", "l", "a"],
+        &["INCR", "l"],
+        &["INCRBY", "k", "x"],
+        &["SET", "k", "v", "NOSUCHOPTION"],
+        &["CLIENT", "ID"],
+        &["CLIENT", "NOSUCH"],
+        &["CONFIG", "GET", "maxmemory"],
+        &["NOSUCHCOMMAND"],
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["INCR", "a"],
+        &["EXEC"],
+        &["DBSIZE"],
+    ];
+    for con in [&mut ours, &mut theirs] {
+        for args in script {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            let _ = cmd.query::<redis::Value>(con);
+        }
+    }
+    let (a, b) = (
+        info_text(&mut ours, &["commandstats"]),
+        info_text(&mut theirs, &["commandstats"]),
+    );
+    assert_eq!(cmdstats(&a), cmdstats(&b), "\n{a}\n{b}");
+    let (a, b) = (
+        info_text(&mut ours, &["errorstats"]),
+        info_text(&mut theirs, &["errorstats"]),
+    );
+    assert_eq!(errorstats(&a), errorstats(&b));
+    let lat = info_text(&mut ours, &["latencystats"]);
+    let line = lat
+        .split("\r\n")
+        .find(|l| l.starts_with("latency_percentiles_usec_get:"))
+        .unwrap_or_else(|| panic!("{lat}"));
+    let shown: Vec<&str> = line
+        .split(':')
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(|p| p.split('=').next().unwrap())
+        .collect();
+    assert_eq!(shown, ["p50", "p99", "p99.9"]);
+    // CONFIG RESETSTAT zeroes every counter, the group commit's too.
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut ours)
+        .unwrap();
+    let after = info_text(&mut ours, &["everything"]);
+    let stats = cmdstats(&after);
+    assert!(
+        stats.keys().all(|k| k == "config|resetstat" || k == "info"),
+        "{stats:?}"
+    );
+    assert!(errorstats(&after).is_empty());
+    assert!(after.contains("group_commit_batches:0\r\n"));
+    assert!(after.contains("total_error_replies:0\r\n"));
+}
+
+fn config_get(con: &mut redis::Connection, pattern: &str) -> BTreeMap<String, String> {
+    let v: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg(pattern)
+        .query(con)
+        .unwrap();
+    v.chunks(2)
+        .map(|kv| (kv[0].clone(), kv[1].clone()))
+        .collect()
+}
+
+fn error_of(con: &mut redis::Connection, args: &[&str]) -> String {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    match cmd.query::<redis::Value>(con) {
+        Ok(v) => format!("ok {v:?}"),
+        Err(e) => format!(
+            "{} {}",
+            e.code().unwrap_or("?"),
+            e.detail().unwrap_or_default()
+        ),
+    }
+}
+
+#[test]
+fn config_get_and_set_match_redis_for_shared_parameters() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    // Where the two servers are set up differently, or respite's value
+    // says what it is (always on disk).
+    const DIFFERENT: &[&str] = &[
+        "port",
+        "bind",
+        "dir",
+        "dbfilename",
+        "unixsocket",
+        "unixsocketperm",
+        "appendonly",
+        "appendfsync",
+        "maxclients",
+        "save",
+        "enable-debug-command",
+    ];
+    let all = config_get(&mut ours, "*");
+    let redis_all = config_get(&mut theirs, "*");
+    let mut shared = 0;
+    let mut problems = Vec::new();
+    for (name, value) in &all {
+        let Some(theirs) = redis_all.get(name) else {
+            // respite's own (max-batch...).
+            assert!(
+                [
+                    "max-batch",
+                    "write-queue-depth",
+                    "readers",
+                    "wal-checkpoint-bytes",
+                    "page-size",
+                    "checkpoint-wal-bytes",
+                    "checkpoint-wal-percent",
+                    "journal-size-limit",
+                    "expire-chunk",
+                    "read-cache-bytes"
+                ]
+                .contains(&name.as_str()),
+                "{name} unknown to redis"
+            );
+            continue;
+        };
+        shared += 1;
+        if !DIFFERENT.contains(&name.as_str()) && value != theirs {
+            problems.push(format!("{name}: {value:?} against {theirs:?}"));
+        }
+    }
+    assert!(shared > 50, "only {shared} shared");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+
+    // Patterns match names and aliases, case-insensitively; an exact name
+    // answers under the name as asked.
+    for pattern in [
+        "*max-*-entries*",
+        "SLOWLOG-*",
+        "maxmemory*",
+        "MAXMEMORY",
+        "lua-time-limit",
+        "nosuch",
+    ] {
+        let a = config_get(&mut ours, pattern);
+        let b: BTreeMap<String, String> = config_get(&mut theirs, pattern)
+            .into_iter()
+            .filter(|(k, _)| all.contains_key(k) || a.contains_key(k))
+            .collect();
+        assert_eq!(a, b, "{pattern}");
+    }
+
+    // CONFIG SET: the same errors, the same values read back.
+    let cases: &[&[&str]] = &[
+        &["CONFIG", "SET", "timeout", "70"],
+        &["CONFIG", "SET", "timeout", "-1"],
+        &["CONFIG", "SET", "timeout", "x"],
+        &["CONFIG", "SET", "maxmemory", "1gb"],
+        &["CONFIG", "SET", "maxmemory", "1x"],
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+        &["CONFIG", "SET", "maxmemory-policy", "bogus"],
+        &["CONFIG", "SET", "notify-keyspace-events", "KEA"],
+        &["CONFIG", "SET", "notify-keyspace-events", "Elgx"],
+        &["CONFIG", "SET", "notify-keyspace-events", "Q"],
+        &["CONFIG", "SET", "latency-tracking", "maybe"],
+        &[
+            "CONFIG",
+            "SET",
+            "latency-tracking-info-percentiles",
+            "50 200",
+        ],
+        &[
+            "CONFIG",
+            "SET",
+            "latency-tracking-info-percentiles",
+            "50 99.50",
+        ],
+        &["CONFIG", "SET", "hz", "20", "hz", "30"],
+        &["CONFIG", "SET", "hz", "20", "timeout"],
+        &["CONFIG", "SET", "nosuch", "1"],
+        &["CONFIG", "SET", "hz", "1", "nosuch", "2"],
+        &["CONFIG", "SET", "databases", "4"],
+        &["CONFIG", "SET", "dir", "/tmp"],
+        &["CONFIG", "SET", "lua-time-limit", "100"],
+        &["CONFIG", "SET", "slowlog-log-slower-than", "-2"],
+        &[
+            "CONFIG",
+            "SET",
+            "slowlog-max-len",
+            "5",
+            "slowlog-log-slower-than",
+            "0",
+        ],
+        &["CONFIG", "SET", "save", "100 x"],
+        &["CONFIG", "SET", "save", "3600 1 300 100"],
+        &["CONFIG", "SET", "tcp-keepalive", "60"],
+        &["CONFIG", "SET", "loglevel", "warning"],
+        &["CONFIG", "SET", "list-compress-depth", "abc"],
+        &["CONFIG", "SET", "activerehashing", "NO"],
+        &["CONFIG", "GET"],
+    ];
+    for args in cases {
+        assert_eq!(
+            error_of(&mut ours, args),
+            error_of(&mut theirs, args),
+            "{args:?}"
+        );
+    }
+    for name in [
+        "timeout",
+        "maxmemory",
+        "maxmemory-policy",
+        "notify-keyspace-events",
+        "busy-reply-threshold",
+        "latency-tracking-info-percentiles",
+        "slowlog-max-len",
+        "save",
+        "activerehashing",
+        "hz",
+    ] {
+        assert_eq!(
+            config_get(&mut ours, name),
+            config_get(&mut theirs, name),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn config_timeout_closes_idle_clients() {
+    let server = Respited::start(&[]);
+    let mut admin = server.client();
+    let mut idle = server.raw();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("timeout")
+        .arg("1")
+        .query(&mut admin)
+        .unwrap();
+    // The idle connection is closed within a couple of seconds.
+    idle.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let n = std::io::Read::read(&mut idle, &mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "the idle client was not closed");
+    // The admin connection idled as long: a new one turns the timeout off.
+    let mut admin = server.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("timeout")
+        .arg("0")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(config_get(&mut admin, "timeout")["timeout"], "0");
+}
+
+#[test]
+fn config_rewrite_keeps_comments_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(
+        &conf,
+        "# respite test configuration\n\n# group commit\nmax_batch = 64 # ops per batch\n\n[redis]\n# how slow is slow\nslowlog-max-len = 10\n",
+    )
+    .unwrap();
+    let conf_arg = conf.to_str().unwrap().to_string();
+    {
+        let server = Respited::start_in(dir.path(), &["--config", &conf_arg]);
+        let mut con = server.client();
+        assert_eq!(
+            config_get(&mut con, "slowlog-max-len")["slowlog-max-len"],
+            "10"
+        );
+        let info = info_text(&mut con, &["server"]);
+        assert!(
+            info.contains(&format!("config_file:{}\r\n", conf.display())),
+            "{info}"
+        );
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("max-batch")
+            .arg("32")
+            .arg("slowlog-max-len")
+            .arg("20")
+            .arg("maxmemory")
+            .arg("1mb")
+            .arg("notify-keyspace-events")
+            .arg("Ex")
+            .query(&mut con)
+            .unwrap();
+        let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut con).unwrap();
+    }
+    let text = std::fs::read_to_string(&conf).unwrap();
+    for kept in [
+        "# respite test configuration",
+        "# group commit",
+        "max_batch = 32 # ops per batch",
+        "# how slow is slow",
+        "slowlog-max-len = \"20\"",
+        "maxmemory = \"1048576\"",
+        "notify-keyspace-events = \"xE\"",
+    ] {
+        assert!(text.contains(kept), "{kept:?} not in:\n{text}");
+    }
+    let server = Respited::start_in(dir.path(), &["--config", &conf_arg]);
+    let mut con = server.client();
+    assert_eq!(config_get(&mut con, "max-batch")["max-batch"], "32");
+    assert_eq!(
+        config_get(&mut con, "slowlog-max-len")["slowlog-max-len"],
+        "20"
+    );
+    assert_eq!(config_get(&mut con, "maxmemory")["maxmemory"], "1048576");
+
+    // Without a config file there is nothing to rewrite, as in redis.
+    let bare = Respited::start(&[]);
+    assert_eq!(
+        error_of(&mut bare.client(), &["CONFIG", "REWRITE"]),
+        "ERR The server is running without a config file"
+    );
+}

@@ -81,6 +81,14 @@ pub struct Config {
     /// Who may run DEBUG (DEBUG SLEEP stalls the writer, for testing the
     /// watchdog).
     pub enable_debug_command: DebugCommand,
+    /// Redis parameters without a key of their own, under their
+    /// redis.conf names (`slowlog-log-slower-than = 0`), as CONFIG SET
+    /// takes them; CONFIG REWRITE writes here (see `cmd::config`).
+    pub redis: std::collections::BTreeMap<String, toml::Value>,
+    /// The file this configuration was read from (CONFIG REWRITE writes
+    /// it; INFO shows it as `config_file`).
+    #[serde(skip)]
+    pub config_file: Option<PathBuf>,
 }
 
 /// The settings a running server takes from a reloaded file (SIGHUP);
@@ -124,6 +132,8 @@ impl Default for Config {
             log_level: "info".into(),
             snapshot_file: None,
             enable_debug_command: DebugCommand::No,
+            redis: Default::default(),
+            config_file: None,
         }
     }
 }
@@ -161,7 +171,7 @@ impl Config {
             path: path.into(),
             source,
         })?;
-        let config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        let mut config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.into(),
             // One line with its number: toml's own rendering spans several
             // lines with a snippet, which the journal would cut apart.
@@ -172,6 +182,7 @@ impl Config {
             message: e.message().replace('\n', " "),
         })?;
         config.validate()?;
+        config.config_file = Some(path.to_path_buf());
         Ok(config)
     }
 
@@ -222,6 +233,7 @@ impl Config {
         if let Some(perm) = &self.unixsocketperm {
             parse_perm(perm)?;
         }
+        crate::cmd::config::check_file_table(&self.redis).map_err(ConfigError::Invalid)?;
         Ok(())
     }
 

@@ -134,7 +134,13 @@ fn fast_set(
         Bytes::copy_from_slice(&input[args[1].clone()]),
         Bytes::copy_from_slice(&input[args[2].clone()]),
     );
-    Some(Plan::Write(crate::cmd::write_op(set)))
+    let plan = Plan::Write(crate::cmd::write_op(set));
+    let tracking = crate::stats::Tracking::fast(session, index);
+    Some(crate::stats::track(
+        plan,
+        std::time::Instant::now(),
+        tracking,
+    ))
 }
 
 /// Runs one command's step; a panic (a bug) becomes that command's error
@@ -392,16 +398,20 @@ impl Turn {
         }
         let index = crate::cmd::TABLE.get?;
         session.client.last_cmd.store(index, Ordering::Relaxed);
+        let started = std::time::Instant::now();
+        let tracking = crate::stats::Tracking::fast(session, index);
         let key = &input[args[1].clone()];
         match cache.get(session.db, key, respite_engine::now_ms) {
             Some(value) => {
                 self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
+                tracking.answered(started);
                 Some(None)
             }
             None => {
                 let get = Get::new(session.db, Bytes::copy_from_slice(key));
                 let (f, needs) = Cached::Get(get).into_read();
-                Some(Some(Plan::Read(f, needs)))
+                let plan = crate::stats::track(Plan::Read(f, needs), started, tracking);
+                Some(Some(plan))
             }
         }
     }
@@ -560,6 +570,12 @@ where
     outcome
 }
 
+/// Counts one read from or write to a client, for INFO stats.
+fn count_io(bytes: &std::sync::atomic::AtomicU64, calls: &std::sync::atomic::AtomicU64, n: usize) {
+    bytes.fetch_add(n as u64, Ordering::Relaxed);
+    calls.fetch_add(1, Ordering::Relaxed);
+}
+
 /// Serves one client until it disconnects, is killed, or the server shuts
 /// down.
 pub async fn serve<S>(mut stream: S, shared: Arc<Shared>, client: Arc<ClientHandle>)
@@ -608,7 +624,11 @@ where
         };
         match read {
             Ok(0) | Err(_) => break,
-            Ok(_) => {}
+            Ok(n) => count_io(
+                &shared.counters.net_input_bytes,
+                &shared.counters.reads_processed,
+                n,
+            ),
         }
         if input.len()
             > shared
@@ -719,6 +739,11 @@ where
             if stream.write_all(&out).await.is_err() {
                 break 'conn;
             }
+            count_io(
+                &shared.counters.net_output_bytes,
+                &shared.counters.writes_processed,
+                out.len(),
+            );
             out.clear();
         }
         // After a kill or once shutdown began, the turn just answered is

@@ -212,7 +212,7 @@ pub fn reload(
     new: &Config,
     set_log_level: &dyn Fn(&str) -> Result<(), String>,
 ) -> ReloadOutcome {
-    use crate::cmd::server::{apply_change, Change};
+    use crate::cmd::config::{apply_change, Change};
     let mut out = ReloadOutcome::default();
     let s = &shared.settings;
     let mut changes = Vec::new();

@@ -91,6 +91,13 @@ impl ClientHandle {
         }
     }
 
+    /// Seconds since its last command.
+    pub fn idle_secs(&self) -> u64 {
+        (self.created.elapsed().as_millis() as u64)
+            .saturating_sub(self.last_active_ms.load(Ordering::Relaxed))
+            / 1000
+    }
+
     /// One line of CLIENT LIST / CLIENT INFO, with Redis's field names.
     pub fn info_line(&self) -> String {
         let age = self.created.elapsed().as_secs();
@@ -137,6 +144,14 @@ pub struct Counters {
     pub protocol_errors: AtomicU64,
     /// Error replies sent.
     pub error_replies: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Reads from client sockets that returned data.
+    pub reads_processed: AtomicU64,
+    /// Writes to client sockets.
+    pub writes_processed: AtomicU64,
 }
 
 impl Counters {
@@ -148,6 +163,10 @@ impl Counters {
             &self.commands_processed,
             &self.protocol_errors,
             &self.error_replies,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.reads_processed,
+            &self.writes_processed,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -170,6 +189,12 @@ pub struct Shared {
     pub write_permits: Arc<Semaphore>,
     /// INFO counters.
     pub counters: Counters,
+    /// Per-command statistics, the slow log and latency events.
+    pub stats: crate::stats::CommandStats,
+    /// CONFIG's stored parameters.
+    pub params: crate::cmd::config::Params,
+    /// `timeout`: seconds a client may stay idle (0: forever).
+    pub idle_timeout_secs: AtomicU64,
     /// When the server started.
     pub started: Instant,
     /// Set once shutdown begins: a lock-free copy of the `shutdown` watch
@@ -185,7 +210,7 @@ pub struct Shared {
 impl Shared {
     /// Builds the shared state around an opened engine.
     pub fn new(engine: Engine<Reply>, config: Config) -> Shared {
-        Shared {
+        let shared = Shared {
             engine,
             settings: Settings {
                 maxclients: AtomicUsize::new(config.maxclients),
@@ -199,12 +224,20 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             write_permits: Arc::new(Semaphore::new(config.write_queue_depth)),
             counters: Counters::default(),
+            stats: crate::stats::CommandStats::new(),
+            params: Default::default(),
+            idle_timeout_secs: AtomicU64::new(0),
             started: Instant::now(),
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             tcp_port: AtomicU32::new(config.port as u32),
             config,
+        };
+        // Checked by `Config::validate` already: this cannot fail.
+        if let Err(e) = crate::cmd::config::apply_file(&shared) {
+            tracing::warn!("configuration [redis] table: {e}");
         }
+        shared
     }
 
     /// The configured password, if any.

@@ -304,10 +304,6 @@ mod tests {
     /// redis's description: (command, why).
     const DIFFERENCES: &[(&str, &str)] = &[
         (
-            "info",
-            "runs on the read pool (it reads the keyspace section from a snapshot), so its row is a read and says readonly; redis's INFO has no readonly flag, and COMMAND INFO shows redis's",
-        ),
-        (
             "object",
             "a container whose subcommands are all reads in redis, run as one read here, so its row says readonly where redis's container has no flags; COMMAND INFO shows redis's",
         ),

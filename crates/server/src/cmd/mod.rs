@@ -18,7 +18,7 @@
 //!
 //! The families live one per file: [`strings`], [`bitmaps`], [`hashes`],
 //! [`sets`], [`lists`], [`zsets`], [`sort`], [`keys`], [`connection`], [`server`],
-//! [`introspection`], [`transactions`]; [`meta`] holds redis's description of
+//! [`introspection`], [`config`], [`info`], [`transactions`]; [`meta`] holds redis's description of
 //! every command (COMMAND INFO and DOCS, ACL categories). Each exports its own rows of the command table
 //! (`commands()`), next to the code they name; [`TABLE`] gathers them
 //! once, at start-up, and sorts them by name
@@ -28,8 +28,10 @@
 //! never written down twice.
 
 pub mod bitmaps;
+pub mod config;
 pub mod connection;
 pub mod hashes;
+pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod lists;
@@ -432,8 +434,10 @@ impl Table {
     fn build() -> Table {
         let mut specs: Vec<Spec> = [
             bitmaps::commands(),
+            config::commands(),
             connection::commands(),
             hashes::commands(),
+            info::commands(),
             introspection::commands(),
             keys::commands(),
             lists::commands(),
@@ -513,16 +517,33 @@ pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
     };
     match planned {
         Ok(plan) => plan,
-        Err(e) => Plan::Reply(e.into()),
+        Err(e) => {
+            let reply = Reply::from(e);
+            if let Reply::Error(text) = &reply {
+                session.shared.stats.error(text);
+            }
+            Plan::Reply(reply)
+        }
     }
 }
 
+/// Checks and plans a command; its call is counted where it runs (see
+/// `crate::stats`), a refusal by `check` against the command at once.
 fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
-    let (index, spec) = check(session, &request, lookup_index(&request[0]))?;
+    let found = lookup_index(&request[0]);
+    let (index, spec) = check(session, &request, found).inspect_err(|e| {
+        if let (Some(index), false) = (found, matches!(e, CommandError::UnknownSubcommand { .. })) {
+            let stats = &session.shared.stats;
+            stats.rejected(stats.row_of(index, request.get(1).map(|b| &b[..])));
+        }
+    })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
+    let tracking = crate::stats::Tracking::new(session, index, &request);
+    let started = std::time::Instant::now();
     let mut args = request.into_iter();
     args.next();
-    (spec.plan)(session, Args::new(args))
+    let plan = (spec.plan)(session, Args::new(args)).unwrap_or_else(|e| Plan::Reply(e.into()));
+    Ok(crate::stats::track(plan, started, tracking))
 }
 
 /// What can be refused without running the command: an unknown name, no
