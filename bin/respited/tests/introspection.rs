@@ -868,3 +868,191 @@ fn config_rewrite_keeps_comments_and_survives_a_restart() {
         "ERR The server is running without a config file"
     );
 }
+
+/// SLOWLOG GET's entries as (argv, client name), newest first.
+fn slow_entries(con: &mut redis::Connection) -> Vec<(Vec<String>, String)> {
+    let v = run(con, &["SLOWLOG", "GET", "-1"]).unwrap();
+    let Value::Array(entries) = v else {
+        panic!("{v:?}")
+    };
+    entries
+        .iter()
+        .map(|e| {
+            let Value::Array(f) = e else { panic!("{e:?}") };
+            assert_eq!(f.len(), 6);
+            assert!(
+                matches!(f[0], Value::Int(_))
+                    && matches!(f[1], Value::Int(_))
+                    && matches!(f[2], Value::Int(_))
+            );
+            (strings(&f[3]), text(&f[5]))
+        })
+        .collect()
+}
+
+#[test]
+fn slowlog_matches_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = resp3(server.port);
+    let mut theirs = resp3(redis.port);
+    let long = "x".repeat(200);
+    let many: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    let mut del = vec!["DEL"];
+    del.extend(many.iter().map(String::as_str));
+    let script: Vec<Vec<&str>> = vec![
+        vec![
+            "CONFIG",
+            "SET",
+            "slowlog-log-slower-than",
+            "0",
+            "slowlog-max-len",
+            "6",
+        ],
+        vec!["SLOWLOG", "RESET"],
+        vec!["CLIENT", "SETNAME", "tester"],
+        vec!["SET", "k", "v"],
+        vec!["GET", "k"],
+        vec!["SET", "big", &long],
+        del,
+        vec!["AUTH", "user", "secret"],
+        vec!["CONFIG", "SET", "requirepass", ""],
+    ];
+    let mut problems = Vec::new();
+    let mut results = Vec::new();
+    for con in [&mut ours, &mut theirs] {
+        for args in &script {
+            let _ = run(con, args);
+        }
+        let len = run(con, &["SLOWLOG", "LEN"]).unwrap();
+        results.push((slow_entries(con), len));
+    }
+    if results[0] != results[1] {
+        problems.push(format!("{:#?}\nagainst\n{:#?}", results[0], results[1]));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let (entries, len) = &results[0];
+    assert_eq!(*len, Value::Int(6));
+    assert!(entries
+        .iter()
+        .any(|(argv, _)| argv == &["AUTH", "(redacted)", "(redacted)"]));
+    assert!(entries
+        .iter()
+        .any(|(argv, _)| argv.len() == 32 && argv[31] == "... (10 more arguments)"));
+    for args in [
+        &["SLOWLOG", "GET", "-2"][..],
+        &["SLOWLOG", "GET", "x"],
+        &["SLOWLOG", "GET", "1", "2"],
+        &["SLOWLOG", "LEN", "1"],
+        &["SLOWLOG", "NOSUCH"],
+    ] {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+    // Off: nothing more is logged.
+    let _ = run(
+        &mut ours,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "-1"],
+    );
+    let _ = run(&mut ours, &["SLOWLOG", "RESET"]);
+    let _ = run(&mut ours, &["SET", "k", "v"]);
+    assert_eq!(run(&mut ours, &["SLOWLOG", "LEN"]).unwrap(), Value::Int(0));
+}
+
+#[test]
+fn latency_monitor_and_histogram_match_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let mut ours = resp3(server.port);
+    let mut theirs = resp3(redis.port);
+    for con in [&mut ours, &mut theirs] {
+        // Disabled and never enabled: redis's refusal.
+        let doctor = format!("{:?}", run(con, &["LATENCY", "DOCTOR"]).unwrap());
+        assert!(
+            doctor.contains("Latency monitoring is disabled"),
+            "{doctor}"
+        );
+        run(con, &["CONFIG", "SET", "latency-monitor-threshold", "50"]).unwrap();
+        assert_eq!(
+            run(con, &["LATENCY", "LATEST"]).unwrap(),
+            Value::Array(vec![])
+        );
+        let doctor = format!("{:?}", run(con, &["LATENCY", "DOCTOR"]).unwrap());
+        assert!(doctor.contains("no latency spike was observed"), "{doctor}");
+        for _ in 0..3 {
+            run(con, &["SET", "k", "v"]).unwrap();
+        }
+    }
+    // The histograms: the same shape (calls, then cumulative buckets).
+    let hist = |con: &mut redis::Connection| {
+        let hist = run(con, &["LATENCY", "HISTOGRAM", "set", "nosuch", "config"]).unwrap();
+        let Value::Map(cmds) = hist else {
+            panic!("{hist:?}")
+        };
+        cmds.into_iter()
+            .map(|(name, v)| {
+                let Value::Map(f) = v else { panic!("{v:?}") };
+                assert_eq!(text(&f[0].0), "calls");
+                assert_eq!(text(&f[1].0), "histogram_usec");
+                let Value::Map(buckets) = &f[1].1 else {
+                    panic!()
+                };
+                let counts: Vec<i64> = buckets
+                    .iter()
+                    .map(|(_, n)| if let Value::Int(n) = n { *n } else { panic!() })
+                    .collect();
+                assert!(
+                    counts.windows(2).all(|w| w[0] < w[1]),
+                    "cumulative: {counts:?}"
+                );
+                (text(&name), (f[0].1.clone(), counts.last().copied()))
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    assert_eq!(hist(&mut ours), hist(&mut theirs));
+
+    // A command slower than the threshold is an event (DEBUG SLEEP stalls
+    // the writer, a `command` as redis classes it).
+    run(&mut ours, &["DEBUG", "SLEEP", "0.1"]).unwrap();
+    let latest = run(&mut ours, &["LATENCY", "LATEST"]).unwrap();
+    let Value::Array(events) = latest else {
+        panic!()
+    };
+    assert_eq!(events.len(), 1, "{events:?}");
+    let Value::Array(f) = &events[0] else {
+        panic!()
+    };
+    assert_eq!(text(&f[0]), "command");
+    let (Value::Int(latest), Value::Int(max)) = (&f[2], &f[3]) else {
+        panic!()
+    };
+    assert!(*latest >= 100 && max >= latest, "{f:?}");
+    let Value::Array(samples) = run(&mut ours, &["LATENCY", "HISTORY", "command"]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(samples.len(), 1);
+    let doctor = format!("{:?}", run(&mut ours, &["LATENCY", "DOCTOR"]).unwrap());
+    assert!(doctor.contains("1. command: 1 latency spikes"), "{doctor}");
+    assert_eq!(
+        run(&mut ours, &["LATENCY", "RESET", "command", "nosuch"]).unwrap(),
+        Value::Int(1)
+    );
+    assert_eq!(
+        run(&mut ours, &["LATENCY", "HISTORY", "command"]).unwrap(),
+        Value::Array(vec![])
+    );
+    for args in [
+        &["LATENCY", "HISTORY"][..],
+        &["LATENCY", "NOSUCH"],
+        &["LATENCY", "LATEST", "x"],
+        &["LATENCY", "RESET"],
+    ] {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+}

@@ -129,13 +129,18 @@ fn fast_set(
     }
     let index = crate::cmd::TABLE.set?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
-    let set = crate::cmd::strings::Set::plain(
-        session.db,
-        Bytes::copy_from_slice(&input[args[1].clone()]),
-        Bytes::copy_from_slice(&input[args[2].clone()]),
-    );
+    let key = Bytes::copy_from_slice(&input[args[1].clone()]);
+    let value = Bytes::copy_from_slice(&input[args[2].clone()]);
+    let argv = crate::stats::Tracking::slowlog_on(session).then(|| {
+        vec![
+            name_bytes(&input[args[0].clone()]),
+            key.clone(),
+            value.clone(),
+        ]
+    });
+    let set = crate::cmd::strings::Set::plain(session.db, key, value);
     let plan = Plan::Write(crate::cmd::write_op(set));
-    let tracking = crate::stats::Tracking::fast(session, index);
+    let tracking = crate::stats::Tracking::fast(session, index, argv);
     Some(crate::stats::track(
         plan,
         std::time::Instant::now(),
@@ -399,17 +404,23 @@ impl Turn {
         let index = crate::cmd::TABLE.get?;
         session.client.last_cmd.store(index, Ordering::Relaxed);
         let started = std::time::Instant::now();
-        let tracking = crate::stats::Tracking::fast(session, index);
         let key = &input[args[1].clone()];
+        let name = &input[args[0].clone()];
         match cache.get(session.db, key, respite_engine::now_ms) {
             Some(value) => {
                 self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
-                tracking.answered(started);
+                let tracking = crate::stats::Tracking::fast(session, index, None);
+                tracking.answered(started, || {
+                    vec![name_bytes(name), Bytes::copy_from_slice(key)]
+                });
                 Some(None)
             }
             None => {
-                let get = Get::new(session.db, Bytes::copy_from_slice(key));
-                let (f, needs) = Cached::Get(get).into_read();
+                let key = Bytes::copy_from_slice(key);
+                let argv = crate::stats::Tracking::slowlog_on(session)
+                    .then(|| vec![name_bytes(name), key.clone()]);
+                let tracking = crate::stats::Tracking::fast(session, index, argv);
+                let (f, needs) = Cached::Get(Get::new(session.db, key)).into_read();
                 let plan = crate::stats::track(Plan::Read(f, needs), started, tracking);
                 Some(Some(plan))
             }
@@ -568,6 +579,18 @@ where
     };
     *lock(&client.blocked) = None;
     outcome
+}
+
+/// A fast path's command name as sent, for the slow log: the common
+/// spellings without a copy.
+fn name_bytes(name: &[u8]) -> Bytes {
+    match name {
+        b"GET" => Bytes::from_static(b"GET"),
+        b"get" => Bytes::from_static(b"get"),
+        b"SET" => Bytes::from_static(b"SET"),
+        b"set" => Bytes::from_static(b"set"),
+        other => Bytes::copy_from_slice(other),
+    }
 }
 
 /// Counts one read from or write to a client, for INFO stats.

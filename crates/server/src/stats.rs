@@ -425,31 +425,23 @@ impl CommandStats {
     }
 
     /// A row's latency histogram as LATENCY HISTOGRAM reports it: calls,
-    /// and the count of calls up to each power-of-two microseconds bucket
-    /// (cumulative), for buckets that have any.
+    /// and for each power-of-two bucket from 1 us that adds samples, its
+    /// upper bound in microseconds and the count of calls up to it
+    /// (cumulative), as redis's `fillCommandCDF` walks its histogram.
     pub fn histogram(&self, row_name: &str) -> Option<(u64, Vec<(u64, u64)>)> {
         let r = self.rows.iter().find(|r| r.name == row_name)?;
         let hist = lock(&r.hist);
         let h = hist.as_ref().filter(|h| !h.is_empty())?;
-        // redis 7.0 reports buckets of powers of two in microseconds from
-        // 1 us: the count of samples up to each, cumulative, skipping
-        // buckets that add nothing.
         let mut out = Vec::new();
-        let mut bucket_us: u64 = 1;
-        let mut seen = 0;
-        let total = h.len();
-        while seen < total {
-            let upto = h.count_between(0, bucket_us * 1000);
-            if upto > seen {
-                out.push((bucket_us, upto));
-                seen = upto;
-            }
-            bucket_us *= 2;
-            if bucket_us > HIST_MAX_NS / 1000 * 2 {
-                break;
+        let mut cumulative = 0;
+        for step in h.iter_log(1024, 2.0) {
+            let before = cumulative;
+            cumulative += step.count_since_last_iteration();
+            if cumulative > before {
+                out.push((step.value_iterated_to() / 1000, cumulative));
             }
         }
-        Some((r.calls.load(Ordering::Relaxed), out))
+        Some((h.len(), out))
     }
 
     /// Error counts by code.
@@ -577,22 +569,48 @@ impl Tracking {
         }
     }
 
-    /// Tracking for a fast-path command (plain GET or SET, planned without
-    /// the command table): counted, but not shown in the slow log (a plain
-    /// GET or SET that runs for milliseconds is not what the slow log is
-    /// for, and keeping its arguments would cost every one a copy).
-    pub fn fast(session: &crate::cmd::Session, index: usize) -> Tracking {
+    /// Tracking for a fast-path command (plain GET or SET, planned
+    /// without the command table). `argv` is the command as sent, for the
+    /// slow log, made of the `Bytes` the fast path made anyway (a
+    /// reference count each, no copy); `None` when the slow log is off.
+    pub fn fast(session: &crate::cmd::Session, index: usize, argv: Option<Vec<Bytes>>) -> Tracking {
+        let argv = argv.map(|a| {
+            let n = a.len();
+            (a, n)
+        });
         Tracking {
             row: session.shared.stats.row_of(index, None),
             shared: session.shared.clone(),
-            argv: None,
+            argv,
             caller: session.client.clone(),
         }
     }
 
-    /// Counts a call answered at once, from the value cache.
-    pub fn answered(self, started: Instant) {
-        self.finish(started.elapsed(), None);
+    /// Whether the slow log is on (so a fast path keeps its arguments).
+    pub fn slowlog_on(session: &crate::cmd::Session) -> bool {
+        session
+            .shared
+            .stats
+            .slowlog_slower_than
+            .load(Ordering::Relaxed)
+            >= 0
+    }
+
+    /// Counts a call answered at once, from the value cache; `argv` makes
+    /// its arguments, called only if the call was slow enough to log.
+    pub fn answered(mut self, started: Instant, argv: impl FnOnce() -> Vec<Bytes>) {
+        let elapsed = started.elapsed();
+        let threshold = self
+            .shared
+            .stats
+            .slowlog_slower_than
+            .load(Ordering::Relaxed);
+        if threshold >= 0 && elapsed.as_micros() >= threshold as u128 {
+            let a = argv();
+            let n = a.len();
+            self.argv = Some((a, n));
+        }
+        self.finish(elapsed, None);
     }
 
     fn finish(self, elapsed: Duration, reply: Option<&Reply>) {

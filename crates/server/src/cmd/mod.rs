@@ -18,7 +18,7 @@
 //!
 //! The families live one per file: [`strings`], [`bitmaps`], [`hashes`],
 //! [`sets`], [`lists`], [`zsets`], [`sort`], [`keys`], [`connection`], [`server`],
-//! [`introspection`], [`config`], [`info`], [`transactions`]; [`meta`] holds redis's description of
+//! [`introspection`], [`config`], [`info`], [`slowlog`], [`transactions`]; [`meta`] holds redis's description of
 //! every command (COMMAND INFO and DOCS, ACL categories). Each exports its own rows of the command table
 //! (`commands()`), next to the code they name; [`TABLE`] gathers them
 //! once, at start-up, and sorts them by name
@@ -38,6 +38,7 @@ pub mod lists;
 pub mod meta;
 pub mod server;
 pub mod sets;
+pub mod slowlog;
 pub mod sort;
 pub mod strings;
 pub mod transactions;
@@ -443,6 +444,7 @@ impl Table {
             lists::commands(),
             server::commands(),
             sets::commands(),
+            slowlog::commands(),
             sort::commands(),
             strings::commands(),
             transactions::commands(),
@@ -605,6 +607,15 @@ pub(crate) struct Sub {
 }
 
 impl Sub {
+    /// `ERR unknown subcommand or wrong number of arguments for '...'. Try
+    /// CMD HELP.` (redis's `addReplySubcommandSyntaxError`).
+    pub(crate) fn syntax(&self, cmd: &'static str) -> CommandError {
+        CommandError::Other(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
+            String::from_utf8_lossy(&self.raw)
+        ))
+    }
+
     /// `ERR unknown subcommand '...'. Try CMD HELP.`
     pub(crate) fn unknown(&self, cmd: &'static str) -> CommandError {
         CommandError::UnknownSubcommand {
@@ -681,5 +692,10 @@ mod tests {
         assert_eq!(listed.len(), count, "a command is listed twice");
         let table: Vec<String> = TABLE.iter().map(|s| s.name.to_string()).collect();
         assert_eq!(listed, table);
+        let count_line = format!("respite implements the {} commands below", TABLE.len());
+        assert!(
+            doc.contains(&count_line),
+            "docs/commands.md should say: {count_line}"
+        );
     }
 }
