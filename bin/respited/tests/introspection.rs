@@ -1056,3 +1056,169 @@ fn latency_monitor_and_histogram_match_redis() {
         assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
     }
 }
+
+#[test]
+fn wait_waitaof_role_lolwut_and_debug() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let mut ours = resp3(server.port);
+    let mut theirs = resp3(redis.port);
+    let cases: &[&[&str]] = &[
+        &["ROLE"],
+        &["WAIT", "0", "0"],
+        &["WAIT", "-1", "100"],
+        &["WAIT", "x", "0"],
+        &["WAIT", "1", "-1"],
+        &["WAIT", "1", "x"],
+        &["WAIT", "1"],
+        &["ROLE", "x"],
+    ];
+    for args in cases {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+    // No replica ever acknowledges: WAIT blocks for its timeout, then
+    // counts none.
+    let started = std::time::Instant::now();
+    assert_eq!(
+        run(&mut ours, &["WAIT", "1", "200"]).unwrap(),
+        Value::Int(0)
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(190));
+    // Inside MULTI nothing blocks.
+    for con in [&mut ours, &mut theirs] {
+        run(con, &["MULTI"]).unwrap();
+        run(con, &["WAIT", "1", "0"]).unwrap();
+        assert_eq!(
+            run(con, &["EXEC"]).unwrap(),
+            Value::Array(vec![Value::Int(0)])
+        );
+    }
+    // WAITAOF (redis 7.2): the local fsync is done with appendfsync always.
+    assert_eq!(
+        run(&mut ours, &["WAITAOF", "1", "0", "0"]).unwrap(),
+        Value::Array(vec![Value::Int(1), Value::Int(0)])
+    );
+    assert_eq!(
+        run(&mut ours, &["WAITAOF", "2", "0", "0"]),
+        Err("ERR value is out of range, value must between 0 and 1".into())
+    );
+    assert_eq!(
+        run(&mut ours, &["WAITAOF", "0", "1", "100"]).unwrap(),
+        Value::Array(vec![Value::Int(1), Value::Int(0)])
+    );
+
+    // LOLWUT ends with the version line.
+    let lolwut = format!("{:?}", run(&mut ours, &["LOLWUT"]).unwrap());
+    assert!(lolwut.contains("Redis ver. 7.0.15"), "{lolwut}");
+    assert_eq!(
+        run(&mut ours, &["LOLWUT", "VERSION", "x"]),
+        run(&mut theirs, &["LOLWUT", "VERSION", "x"])
+    );
+
+    // DEBUG OBJECT reports the encoding OBJECT ENCODING does, in redis's
+    // line.
+    let _ = run(
+        &mut theirs,
+        &["CONFIG", "SET", "enable-debug-command", "yes"],
+    );
+    let _ = run(&mut ours, &["RPUSH", "l", "a"]);
+    for (key, value) in [("s", "hello"), ("n", "12345")] {
+        let _ = run(&mut ours, &["SET", key, value]);
+        let line = format!("{:?}", run(&mut ours, &["DEBUG", "OBJECT", key]).unwrap());
+        let enc = if value == "hello" { "embstr" } else { "int" };
+        assert!(
+            line.contains(&format!("refcount:1 encoding:{enc} serializedlength:")),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        run(&mut ours, &["DEBUG", "OBJECT", "nosuch"]),
+        Err("ERR no such key".into())
+    );
+    assert_eq!(run(&mut ours, &["DEBUG", "RELOAD"]).unwrap(), Value::Okay);
+    let replid = |con: &mut redis::Connection| {
+        let info = info_text(con, &["replication"]);
+        info.split("\r\n")
+            .find(|l| l.starts_with("master_replid:"))
+            .unwrap()
+            .to_string()
+    };
+    let mut plain = server.client();
+    let before = replid(&mut plain);
+    assert_eq!(
+        run(&mut ours, &["DEBUG", "CHANGE-REPL-ID"]).unwrap(),
+        Value::Okay
+    );
+    assert_ne!(replid(&mut plain), before);
+
+    // DEBUG SET-ACTIVE-EXPIRE 0 stops the sweep: an expired key is not
+    // deleted (nor counted) until it is turned back on.
+    let expired = |con: &mut redis::Connection| {
+        let info = info_text(con, &["stats"]);
+        info.split("\r\n")
+            .find_map(|l| l.strip_prefix("expired_keys:"))
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    run(&mut ours, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap();
+    let _ = run(&mut ours, &["SET", "e", "v", "PX", "10"]);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert_eq!(expired(&mut plain), 0);
+    run(&mut ours, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while expired(&mut plain) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sweep did not come back"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        run(&mut ours, &["DEBUG", "NOSUCH"]),
+        Err(
+            "ERR unknown subcommand or wrong number of arguments for 'NOSUCH'. Try DEBUG HELP."
+                .into()
+        )
+    );
+}
+
+#[test]
+fn ttl_rounds_to_the_nearest_second_as_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    for con in [&mut server.client(), &mut redis.client()] {
+        // An expiry 60.4 s away reads 60, one 59.6 s away reads 60 too.
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let _: () = redis::cmd("SET").arg("a").arg("v").query(con).unwrap();
+        let _: () = redis::cmd("PEXPIREAT")
+            .arg("a")
+            .arg(now_ms + 60_400)
+            .query(con)
+            .unwrap();
+        let _: () = redis::cmd("SET").arg("b").arg("v").query(con).unwrap();
+        let _: () = redis::cmd("PEXPIREAT")
+            .arg("b")
+            .arg(now_ms + 59_800)
+            .query(con)
+            .unwrap();
+        let (a, b): (i64, i64) = redis::pipe()
+            .cmd("TTL")
+            .arg("a")
+            .cmd("TTL")
+            .arg("b")
+            .query(con)
+            .unwrap();
+        assert_eq!((a, b), (60, 60));
+    }
+}

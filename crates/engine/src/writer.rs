@@ -122,6 +122,8 @@ pub(crate) struct WriterSettings {
     pub wal_path: PathBuf,
     pub fsync: AppendFsync,
     pub max_batch: Arc<AtomicUsize>,
+    /// Whether expired keys are swept (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire: Arc<std::sync::atomic::AtomicBool>,
     pub wal_checkpoint_bytes: u64,
     pub expire_chunk: usize,
     pub cache: Arc<ValueCache>,
@@ -532,7 +534,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// Work done between batches: expiry sweep, WAL fsync for everysec, and
     /// checkpointing.
     fn housekeeping(&mut self) {
-        if self.sweep_again || self.last_sweep.elapsed() >= TICK {
+        if (self.sweep_again || self.last_sweep.elapsed() >= TICK)
+            && self.settings.active_expire.load(Ordering::Relaxed)
+        {
             self.sweep_expired();
         }
         if self.settings.fsync == AppendFsync::Everysec

@@ -547,6 +547,23 @@ fn string_encoding(value: &[u8]) -> &'static str {
     }
 }
 
+impl Object {
+    /// OBJECT parsed from `args` for database `db`, for another command
+    /// that reports what OBJECT would (DEBUG OBJECT).
+    pub(crate) fn probe(args: &mut Args, db: u32) -> Result<Object, CommandError> {
+        let sub = super::subcommand(args)?;
+        let kind = match sub.name.as_str() {
+            "ENCODING" => ObjectSub::Encoding,
+            _ => return Err(sub.unknown("OBJECT")),
+        };
+        Ok(Object {
+            db,
+            sub: kind,
+            key: args.next()?,
+        })
+    }
+}
+
 impl ReadCommand for Object {
     const QUICK: bool = true;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {

@@ -36,6 +36,7 @@ pub mod introspection;
 pub mod keys;
 pub mod lists;
 pub mod meta;
+pub mod replication;
 pub mod server;
 pub mod sets;
 pub mod slowlog;
@@ -442,6 +443,7 @@ impl Table {
             introspection::commands(),
             keys::commands(),
             lists::commands(),
+            replication::commands(),
             server::commands(),
             sets::commands(),
             slowlog::commands(),

@@ -1,8 +1,9 @@
 //! Server commands: DBSIZE, FLUSHDB, FLUSHALL, TIME,
-//! SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG.
+//! SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG, LOLWUT.
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use respite_engine::{Txn, View};
 
 use super::{LocalCommand, Plan, ReadCommand, Session, WriteCommand};
@@ -229,12 +230,26 @@ impl LocalCommand for LastSave {
     }
 }
 
-/// `DEBUG SLEEP seconds`: stalls the writer thread for that long, as a
-/// write operation (so every write behind it waits, and the systemd
-/// watchdog stops being fed: the way to test it). Only with
-/// `enable_debug_command` set, as in Redis 7.
-pub struct Debug {
-    seconds: f64,
+/// `DEBUG SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | OBJECT key | RELOAD |
+/// CHANGE-REPL-ID | HELP`: the subset of redis's DEBUG that test suites
+/// use. Only with `enable_debug_command` set, as in Redis 7.
+pub enum Debug {
+    /// Stalls the writer thread for that long, as a write operation (so
+    /// every write behind it waits, and the systemd watchdog stops being
+    /// fed: the way to test it).
+    Sleep(f64),
+    /// Turns the writer's expiry sweep on or off.
+    SetActiveExpire(bool),
+    /// redis's one-line description of a key's value.
+    Object(Bytes),
+    /// redis saves and reloads its dataset; respite's is always on disk and
+    /// every read comes from it, so this only waits for every write queued
+    /// before it (then a reload would change nothing).
+    Reload,
+    /// A new replication id (INFO's `master_replid`).
+    ChangeReplId,
+    /// DEBUG HELP.
+    Help,
 }
 
 impl LocalCommand for Debug {
@@ -254,26 +269,128 @@ impl LocalCommand for Debug {
                 "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.".into(),
             ));
         }
-        let sub = args.next_upper()?;
-        if sub != "SLEEP" || args.remaining() != 1 {
-            return Err(CommandError::Other(
-                "DEBUG here knows only SLEEP <seconds>".into(),
-            ));
-        }
-        let seconds = String::from_utf8_lossy(&args.next()?)
-            .parse::<f64>()
-            .ok()
-            .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
-            .ok_or_else(|| CommandError::Other("value is out of range".into()))?;
-        Ok(Debug { seconds })
+        let sub = super::subcommand(args)?;
+        let n = args.remaining();
+        Ok(match (sub.name.as_str(), n) {
+            ("SLEEP", 1) => {
+                let seconds = String::from_utf8_lossy(&args.next()?)
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
+                    .ok_or_else(|| CommandError::Other("value is out of range".into()))?;
+                Debug::Sleep(seconds)
+            }
+            ("SET-ACTIVE-EXPIRE", 1) => Debug::SetActiveExpire(args.next_i64()? != 0),
+            ("OBJECT", 1) => Debug::Object(args.next()?),
+            ("RELOAD", _) => {
+                // Its options (MERGE, NOFLUSH, NOSAVE) change nothing here.
+                let _ = args.rest();
+                Debug::Reload
+            }
+            ("CHANGE-REPL-ID", 0) => Debug::ChangeReplId,
+            ("HELP", 0) => Debug::Help,
+            _ => return Err(sub.syntax("DEBUG")),
+        })
     }
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
-        let seconds = self.seconds;
-        Ok(Plan::Write(Box::new(move |_txn| {
-            tracing::warn!(seconds, "DEBUG SLEEP: stalling the writer thread");
-            std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
-            Ok(Reply::Ok)
-        })))
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        match self {
+            Debug::Sleep(seconds) => Ok(Plan::Write(Box::new(move |_txn| {
+                tracing::warn!(seconds, "DEBUG SLEEP: stalling the writer thread");
+                std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+                Ok(Reply::Ok)
+            }))),
+            Debug::SetActiveExpire(on) => {
+                s.shared.engine.set_active_expire(on);
+                Ok(Plan::Reply(Reply::Ok))
+            }
+            Debug::Object(key) => {
+                let db = s.db;
+                Ok(Plan::Read(
+                    Box::new(move |view| debug_object(view, db, key).unwrap_or_else(Reply::from)),
+                    respite_engine::ReadNeeds {
+                        snapshot: true,
+                        quick: true,
+                    },
+                ))
+            }
+            // An empty operation on the writer: answered once every write
+            // queued before it is committed.
+            Debug::Reload => Ok(Plan::Write(Box::new(|_txn| Ok(Reply::Ok)))),
+            Debug::ChangeReplId => {
+                s.shared.stats.change_replid();
+                Ok(Plan::Reply(Reply::Ok))
+            }
+            Debug::Help => Ok(Plan::Reply(super::introspection::help(
+                "DEBUG",
+                &[
+                    "CHANGE-REPL-ID",
+                    "    Change the replication IDs of the instance.",
+                    "    Dangerous: should be used only for testing the replication subsystem.",
+                    "OBJECT <key>",
+                    "    Show low level info about `key` and associated value.",
+                    "RELOAD [option ...]",
+                    "    Save the RDB on disk and reload it back to memory. Here: wait for every",
+                    "    earlier write (the data is always on disk); the options change nothing.",
+                    "SET-ACTIVE-EXPIRE <0|1>",
+                    "    Setting it to 0 disables expiring keys in background when they are not",
+                    "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+                    "    default.",
+                    "SLEEP <seconds>",
+                    "    Stop the server for <seconds>. Decimals allowed.",
+                ],
+            ))),
+        }
+    }
+}
+
+/// DEBUG OBJECT's line: redis's fields, with the encoding OBJECT ENCODING
+/// reports and the value's size for `serializedlength`.
+fn debug_object(view: &View<'_, '_>, db: u32, key: Bytes) -> Result<Reply, CommandError> {
+    let Some(entry) = view.entry(db, &key)? else {
+        return Err(CommandError::Other("no such key".into()));
+    };
+    let mut args = Args::new(vec![Bytes::from_static(b"ENCODING"), key.clone()].into_iter());
+    let probe = super::keys::Object::probe(&mut args, db)?;
+    let encoding = match probe.apply(view)? {
+        Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => "unknown".into(),
+    };
+    let length = match entry.kind {
+        respite_engine::Kind::String => view.get_string(db, &key)?.map_or(0, |v| v.len() as i64),
+        _ => entry.count,
+    };
+    let lru = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() & ((1 << 24) - 1));
+    Ok(Reply::Status(format!(
+        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{length} lru:{lru} lru_seconds_idle:0"
+    )))
+}
+
+/// `LOLWUT [VERSION version]`: redis's signature line. (redis draws
+/// generative art above it for versions 5 and 6; respite prints the line
+/// alone, as redis does for the versions it has no art for.)
+pub struct Lolwut;
+
+impl ReadCommand for Lolwut {
+    const QUICK: bool = true;
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        while args.remaining() > 0 {
+            let opt = args.next_upper()?;
+            if opt == "VERSION" && args.remaining() > 0 {
+                args.next_i64()?;
+            } else {
+                // redis reads the rest as the art's parameters: numbers.
+                crate::args::parse_i64(opt.as_bytes()).ok_or(CommandError::NotInteger)?;
+            }
+        }
+        Ok(Lolwut)
+    }
+    fn apply(self, _view: &View<'_, '_>) -> Result<Reply, CommandError> {
+        Ok(Reply::Verbatim(format!(
+            "Redis ver. {}\n",
+            super::info::REDIS_VERSION
+        )))
     }
 }
 
@@ -290,6 +407,7 @@ pub(super) fn commands() -> Vec<super::Spec> {
         Spec::local::<BgSave>("bgsave", -1, &["admin", "noscript", "no_async_loading"], [0, 0, 0], "server", "Asynchronously saves the database(s) to disk."),
         Spec::local::<LastSave>("lastsave", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the Unix timestamp of the last successful save to disk."),
         Spec::local::<Debug>("debug", -2, &["admin", "noscript", "loading", "stale"], [0, 0, 0], "server", "A container for debugging commands."),
+        Spec::read::<Lolwut>("lolwut", -1, &["fast"], [0, 0, 0], "server", "Displays computer art and the Redis version"),
         Spec::write::<SwapDb>("swapdb", 3, &["fast"], [0, 0, 0], "server", "Swaps two Redis databases."),
         Spec::local::<Time>("time", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the server time."),
     ]
