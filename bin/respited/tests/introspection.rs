@@ -1222,3 +1222,260 @@ fn ttl_rounds_to_the_nearest_second_as_redis() {
         assert_eq!((a, b), (60, 60));
     }
 }
+
+/// CLIENT LIST's field names, in order.
+fn client_fields(line: &str) -> Vec<String> {
+    line.trim()
+        .split(' ')
+        .map(|kv| kv.split('=').next().unwrap().to_string())
+        .collect()
+}
+
+fn client_field(line: &str, name: &str) -> String {
+    line.trim()
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("{name} in {line}"))
+        .to_string()
+}
+
+#[test]
+fn client_list_info_setinfo_and_flags_match_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    for con in [&mut ours, &mut theirs] {
+        let _: () = redis::cmd("CLIENT")
+            .arg("NO-EVICT")
+            .arg("on")
+            .query(con)
+            .unwrap();
+        let _: () = redis::cmd("CLIENT")
+            .arg("SETNAME")
+            .arg("me")
+            .query(con)
+            .unwrap();
+    }
+    let a: String = redis::cmd("CLIENT").arg("LIST").query(&mut ours).unwrap();
+    let b: String = redis::cmd("CLIENT").arg("LIST").query(&mut theirs).unwrap();
+    // redis 7.0's fields, in its order; then 7.2's lib-name and lib-ver.
+    let mut want = client_fields(&b);
+    want.extend(["lib-name".to_string(), "lib-ver".to_string()]);
+    assert_eq!(client_fields(&a), want);
+    for field in ["cmd", "flags", "name", "db", "resp", "user", "multi", "sub"] {
+        assert_eq!(client_field(&a, field), client_field(&b, field), "{field}");
+    }
+    assert_eq!(client_field(&a, "cmd"), "client|list");
+    assert!(client_field(&a, "fd").parse::<i32>().unwrap() > 2);
+    assert_eq!(client_field(&a, "flags"), "e");
+
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETINFO")
+        .arg("LIB-NAME")
+        .arg("redis-rs")
+        .query(&mut ours)
+        .unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETINFO")
+        .arg("lib-ver")
+        .arg("1.0")
+        .query(&mut ours)
+        .unwrap();
+    let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut ours).unwrap();
+    assert_eq!(client_field(&info, "lib-name"), "redis-rs");
+    assert_eq!(client_field(&info, "lib-ver"), "1.0");
+    assert_eq!(client_field(&info, "cmd"), "client|info");
+    assert_eq!(
+        error_of(&mut ours, &["CLIENT", "SETINFO", "lib-name", "a b"]),
+        "ERR lib-name cannot contain spaces, newlines or special characters."
+    );
+    assert_eq!(
+        error_of(&mut ours, &["CLIENT", "SETINFO", "other", "x"]),
+        "ERR Unrecognized option 'other'"
+    );
+    let _: () = redis::cmd("CLIENT")
+        .arg("NO-TOUCH")
+        .arg("on")
+        .query(&mut ours)
+        .unwrap();
+    let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut ours).unwrap();
+    assert_eq!(client_field(&info, "flags"), "eT");
+
+    let cases: &[&[&str]] = &[
+        &["CLIENT", "NO-EVICT", "maybe"],
+        &["CLIENT", "REPLY", "maybe"],
+        &["CLIENT", "PAUSE", "x"],
+        &["CLIENT", "PAUSE", "-1"],
+        &["CLIENT", "PAUSE", "10", "NOSUCH"],
+        &["CLIENT", "PAUSE", "10", "ALL", "extra"],
+        &["CLIENT", "KILL", "TYPE", "nosuch"],
+        &["CLIENT", "KILL", "TYPE", "pubsub"],
+        &["CLIENT", "KILL", "ID", "0"],
+        &["CLIENT", "KILL", "ID", "987654"],
+        &["CLIENT", "KILL", "USER", "nosuch"],
+        &["CLIENT", "KILL", "127.0.0.1:1"],
+        &["CLIENT", "KILL", "ADDR"],
+        &["CLIENT", "LIST", "TYPE", "nosuch"],
+        &["CLIENT", "LIST", "TYPE", "master"],
+        &["CLIENT", "LIST", "ID", "x"],
+        &["CLIENT", "GETREDIR"],
+        &["CLIENT", "UNPAUSE"],
+        &["CLIENT", "NOSUCH"],
+    ];
+    for args in cases {
+        assert_eq!(
+            error_of(&mut ours, args),
+            error_of(&mut theirs, args),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn client_reply_off_skip_on_match_redis_byte_for_byte() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let script = b"CLIENT REPLY SKIP\r\nPING\r\nPING\r\nCLIENT REPLY OFF\r\nSET a b\r\nGET a\r\nINCR a\r\nCLIENT REPLY ON\r\nGET a\r\nCLIENT REPLY SKIP\r\nSET c d\r\nGET c\r\n";
+    let mut replies = Vec::new();
+    for port in [server.port, redis.port] {
+        let mut s = common::raw_for(port);
+        std::io::Write::write_all(&mut s, script).unwrap();
+        let (got, _) = common::read_until_quiet(&mut s, std::time::Duration::from_millis(500));
+        replies.push(String::from_utf8_lossy(&got).into_owned());
+    }
+    assert_eq!(replies[0], replies[1]);
+    assert_eq!(replies[0], "+PONG\r\n+OK\r\n$1\r\nb\r\n$1\r\nd\r\n");
+}
+
+#[test]
+fn client_pause_holds_writes_or_everything_until_unpause() {
+    let server = Respited::start(&[]);
+    let mut admin = server.client();
+    let mut other = server.client();
+    let ms = |t: std::time::Instant| t.elapsed().as_millis();
+
+    // WRITE: reads go on, writes wait for the deadline.
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg("400")
+        .arg("WRITE")
+        .query(&mut admin)
+        .unwrap();
+    let t = std::time::Instant::now();
+    let _: Option<String> = redis::cmd("GET").arg("k").query(&mut other).unwrap();
+    assert!(ms(t) < 300, "a read waited {} ms", ms(t));
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query(&mut other)
+        .unwrap();
+    assert!(ms(t) >= 300, "a write did not wait ({} ms)", ms(t));
+
+    // ALL holds every command, CLIENT UNPAUSE included (as redis 7.0
+    // does): only the deadline ends it.
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg("600")
+        .arg("ALL")
+        .query(&mut admin)
+        .unwrap();
+    let t = std::time::Instant::now();
+    let _: String = redis::cmd("PING").query(&mut other).unwrap();
+    assert!(ms(t) >= 500, "PING ran during PAUSE ALL ({} ms)", ms(t));
+
+    // WRITE, ended early by CLIENT UNPAUSE (not a write, so not held).
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg("10000")
+        .arg("WRITE")
+        .query(&mut admin)
+        .unwrap();
+    let port = server.port;
+    let writer = std::thread::spawn(move || {
+        let mut c = common::client_for(port);
+        let t = std::time::Instant::now();
+        let _: () = redis::cmd("SET").arg("k").arg("w").query(&mut c).unwrap();
+        t.elapsed()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!writer.is_finished(), "SET ran during PAUSE WRITE");
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query(&mut admin)
+        .unwrap();
+    let waited = writer.join().unwrap();
+    assert!(
+        waited >= std::time::Duration::from_millis(250),
+        "{waited:?}"
+    );
+    assert!(waited < std::time::Duration::from_secs(5), "{waited:?}");
+    let v: String = redis::cmd("GET").arg("k").query(&mut admin).unwrap();
+    assert_eq!(v, "w");
+}
+
+#[test]
+fn client_kill_filters() {
+    let server = Respited::start(&[]);
+    let mut admin = server.client();
+    let my_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut admin).unwrap();
+    let victim = |server: &Respited| {
+        let mut c = server.client();
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut c).unwrap();
+        let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut c).unwrap();
+        (
+            c,
+            id,
+            client_field(&info, "addr"),
+            client_field(&info, "laddr"),
+        )
+    };
+    let alive = |c: &mut redis::Connection| redis::cmd("PING").query::<String>(c).is_ok();
+    let kill = |admin: &mut redis::Connection, args: &[&str]| -> i64 {
+        let mut cmd = redis::cmd("CLIENT");
+        cmd.arg("KILL");
+        for a in args {
+            cmd.arg(*a);
+        }
+        cmd.query(admin).unwrap()
+    };
+
+    let (mut c, id, _, _) = victim(&server);
+    assert_eq!(kill(&mut admin, &["ID", &id.to_string()]), 1);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!alive(&mut c));
+
+    let (mut c, _, addr, _) = victim(&server);
+    assert_eq!(kill(&mut admin, &["ADDR", &addr]), 1);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!alive(&mut c));
+
+    // LADDR, TYPE normal and USER default match everyone but the caller
+    // (SKIPME yes is the default).
+    let (mut c, _, _, laddr) = victim(&server);
+    assert_eq!(
+        kill(
+            &mut admin,
+            &["LADDR", &laddr, "TYPE", "normal", "USER", "default"]
+        ),
+        1
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!alive(&mut c));
+    assert!(alive(&mut admin));
+
+    // MAXAGE: only clients at least that old.
+    let (mut young, _, _, _) = victim(&server);
+    assert_eq!(kill(&mut admin, &["MAXAGE", "3600"]), 0);
+    assert!(alive(&mut young));
+
+    // SKIPME no: the caller too.
+    let (mut c, _, _, _) = victim(&server);
+    let killed = kill(&mut admin, &["ID", &my_id.to_string(), "SKIPME", "no"]);
+    assert_eq!(killed, 1);
+    assert!(alive(&mut c));
+}

@@ -124,6 +124,7 @@ fn fast_set(
         || !input[args[0].clone()].eq_ignore_ascii_case(b"SET")
         || !session.authenticated
         || session.multi.is_some()
+        || !fast_path_open(session)
     {
         return None;
     }
@@ -146,6 +147,13 @@ fn fast_set(
         std::time::Instant::now(),
         tracking,
     ))
+}
+
+/// Whether the fast paths (plain GET and SET without the command table)
+/// may take a command: not while CLIENT REPLY silences this client or
+/// CLIENT PAUSE holds commands back (the general path handles both).
+fn fast_path_open(session: &Session) -> bool {
+    session.client.state.replies_on() && !session.shared.pause.active()
 }
 
 /// Runs one command's step; a panic (a bug) becomes that command's error
@@ -394,6 +402,7 @@ impl Turn {
             || !input[args[0].clone()].eq_ignore_ascii_case(b"GET")
             || !session.authenticated
             || session.multi.is_some()
+            || !fast_path_open(session)
         {
             return None;
         }
@@ -701,6 +710,22 @@ where
                         continue;
                     }
                     processed += 1;
+                    if shared.pause.holds(&request[0]) {
+                        // CLIENT PAUSE: what came before is answered, then
+                        // this command waits for the pause to end.
+                        turn.finish(&shared, &mut out).await;
+                        if !out.is_empty() {
+                            if stream.write_all(&out).await.is_err() {
+                                break 'conn;
+                            }
+                            out.clear();
+                        }
+                        tokio::select! {
+                            _ = shared.pause.wait() => {}
+                            _ = killed.as_mut() => break 'conn,
+                            _ = stopping.as_mut() => break 'conn,
+                        }
+                    }
                     let plan = guarded(|| dispatch(&mut session, request), Plan::Reply);
                     if let Plan::Block(blocker) = plan {
                         // What came before is answered first: the client

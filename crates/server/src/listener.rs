@@ -13,7 +13,7 @@
 //! removes its file.
 
 use std::net::SocketAddr;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -311,7 +311,7 @@ fn bind_unix(path: &Path, perm: Option<&str>) -> std::io::Result<UnixListener> {
 /// A listening socket: TCP, or Unix with its path.
 trait Accept: Send + 'static {
     /// The connection type.
-    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    type Stream: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static;
     /// Waits for the next client.
     fn accept_peer(&self) -> impl Future<Output = std::io::Result<(Self::Stream, Peer)>> + Send;
 }
@@ -362,8 +362,10 @@ async fn accept_failed(e: std::io::Error) {
 /// Registers and starts a connection, or refuses it for `maxclients`.
 async fn admit<S>(mut stream: S, peer: Peer, shared: &Arc<Shared>, tasks: &Arc<Mutex<JoinSet<()>>>)
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static,
 {
+    // For CLIENT LIST's `fd`.
+    let fd = stream.as_raw_fd();
     shared
         .counters
         .connections_received
@@ -387,7 +389,9 @@ where
                 killed: Default::default(),
                 kill_notify: Default::default(),
                 blocked: Mutex::new(None),
+                state: Default::default(),
             });
+            handle.state.fd.store(fd, Ordering::Relaxed);
             clients.insert(id, handle.clone());
             Some(handle)
         }

@@ -72,6 +72,8 @@ pub struct ClientHandle {
     /// The blocking command it waits in (BLPOP...), for CLIENT UNBLOCK
     /// and CLIENT LIST's `b` flag.
     pub blocked: Mutex<Option<Arc<crate::blocking::Ticket>>>,
+    /// What CLIENT keeps for it (SETINFO, REPLY, NO-EVICT, its fd...).
+    pub state: crate::cmd::client::ClientState,
 }
 
 impl ClientHandle {
@@ -98,36 +100,10 @@ impl ClientHandle {
             / 1000
     }
 
-    /// One line of CLIENT LIST / CLIENT INFO, with Redis's field names.
+    /// One line of CLIENT LIST / CLIENT INFO, with Redis's field names
+    /// (see `cmd::client`).
     pub fn info_line(&self) -> String {
-        let age = self.created.elapsed().as_secs();
-        let idle_ms = (self.created.elapsed().as_millis() as u64)
-            .saturating_sub(self.last_active_ms.load(Ordering::Relaxed));
-        let mut flags = String::new();
-        if lock(&self.blocked).is_some() {
-            flags.push('b');
-        }
-        if matches!(self.peer, Peer::Unix(_)) {
-            flags.push('U');
-        }
-        if flags.is_empty() {
-            flags.push('N');
-        }
-        format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
-            self.id,
-            self.addr(),
-            self.laddr(),
-            lock(&self.name).clone().unwrap_or_default(),
-            age,
-            idle_ms / 1000,
-            flags,
-            self.db.load(Ordering::Relaxed),
-            crate::cmd::TABLE
-                .get(self.last_cmd.load(Ordering::Relaxed))
-                .map_or("NULL", |s| s.name),
-            self.resp.load(Ordering::Relaxed),
-        )
+        crate::cmd::client::info_line(self, None)
     }
 }
 
@@ -195,6 +171,8 @@ pub struct Shared {
     pub params: crate::cmd::config::Params,
     /// `timeout`: seconds a client may stay idle (0: forever).
     pub idle_timeout_secs: AtomicU64,
+    /// CLIENT PAUSE.
+    pub pause: crate::cmd::client::Pause,
     /// When the server started.
     pub started: Instant,
     /// Set once shutdown begins: a lock-free copy of the `shutdown` watch
@@ -227,6 +205,7 @@ impl Shared {
             stats: crate::stats::CommandStats::new(),
             params: Default::default(),
             idle_timeout_secs: AtomicU64::new(0),
+            pause: Default::default(),
             started: Instant::now(),
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),

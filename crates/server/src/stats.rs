@@ -268,6 +268,11 @@ impl CommandStats {
         base
     }
 
+    /// A row's full name (`client|list`).
+    pub fn row_name(&self, row: usize) -> Option<String> {
+        self.rows.get(row).map(|r| r.name.clone())
+    }
+
     /// Counts a call of a row that ran for `elapsed` and answered an error
     /// or not.
     pub fn record(&self, row: usize, elapsed: Duration, failed: bool) {
@@ -561,8 +566,10 @@ impl Tracking {
             redact(spec.name, &mut argv);
             (argv, request.len())
         });
+        let row = shared.stats.row_of(index, request.get(1).map(|b| &b[..]));
+        session.client.state.last_row.store(row, Ordering::Relaxed);
         Tracking {
-            row: shared.stats.row_of(index, request.get(1).map(|b| &b[..])),
+            row,
             shared: shared.clone(),
             argv,
             caller: session.client.clone(),

@@ -18,7 +18,8 @@
 //!
 //! The families live one per file: [`strings`], [`bitmaps`], [`hashes`],
 //! [`sets`], [`lists`], [`zsets`], [`sort`], [`keys`], [`connection`], [`server`],
-//! [`introspection`], [`config`], [`info`], [`slowlog`], [`transactions`]; [`meta`] holds redis's description of
+//! [`client`], [`introspection`], [`config`], [`info`], [`slowlog`],
+//! [`replication`], [`transactions`]; [`meta`] holds redis's description of
 //! every command (COMMAND INFO and DOCS, ACL categories). Each exports its own rows of the command table
 //! (`commands()`), next to the code they name; [`TABLE`] gathers them
 //! once, at start-up, and sorts them by name
@@ -28,6 +29,7 @@
 //! never written down twice.
 
 pub mod bitmaps;
+pub mod client;
 pub mod config;
 pub mod connection;
 pub mod hashes;
@@ -436,6 +438,7 @@ impl Table {
     fn build() -> Table {
         let mut specs: Vec<Spec> = [
             bitmaps::commands(),
+            client::commands(),
             config::commands(),
             connection::commands(),
             hashes::commands(),
@@ -514,6 +517,16 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 /// Turns one request into a plan: looks the command up, checks arity and
 /// authentication, and parses it.
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
+    let reply_mode = client::reply_mode(&session.client.state);
+    let plan = dispatch_inner(session, request);
+    if reply_mode == 0 && session.client.state.replies_on() {
+        return plan;
+    }
+    // CLIENT REPLY OFF or SKIP is (or was just) in force.
+    client::silence_if_asked(&session.client.state, reply_mode, plan)
+}
+
+fn dispatch_inner(session: &mut Session, request: Vec<Bytes>) -> Plan {
     let planned = if session.multi.is_some() {
         transactions::queue(session, request)
     } else {
