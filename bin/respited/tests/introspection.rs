@@ -1479,3 +1479,244 @@ fn client_kill_filters() {
     assert_eq!(killed, 1);
     assert!(alive(&mut c));
 }
+
+/// A MONITOR line without its timestamp and client port: `[db] "arg" ...`.
+fn monitor_line(line: &str) -> String {
+    let rest = line.trim_start_matches('+');
+    let (_, rest) = rest.split_once(' ').unwrap();
+    let db = rest.trim_start_matches('[').split(' ').next().unwrap();
+    let (_, args) = rest.split_once("] ").unwrap();
+    format!("[{db}] {args}")
+}
+
+#[test]
+fn monitor_streams_commands_as_redis_does() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut outputs = Vec::new();
+    for port in [server.port, redis.port] {
+        let mut mon = common::raw_for(port);
+        let got = common::exchange(&mut mon, b"MONITOR\r\n", 5);
+        assert_eq!(got, b"+OK\r\n");
+        let mut con = common::client_for(port);
+        let script: &[&[&str]] = &[
+            &["SET", "a b", "x\"y\n\x01"],
+            &["GET", "a b"],
+            &["CONFIG", "GET", "maxmemory"],
+            &["AUTH", "user", "pass"],
+            &["SELECT", "3"],
+            &["DEL", "k"],
+            &["GET"],
+            &["MULTI"],
+            &["SET", "m", "1"],
+            &["INCR", "m"],
+            &["EXEC"],
+        ];
+        for args in script {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            let _ = cmd.query::<redis::Value>(&mut con);
+        }
+        let (text, _) = common::read_until_quiet(&mut mon, std::time::Duration::from_millis(500));
+        let text = String::from_utf8(text).unwrap();
+        let lines: Vec<String> = text
+            .split("\r\n")
+            .filter(|l| !l.is_empty())
+            // redis-rs's own hello on connect.
+            .filter(|l| !l.contains("\"CLIENT\" \"SETINFO\""))
+            .map(monitor_line)
+            .collect();
+        outputs.push(lines);
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    assert!(
+        outputs[0].contains(&r#"[0] "SET" "a b" "x\"y\n\x01""#.to_string()),
+        "{:?}",
+        outputs[0]
+    );
+    assert!(outputs[0].contains(&r#"[3] "DEL" "k""#.to_string()));
+}
+
+#[test]
+fn memory_and_object_answer_like_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = resp3(server.port);
+    let mut theirs = resp3(redis.port);
+    for con in [&mut ours, &mut theirs] {
+        run(con, &["SET", "s", "hello"]).unwrap();
+        run(con, &["RPUSH", "l", "a", "b", "c"]).unwrap();
+        run(con, &["HSET", "h", "f", "v"]).unwrap();
+    }
+    for key in ["s", "l", "h"] {
+        for args in [
+            vec!["MEMORY", "USAGE", key],
+            vec!["MEMORY", "USAGE", key, "SAMPLES", "0"],
+        ] {
+            let v = run(&mut ours, &args).unwrap();
+            assert!(
+                matches!(v, Value::Int(n) if n > key.len() as i64),
+                "{args:?} {v:?}"
+            );
+        }
+    }
+    let cases: &[&[&str]] = &[
+        &["MEMORY", "USAGE", "nosuch"],
+        &["MEMORY", "USAGE", "s", "SAMPLES", "x"],
+        &["MEMORY", "USAGE", "s", "NOSUCH"],
+        &["MEMORY", "USAGE", "s", "SAMPLES"],
+        &["MEMORY", "PURGE"],
+        &["MEMORY", "NOSUCH"],
+        &["MEMORY", "USAGE"],
+        &["OBJECT", "FREQ", "s"],
+        &["OBJECT", "REFCOUNT", "l"],
+        &["OBJECT", "IDLETIME", "nosuch"],
+        &["OBJECT", "ENCODING", "h"],
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+        &["OBJECT", "IDLETIME", "s"],
+        &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+    ];
+    for args in cases {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+    // MEMORY STATS: redis's fields, in redis's order.
+    let keys = |v: Value| -> Vec<String> {
+        let Value::Map(pairs) = v else {
+            panic!("{v:?}")
+        };
+        pairs.iter().map(|(k, _)| text(k)).collect()
+    };
+    assert_eq!(
+        keys(run(&mut ours, &["MEMORY", "STATS"]).unwrap()),
+        keys(run(&mut theirs, &["MEMORY", "STATS"]).unwrap())
+    );
+    let doctor = format!("{:?}", run(&mut ours, &["MEMORY", "DOCTOR"]).unwrap());
+    assert!(doctor.contains("Sam"), "{doctor}");
+    assert_eq!(
+        run(&mut ours, &["MEMORY", "MALLOC-STATS"]).unwrap(),
+        Value::BulkString(b"Stats not supported for the current allocator".to_vec())
+    );
+}
+
+/// Runs redis-cli with arguments, feeding `stdin`; its standard output.
+fn redis_cli(port: u16, args: &[&str], stdin: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("redis-cli")
+        .arg("-p")
+        .arg(port.to_string())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-cli");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn redis_cli_tools_work_against_respite() {
+    if !common::have_tool("redis-cli") {
+        return;
+    }
+    let server = Respited::start(&[]);
+    let port = server.port;
+    let mut con = server.client();
+    let _: () = redis::cmd("SET")
+        .arg("s1")
+        .arg("hello")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg("l")
+        .arg("a")
+        .arg("b")
+        .arg("c")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("SADD")
+        .arg("st")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg("z")
+        .arg(1)
+        .arg("m")
+        .query(&mut con)
+        .unwrap();
+
+    // --pipe: mass insertion from the protocol.
+    let mut proto = Vec::new();
+    for i in 0..100 {
+        proto.extend_from_slice(&common::encode(&["SET", &format!("p{i}"), &i.to_string()]));
+    }
+    let out = redis_cli(port, &["--pipe"], &proto);
+    assert!(out.contains("errors: 0, replies: 100"), "{out}");
+
+    // --scan lists every key.
+    let out = redis_cli(port, &["--scan", "--pattern", "p*"], b"");
+    assert_eq!(out.lines().count(), 100, "{out}");
+
+    // --bigkeys and --memkeys find the biggest key of each type.
+    let out = redis_cli(port, &["--bigkeys"], b"");
+    assert!(
+        out.contains("Biggest   list found '\"l\"' has 3 items"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Biggest   hash found '\"h\"' has 1 fields"),
+        "{out}"
+    );
+    let out = redis_cli(port, &["--memkeys"], b"");
+    assert!(out.contains("Biggest   list found '\"l\"' has"), "{out}");
+    assert!(out.contains("1 zsets with"), "{out}");
+
+    // --latency (raw: one line after a second: min max avg samples).
+    let out = redis_cli(port, &["--latency", "--raw"], b"");
+    let fields: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(fields.len(), 4, "{out}");
+    assert!(fields[3].parse::<u64>().unwrap() > 0, "{out}");
+
+    // --stat, briefly (unbuffered through stdbuf, stopped after its first
+    // lines).
+    if common::have_tool("stdbuf") {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("stdbuf")
+            .args([
+                "-o0",
+                "redis-cli",
+                "-p",
+                &port.to_string(),
+                "--stat",
+                "-i",
+                "0.2",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let header = lines.next().unwrap().unwrap();
+        assert!(header.contains("------- data ------"), "{header}");
+        let _columns = lines.next().unwrap().unwrap();
+        let first = lines.next().unwrap().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let keys: u64 = first.split_whitespace().next().unwrap().parse().unwrap();
+        assert_eq!(keys, 105, "{first}");
+    }
+}

@@ -150,10 +150,13 @@ fn fast_set(
 }
 
 /// Whether the fast paths (plain GET and SET without the command table)
-/// may take a command: not while CLIENT REPLY silences this client or
-/// CLIENT PAUSE holds commands back (the general path handles both).
+/// may take a command: not while CLIENT REPLY silences this client, CLIENT
+/// PAUSE holds commands back or someone MONITORs (the general path handles
+/// all three).
 fn fast_path_open(session: &Session) -> bool {
-    session.client.state.replies_on() && !session.shared.pause.active()
+    session.client.state.replies_on()
+        && !session.shared.pause.active()
+        && !session.shared.monitors.active()
 }
 
 /// Runs one command's step; a panic (a bug) becomes that command's error
@@ -793,6 +796,20 @@ where
                 out.len(),
             );
             out.clear();
+        }
+        if client.state.monitoring.load(Ordering::Relaxed) {
+            // MONITOR: this connection now streams what others run.
+            let ended = crate::cmd::monitor::run(
+                &mut session,
+                &mut stream,
+                &mut input,
+                killed.as_mut(),
+                stopping.as_mut(),
+            )
+            .await;
+            if matches!(ended, crate::cmd::monitor::Ended::Close) {
+                break;
+            }
         }
         // After a kill or once shutdown began, the turn just answered is
         // the last one, however eagerly the client keeps sending.

@@ -173,6 +173,8 @@ pub struct Shared {
     pub idle_timeout_secs: AtomicU64,
     /// CLIENT PAUSE.
     pub pause: crate::cmd::client::Pause,
+    /// MONITOR's channel.
+    pub monitors: crate::cmd::monitor::Monitors,
     /// When the server started.
     pub started: Instant,
     /// Set once shutdown begins: a lock-free copy of the `shutdown` watch
@@ -206,6 +208,7 @@ impl Shared {
             params: Default::default(),
             idle_timeout_secs: AtomicU64::new(0),
             pause: Default::default(),
+            monitors: Default::default(),
             started: Instant::now(),
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),

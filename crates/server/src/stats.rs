@@ -51,6 +51,8 @@ pub struct Row {
     /// Whether the command is `fast` (its latency events go to
     /// `fast-command` rather than `command`).
     fast: bool,
+    /// Whether MONITOR shows it (not `admin`, not `skip_monitor`).
+    shown: bool,
 }
 
 /// A copy of one row's counters.
@@ -174,6 +176,7 @@ impl CommandStats {
         };
         let row = |name: String| Row {
             fast: fast(&name),
+            shown: crate::cmd::monitor::shown(&name),
             name,
             calls: AtomicU64::new(0),
             nanos: AtomicU64::new(0),
@@ -553,6 +556,11 @@ pub struct Tracking {
     argv: Option<(Vec<Bytes>, usize)>,
     /// Who sent it.
     caller: Caller,
+    /// The selected database, for MONITOR.
+    db: u32,
+    /// The whole command, for MONITOR (`None`: nobody monitors, or it is
+    /// not shown).
+    monitor: Option<Vec<Bytes>>,
 }
 
 impl Tracking {
@@ -568,11 +576,18 @@ impl Tracking {
         });
         let row = shared.stats.row_of(index, request.get(1).map(|b| &b[..]));
         session.client.state.last_row.store(row, Ordering::Relaxed);
+        let monitor = (shared.monitors.active() && shared.stats.rows[row].shown).then(|| {
+            let mut all = request.to_vec();
+            redact(spec.name, &mut all);
+            all
+        });
         Tracking {
             row,
             shared: shared.clone(),
             argv,
             caller: session.client.clone(),
+            db: session.db,
+            monitor,
         }
     }
 
@@ -590,6 +605,9 @@ impl Tracking {
             shared: session.shared.clone(),
             argv,
             caller: session.client.clone(),
+            db: session.db,
+            // The fast paths are closed while anyone monitors.
+            monitor: None,
         }
     }
 
@@ -601,6 +619,11 @@ impl Tracking {
             .slowlog_slower_than
             .load(Ordering::Relaxed)
             >= 0
+    }
+
+    /// The database MONITOR shows the command in.
+    pub fn set_db(&mut self, db: u32) {
+        self.db = db;
     }
 
     /// Counts a call answered at once, from the value cache; `argv` makes
@@ -680,7 +703,10 @@ pub fn keep_argv(shared: &crate::state::Shared, spec: &Spec) -> bool {
 /// Wraps a plan so that its call is counted where it runs (see the module
 /// documentation). `started` is when the command's planning began: for a
 /// command answered on the connection, planning is the run.
-pub fn track(plan: Plan, started: Instant, t: Tracking) -> Plan {
+pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
+    if let Some(argv) = t.monitor.take() {
+        t.shared.monitors.feed(t.db, &t.caller, &argv);
+    }
     match plan {
         Plan::Reply(r) => {
             t.finish(started.elapsed(), Some(&r));

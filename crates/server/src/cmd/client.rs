@@ -49,6 +49,11 @@ pub struct ClientState {
     /// The statistics row of the last command (its full name, for
     /// `cmd=`), `usize::MAX` before the first.
     pub last_row: AtomicUsize,
+    /// Set by MONITOR: the connection switches to monitoring after this
+    /// turn (see `cmd::monitor`).
+    pub monitoring: AtomicBool,
+    /// MONITOR's subscription, taken by the monitoring loop.
+    pub monitor: Mutex<Option<tokio::sync::broadcast::Receiver<Bytes>>>,
 }
 
 impl Default for ClientState {
@@ -61,6 +66,8 @@ impl Default for ClientState {
             no_touch: AtomicBool::new(false),
             reply: AtomicU8::new(REPLY_ON),
             last_row: AtomicUsize::new(usize::MAX),
+            monitoring: AtomicBool::new(false),
+            monitor: Mutex::new(None),
         }
     }
 }
@@ -249,6 +256,9 @@ pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
     }
     if st.no_touch.load(Ordering::Relaxed) {
         flags.push('T');
+    }
+    if st.monitoring.load(Ordering::Relaxed) {
+        flags.insert(0, 'O');
     }
     if flags.is_empty() {
         flags.push('N');

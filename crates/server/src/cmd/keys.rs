@@ -524,6 +524,9 @@ pub struct Object {
     sub: ObjectSub,
     /// The key (not for HELP).
     key: Bytes,
+    /// `maxmemory-policy` is an LFU one: FREQ answers, IDLETIME refuses
+    /// (redis's rule; respite tracks neither, see docs/commands.md).
+    lfu: bool,
 }
 
 /// OBJECT's subcommands.
@@ -560,6 +563,7 @@ impl Object {
             db,
             sub: kind,
             key: args.next()?,
+            lfu: false,
         })
     }
 }
@@ -585,6 +589,7 @@ impl ReadCommand for Object {
             db: s.db,
             sub: kind,
             key,
+            lfu: s.shared.params.get("maxmemory-policy").ends_with("lfu"),
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -632,7 +637,11 @@ impl ReadCommand for Object {
                 Kind::ZSet => "listpack",
             }),
             ObjectSub::RefCount => Reply::Int(1),
+            ObjectSub::IdleTime if self.lfu => {
+                return Err(CommandError::Other("An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.".into()))
+            }
             ObjectSub::IdleTime => Reply::Int(0),
+            ObjectSub::Freq if self.lfu => Reply::Int(0),
             ObjectSub::Freq => {
                 return Err(CommandError::Other("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.".into()))
             }

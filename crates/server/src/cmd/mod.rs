@@ -19,7 +19,7 @@
 //! The families live one per file: [`strings`], [`bitmaps`], [`hashes`],
 //! [`sets`], [`lists`], [`zsets`], [`sort`], [`keys`], [`connection`], [`server`],
 //! [`client`], [`introspection`], [`config`], [`info`], [`slowlog`],
-//! [`replication`], [`transactions`]; [`meta`] holds redis's description of
+//! [`memory`], [`monitor`], [`replication`], [`transactions`]; [`meta`] holds redis's description of
 //! every command (COMMAND INFO and DOCS, ACL categories). Each exports its own rows of the command table
 //! (`commands()`), next to the code they name; [`TABLE`] gathers them
 //! once, at start-up, and sorts them by name
@@ -37,7 +37,9 @@ pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod lists;
+pub mod memory;
 pub mod meta;
+pub mod monitor;
 pub mod replication;
 pub mod server;
 pub mod sets;
@@ -446,6 +448,8 @@ impl Table {
             introspection::commands(),
             keys::commands(),
             lists::commands(),
+            memory::commands(),
+            monitor::commands(),
             replication::commands(),
             server::commands(),
             sets::commands(),
@@ -555,11 +559,13 @@ fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, Comm
         }
     })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
-    let tracking = crate::stats::Tracking::new(session, index, &request);
+    let mut tracking = crate::stats::Tracking::new(session, index, &request);
     let started = std::time::Instant::now();
     let mut args = request.into_iter();
     args.next();
     let plan = (spec.plan)(session, Args::new(args)).unwrap_or_else(|e| Plan::Reply(e.into()));
+    // MONITOR shows the database as it is after the command (SELECT's).
+    tracking.set_db(session.db);
     Ok(crate::stats::track(plan, started, tracking))
 }
 
