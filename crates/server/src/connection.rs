@@ -421,8 +421,7 @@ impl Turn {
         match cache.get(session.db, key, respite_engine::now_ms) {
             Some(value) => {
                 self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
-                let tracking = crate::stats::Tracking::fast(session, index, None);
-                tracking.answered(started, || {
+                crate::stats::cache_hit(session, index, started, || {
                     vec![name_bytes(name), Bytes::copy_from_slice(key)]
                 });
                 Some(None)

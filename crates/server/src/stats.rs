@@ -600,8 +600,10 @@ impl Tracking {
             let n = a.len();
             (a, n)
         });
+        let row = session.shared.stats.row_of(index, None);
+        session.client.state.last_row.store(row, Ordering::Relaxed);
         Tracking {
-            row: session.shared.stats.row_of(index, None),
+            row,
             shared: session.shared.clone(),
             argv,
             caller: session.client.clone(),
@@ -626,23 +628,6 @@ impl Tracking {
         self.db = db;
     }
 
-    /// Counts a call answered at once, from the value cache; `argv` makes
-    /// its arguments, called only if the call was slow enough to log.
-    pub fn answered(mut self, started: Instant, argv: impl FnOnce() -> Vec<Bytes>) {
-        let elapsed = started.elapsed();
-        let threshold = self
-            .shared
-            .stats
-            .slowlog_slower_than
-            .load(Ordering::Relaxed);
-        if threshold >= 0 && elapsed.as_micros() >= threshold as u128 {
-            let a = argv();
-            let n = a.len();
-            self.argv = Some((a, n));
-        }
-        self.finish(elapsed, None);
-    }
-
     fn finish(self, elapsed: Duration, reply: Option<&Reply>) {
         let error = match reply {
             Some(Reply::Error(e)) => Some(&e[..]),
@@ -662,6 +647,29 @@ impl Tracking {
             let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
             st.maybe_slowlog(micros, argv, *argc, &self.caller);
         }
+    }
+}
+
+/// Counts a plain GET answered from the value cache: the hot path, so no
+/// tracking state is built (no reference counts taken, nothing allocated);
+/// `argv` makes its arguments, called only if the call was slow enough for
+/// the slow log.
+pub fn cache_hit(
+    session: &crate::cmd::Session,
+    index: usize,
+    started: Instant,
+    argv: impl FnOnce() -> Vec<Bytes>,
+) {
+    let st = &session.shared.stats;
+    let row = st.first_row[index];
+    session.client.state.last_row.store(row, Ordering::Relaxed);
+    let elapsed = started.elapsed();
+    st.record(row, elapsed, false);
+    let threshold = st.slowlog_slower_than.load(Ordering::Relaxed);
+    if threshold >= 0 && elapsed.as_micros() >= threshold as u128 {
+        let a = argv();
+        let n = a.len();
+        st.maybe_slowlog(elapsed.as_micros() as u64, &a, n, &session.client);
     }
 }
 
