@@ -27,6 +27,22 @@ mod logging;
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
 
+/// mimalloc's `mi_option_purge_delay` (its position in `mi_option_e`, the
+/// same in mimalloc 2 and 3; libmimalloc-sys names no constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Memory freed by a connection (a large reply it wrote, a large request
+/// it read) goes back to the system at once. mimalloc's default delays the
+/// purge by 10 ms and then only does it on a later allocation or free in
+/// the same thread: a runtime thread that goes idle after serving a client
+/// that read a few hundred 1 MB values kept 270 MB it no longer used.
+/// Purging at once measured no different in throughput (SET and GET with
+/// redis-benchmark -P 16, within run-to-run noise).
+fn purge_freed_memory_at_once() {
+    // SAFETY: sets one of mimalloc's tuning options; valid at any time.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+}
+
 /// A Redis-protocol server that keeps its data in SQLite, durable by
 /// default.
 #[derive(Parser, Debug, Clone)]
@@ -162,6 +178,7 @@ enum StartError {
 }
 
 fn main() -> ExitCode {
+    purge_freed_memory_at_once();
     let cli = Cli::parse();
     let config = match cli.load() {
         Ok(c) => c,

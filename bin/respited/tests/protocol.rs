@@ -111,6 +111,41 @@ fn malformed_frames_get_a_protocol_error_and_close() {
     assert_eq!(pong, "PONG");
 }
 
+/// Length fields are parsed exactly as redis-server's `string2ll` does: no
+/// `+`, no leading zeros, no `-0`. Each input goes to both servers on a
+/// fresh connection; the reply bytes and whether the connection closed
+/// must agree.
+#[test]
+fn length_fields_parse_like_redis() {
+    let Some(redis) = common::RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let inputs: [&[u8]; 10] = [
+        b"*+1\r\n$4\r\nPING\r\n",
+        b"*01\r\n$4\r\nPING\r\n",
+        b"*-0\r\n*1\r\n$4\r\nPING\r\n",
+        b"*1\r\n$+4\r\nPING\r\n",
+        b"*1\r\n$04\r\nPING\r\n",
+        b"*1\r\n$-0\r\n",
+        b"* 1\r\n$4\r\nPING\r\n",
+        b"*1\r\n$4 \r\nPING\r\n",
+        b"*-1\r\n*1\r\n$4\r\nPING\r\n",
+        b"*0\r\n*1\r\n$4\r\nPING\r\n",
+    ];
+    for input in inputs {
+        let mut answers = Vec::new();
+        for port in [server.port, redis.port] {
+            let mut s = common::raw_for(port);
+            std::io::Write::write_all(&mut s, input).unwrap();
+            answers.push(read_until_quiet(&mut s, Duration::from_millis(500)));
+        }
+        let show =
+            |(b, closed): &(Vec<u8>, bool)| (String::from_utf8_lossy(b).into_owned(), *closed);
+        assert_eq!(show(&answers[0]), show(&answers[1]), "input {input:?}");
+    }
+}
+
 #[test]
 fn configured_limits_are_enforced() {
     let server = Respited::start(&[]);

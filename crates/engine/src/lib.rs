@@ -66,6 +66,15 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
 
+/// The longest string (or key, field, member, element) respite stores.
+/// SQLite is built with its largest `SQLITE_MAX_LENGTH`, 2^31-1 bytes (see
+/// `.cargo/config.toml`), and the longest row holds a key and a value (or a
+/// field and a value) side by side: two of these and a row's few bytes of
+/// header stay under it, so no write within this bound fails inside
+/// SQLite. Redis's own largest string, 512 MiB, is well inside; the server
+/// refuses a `proto-max-bulk-len` above this.
+pub const MAX_STRING_LEN: usize = (i32::MAX as usize) / 2 - 64 * 1024;
+
 pub use blocking::{Blocking, Waiter};
 pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, EngineConfig};

@@ -321,6 +321,13 @@ mod tests {
             !opts.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
             "{opts:?}"
         );
+        // Rows as long as two of the longest strings fit (zeroblob checks
+        // the length limit without allocating).
+        let len = 2 * crate::MAX_STRING_LEN as i64 + 1024;
+        let got: i64 = conn
+            .query_row("SELECT length(zeroblob(?1))", [len], |r| r.get(0))
+            .unwrap();
+        assert_eq!(got, len);
     }
 
     #[test]

@@ -56,6 +56,12 @@ pub struct Config {
     pub proto_max_bulk_len: usize,
     /// Largest unprocessed input one client may have buffered, in bytes.
     pub client_query_buffer_limit: usize,
+    /// Redis's `client-output-buffer-limit`: `<class> <hard> <soft>
+    /// <seconds>` groups; respite applies the `normal` class.
+    pub client_output_buffer_limit: String,
+    /// Pending connections the kernel queues for `listen` (redis.conf's
+    /// `tcp-backlog`; the kernel caps it at `net.core.somaxconn`).
+    pub tcp_backlog: u32,
     /// SQLite page size of a new database file.
     pub page_size: u32,
     /// Copy the WAL into the database once it holds this many new bytes.
@@ -101,6 +107,7 @@ pub const RELOADABLE: &[&str] = &[
     "appendfsync",
     "proto_max_bulk_len",
     "client_query_buffer_limit",
+    "client_output_buffer_limit",
 ];
 
 impl Default for Config {
@@ -121,6 +128,8 @@ impl Default for Config {
             requirepass: None,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
+            client_output_buffer_limit: crate::output::DEFAULT_LIMITS.into(),
+            tcp_backlog: 511,
             page_size: engine.page_size,
             checkpoint_wal_bytes: engine.checkpoint_wal_bytes,
             checkpoint_wal_percent: engine.checkpoint_wal_percent,
@@ -233,8 +242,25 @@ impl Config {
         if let Some(perm) = &self.unixsocketperm {
             parse_perm(perm)?;
         }
+        if !(1024 * 1024..=respite_engine::MAX_STRING_LEN).contains(&self.proto_max_bulk_len) {
+            return Err(ConfigError::Invalid(format!(
+                "proto_max_bulk_len must be between 1048576 and {} (the longest string SQLite \
+                 stores beside its key)",
+                respite_engine::MAX_STRING_LEN
+            )));
+        }
+        self.output_limits()?;
         crate::cmd::config::check_file_table(&self.redis).map_err(ConfigError::Invalid)?;
         Ok(())
+    }
+
+    /// `client_output_buffer_limit`, parsed over Redis's defaults.
+    pub fn output_limits(&self) -> Result<[crate::output::ClassLimit; 3], ConfigError> {
+        let defaults =
+            crate::output::parse_limits(crate::output::DEFAULT_LIMITS, Default::default())
+                .map_err(|e| ConfigError::Invalid(e.into()))?;
+        crate::output::parse_limits(&self.client_output_buffer_limit, defaults)
+            .map_err(|e| ConfigError::Invalid(format!("client_output_buffer_limit: {e}")))
     }
 
     /// The engine's part of the configuration.

@@ -37,8 +37,9 @@ use tokio::sync::oneshot;
 use crate::blocking::{attempt, Blocker, Cancel, Outcome, Ticket};
 use crate::cmd::strings::{Cached, Get};
 use crate::cmd::{dispatch, Plan, ReadFn, Session};
+use crate::output::{Abandoned, Sender, STREAM_AT};
 use crate::reply::Reply;
-use crate::request::{next_frame, Frame, Limits};
+use crate::request::{Frame, Framer, Limits};
 use crate::state::{lock, ClientHandle, Shared};
 
 /// Replies already encoded, with how many of them are errors (for INFO).
@@ -105,7 +106,19 @@ struct Turn {
     open_reads: usize,
     writes_from: usize,
     reads_from: usize,
+    /// Bytes of replies this turn already holds (settled reads, values
+    /// from the cache): past [`TURN_HELD_BYTES`] the turn ends early and
+    /// its replies go out before more requests are taken from the buffer.
+    held: usize,
 }
+
+/// Most commands one turn takes from the read buffer before its replies
+/// are written: a client pipelining a million commands without reading
+/// is answered in parts, and its replies never pile up all at once.
+const TURN_COMMANDS: usize = 1024;
+
+/// Most reply bytes one turn holds before its replies are written.
+const TURN_HELD_BYTES: usize = 4 * 1024 * 1024;
 
 /// A plain `SET key value` planned without the command table, from the
 /// frame's argument ranges (only the key and the value are copied): the
@@ -270,7 +283,9 @@ impl Turn {
             for slot in self.slots[self.reads_from..].iter_mut() {
                 if let Slot::Reads(rx, n, resp3) = slot {
                     let (n, resp3) = (*n, *resp3);
-                    *slot = Slot::Done(read_results(rx.await, n, resp3));
+                    let encoded = read_results(rx.await, n, resp3);
+                    self.held += encoded.bytes.len();
+                    *slot = Slot::Done(encoded);
                 }
             }
             self.open_reads = 0;
@@ -332,6 +347,21 @@ impl Turn {
         self.reads.push(f);
         self.reads_need_snapshot |= needs.snapshot;
         self.reads_may_be_slow |= !needs.quick;
+        // A long run of reads goes to the pool in jobs of a bounded size,
+        // each waited for before the next is sent: jobs of one connection
+        // running side by side could take their snapshots out of order
+        // (a later command seeing an older state), and one job for the
+        // whole run would hold every reply at once.
+        if self.reads.len() >= crate::cmd::QUICK_READ_LIMIT {
+            self.flush_reads(shared).await;
+            self.settle_reads().await;
+        }
+    }
+
+    /// Whether the turn holds enough that its replies should go out
+    /// before more requests are taken.
+    fn full(&self, commands: usize) -> bool {
+        commands >= TURN_COMMANDS || self.held >= TURN_HELD_BYTES
     }
 
     /// Adds one planned command. Returns false when the connection must
@@ -357,7 +387,10 @@ impl Turn {
             }
             Plan::Read(f, needs) => self.add_read(f, needs, shared).await,
             Plan::Cached(read) => match self.try_cache(&read, shared) {
-                Some(reply) => self.slots.push(Slot::Ready(reply, self.resp3)),
+                Some(reply) => {
+                    self.held += held_len(&reply);
+                    self.slots.push(Slot::Ready(reply, self.resp3));
+                }
                 None => {
                     let (f, needs) = read.into_read();
                     self.add_read(f, needs, shared).await;
@@ -420,6 +453,7 @@ impl Turn {
         let name = &input[args[0].clone()];
         match cache.get(session.db, key, respite_engine::now_ms) {
             Some(value) => {
+                self.held += value.len();
                 self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
                 crate::stats::cache_hit(session, index, started, || {
                     vec![name_bytes(name), Bytes::copy_from_slice(key)]
@@ -462,32 +496,66 @@ impl Turn {
             && self.open_reads == 0
     }
 
-    /// Waits for every reply and encodes them, in order, into `out`.
-    async fn finish(&mut self, shared: &Shared, out: &mut BytesMut) {
+    /// Waits for every reply and writes them to the client in order: small
+    /// ones gathered in `out` and written together, large ones streamed as
+    /// they come (see `crate::output`). An error means the connection must
+    /// close (the client went away, was killed, or went over its output
+    /// limit).
+    async fn finish<S, K>(
+        &mut self,
+        shared: &Shared,
+        out: &mut BytesMut,
+        sender: &mut Sender<'_, S, K>,
+    ) -> Result<(), Abandoned>
+    where
+        S: AsyncWrite + Unpin,
+        K: Future,
+    {
         self.flush(shared).await;
         let mut errors = 0;
         (self.open_writes, self.open_reads) = (0, 0);
         (self.writes_from, self.reads_from) = (0, 0);
+        self.held = 0;
+        let mut result = Ok(());
         for slot in self.slots.drain(..) {
             let encoded = match slot {
                 Slot::Ready(r, resp3) => {
                     errors += u64::from(matches!(r, Reply::Error(_)));
                     r.encode(out, resp3);
-                    continue;
+                    None
                 }
-                Slot::Done(e) => e,
+                Slot::Done(e) => Some(e),
                 Slot::Writes(rx, n, resp3) => {
                     // Straight into the output buffer: no intermediate copy.
                     for r in write_results(rx.await, n) {
                         errors += u64::from(matches!(r, Reply::Error(_)));
                         r.encode(out, resp3);
                     }
-                    continue;
+                    None
                 }
-                Slot::Reads(rx, n, resp3) => read_results(rx.await, n, resp3),
+                Slot::Reads(rx, n, resp3) => Some(read_results(rx.await, n, resp3)),
             };
-            errors += encoded.errors;
-            out.extend_from_slice(&encoded.bytes);
+            if let Some(encoded) = encoded {
+                errors += encoded.errors;
+                if encoded.bytes.len() >= STREAM_AT {
+                    // Already encoded by the reader: written as it is,
+                    // after what is gathered before it.
+                    result = sender.send(out, encoded.bytes.len()).await;
+                    out.clear();
+                    if result.is_ok() {
+                        result = sender.send(&encoded.bytes, 0).await;
+                    }
+                } else {
+                    out.extend_from_slice(&encoded.bytes);
+                }
+            }
+            if result.is_ok() && out.len() >= STREAM_AT {
+                result = sender.send(out, 0).await;
+                out.clear();
+            }
+            if result.is_err() {
+                break;
+            }
         }
         if errors > 0 {
             shared
@@ -495,6 +563,22 @@ impl Turn {
                 .error_replies
                 .fetch_add(errors, Ordering::Relaxed);
         }
+        result?;
+        if !out.is_empty() {
+            let sent = sender.send(out, 0).await;
+            out.clear();
+            sent?;
+        }
+        Ok(())
+    }
+}
+
+/// The bytes a reply holds, as far as a turn's budget cares: the values.
+fn held_len(reply: &Reply) -> usize {
+    match reply {
+        Reply::Bulk(b) => b.len(),
+        Reply::Array(items) => items.iter().map(held_len).sum(),
+        _ => 0,
     }
 }
 
@@ -605,7 +689,11 @@ fn name_bytes(name: &[u8]) -> Bytes {
 }
 
 /// Counts one read from or write to a client, for INFO stats.
-fn count_io(bytes: &std::sync::atomic::AtomicU64, calls: &std::sync::atomic::AtomicU64, n: usize) {
+pub(crate) fn count_io(
+    bytes: &std::sync::atomic::AtomicU64,
+    calls: &std::sync::atomic::AtomicU64,
+    n: usize,
+) {
     bytes.fetch_add(n as u64, Ordering::Relaxed);
     calls.fetch_add(1, Ordering::Relaxed);
 }
@@ -627,6 +715,7 @@ where
         watched: Default::default(),
     };
     let mut input = BytesMut::with_capacity(16 * 1024);
+    let mut framer = Framer::default();
     let mut out = BytesMut::with_capacity(16 * 1024);
     let mut shutdown = shared.shutdown.subscribe();
     let mut turn = Turn {
@@ -640,7 +729,14 @@ where
         open_reads: 0,
         writes_from: 0,
         reads_from: 0,
+        held: 0,
     };
+    // See `crate::output`: when the pending output went over the soft
+    // limit, kept across turns.
+    let mut over_soft_since = None;
+    // The last turn stopped early (see `Turn::full`) with requests still in
+    // the buffer: take them before reading more.
+    let mut more_buffered = false;
     // Made once and kept across turns: a fresh `notified()` or `wait_for`
     // each turn would register and unregister a waiter (a lock each) for
     // every request.
@@ -649,20 +745,22 @@ where
     let stopping = shutdown.wait_for(|down| *down);
     tokio::pin!(stopping);
     'conn: loop {
-        let read = tokio::select! {
-            // Polled in order: no random number per read, and data first.
-            biased;
-            r = stream.read_buf(&mut input) => r,
-            _ = &mut killed => break,
-            _ = &mut stopping => break,
-        };
-        match read {
-            Ok(0) | Err(_) => break,
-            Ok(n) => count_io(
-                &shared.counters.net_input_bytes,
-                &shared.counters.reads_processed,
-                n,
-            ),
+        if !std::mem::take(&mut more_buffered) {
+            let read = tokio::select! {
+                // Polled in order: no random number per read, and data first.
+                biased;
+                r = stream.read_buf(&mut input) => r,
+                _ = &mut killed => break,
+                _ = &mut stopping => break,
+            };
+            match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => count_io(
+                    &shared.counters.net_input_bytes,
+                    &shared.counters.reads_processed,
+                    n,
+                ),
+            }
         }
         if input.len()
             > shared
@@ -687,7 +785,7 @@ where
                 max_bulk_len: shared.settings.proto_max_bulk_len.load(Ordering::Relaxed),
                 authenticated: session.authenticated,
             };
-            match next_frame(&mut input, limits) {
+            match framer.next_frame(&mut input, limits) {
                 Ok(Some(frame)) => {
                     if let Frame::Array { len, args } = &frame {
                         if let Some(plan) = fast_set(&session, &input, *len, args) {
@@ -695,6 +793,10 @@ where
                             input.advance(len);
                             processed += 1;
                             turn.add(plan, &shared, session.resp3).await;
+                            if turn.full(processed as usize) {
+                                more_buffered = true;
+                                break;
+                            }
                             continue;
                         }
                         if let Some(fast) = turn.fast_get(&session, &shared, &input, args) {
@@ -703,6 +805,10 @@ where
                             processed += 1;
                             if let Some(plan) = fast {
                                 turn.add(plan, &shared, session.resp3).await;
+                            }
+                            if turn.full(processed as usize) {
+                                more_buffered = true;
+                                break;
                             }
                             continue;
                         }
@@ -715,12 +821,15 @@ where
                     if shared.pause.holds(&request[0]) {
                         // CLIENT PAUSE: what came before is answered, then
                         // this command waits for the pause to end.
-                        turn.finish(&shared, &mut out).await;
-                        if !out.is_empty() {
-                            if stream.write_all(&out).await.is_err() {
-                                break 'conn;
-                            }
-                            out.clear();
+                        let mut sender = Sender {
+                            stream: &mut stream,
+                            killed: killed.as_mut(),
+                            client: &client,
+                            shared: &shared,
+                            over_soft_since: &mut over_soft_since,
+                        };
+                        if turn.finish(&shared, &mut out, &mut sender).await.is_err() {
+                            break 'conn;
                         }
                         tokio::select! {
                             _ = shared.pause.wait() => {}
@@ -732,12 +841,15 @@ where
                     if let Plan::Block(blocker) = plan {
                         // What came before is answered first: the client
                         // may be waiting for those replies while it blocks.
-                        turn.finish(&shared, &mut out).await;
-                        if !out.is_empty() {
-                            if stream.write_all(&out).await.is_err() {
-                                break 'conn;
-                            }
-                            out.clear();
+                        let mut sender = Sender {
+                            stream: &mut stream,
+                            killed: killed.as_mut(),
+                            client: &client,
+                            shared: &shared,
+                            over_soft_since: &mut over_soft_since,
+                        };
+                        if turn.finish(&shared, &mut out, &mut sender).await.is_err() {
+                            break 'conn;
                         }
                         let waited = block(
                             blocker,
@@ -759,6 +871,17 @@ where
                     }
                     if !turn.add(plan, &shared, session.resp3).await {
                         keep_open = false;
+                        break;
+                    }
+                    // CLIENT KILL of this very connection: its reply is the
+                    // last one, as in Redis; the rest of the pipeline is
+                    // not run.
+                    if client.killed.load(Ordering::Relaxed) {
+                        keep_open = false;
+                        break;
+                    }
+                    if turn.full(processed as usize) {
+                        more_buffered = true;
                         break;
                     }
                 }
@@ -784,17 +907,19 @@ where
             .counters
             .commands_processed
             .fetch_add(processed, Ordering::Relaxed);
-        turn.finish(&shared, &mut out).await;
-        if !out.is_empty() {
-            if stream.write_all(&out).await.is_err() {
-                break 'conn;
-            }
-            count_io(
-                &shared.counters.net_output_bytes,
-                &shared.counters.writes_processed,
-                out.len(),
-            );
-            out.clear();
+        let mut sender = Sender {
+            stream: &mut stream,
+            killed: killed.as_mut(),
+            client: &client,
+            shared: &shared,
+            over_soft_since: &mut over_soft_since,
+        };
+        if turn.finish(&shared, &mut out, &mut sender).await.is_err() {
+            break 'conn;
+        }
+        // Give back memory a large reply left behind.
+        if out.capacity() > 1024 * 1024 {
+            out = BytesMut::with_capacity(16 * 1024);
         }
         if client.state.monitoring.load(Ordering::Relaxed) {
             // MONITOR: this connection now streams what others run.

@@ -25,6 +25,7 @@ pub mod delivery;
 pub mod error;
 pub mod listener;
 pub mod long_double;
+pub mod output;
 pub mod reply;
 pub mod request;
 pub mod service;

@@ -120,6 +120,16 @@ pub fn take_activated() -> Result<Vec<Activated>, ListenError> {
     Ok(out)
 }
 
+/// Sets the listen backlog to `tcp-backlog` (redis.conf's name; Redis uses
+/// it for its Unix socket too). tokio and std listen with a fixed backlog
+/// (128 for a Unix socket): a burst of a few hundred connects then waited a
+/// second for SYN retries. On Linux, `listen` on a socket already listening
+/// changes its backlog, which the kernel caps at `net.core.somaxconn`.
+fn set_backlog<S: std::os::fd::AsFd>(listener: &S, backlog: u32) -> std::io::Result<()> {
+    let backlog = i32::try_from(backlog).unwrap_or(i32::MAX);
+    socket2::SockRef::from(listener).listen(backlog)
+}
+
 /// A bound Unix listener: the socket, its path, and whether respited made
 /// the file (and so removes it at exit).
 struct UnixBound {
@@ -195,6 +205,7 @@ impl Listeners {
                 let l = TcpListener::bind((c.bind.as_str(), c.port))
                     .await
                     .map_err(fail)?;
+                set_backlog(&l, c.tcp_backlog).map_err(fail)?;
                 let local = l.local_addr().map_err(fail)?;
                 tracing::info!("listening on tcp {local}");
                 tcp_port.get_or_insert(local.port());
@@ -204,12 +215,12 @@ impl Listeners {
         if let Some(path) = &c.unixsocket {
             let covered = unix.iter().any(|u| Path::new(&u.path) == path);
             if !covered {
-                let l = bind_unix(path, c.unixsocketperm.as_deref()).map_err(|source| {
-                    ListenError::Unix {
-                        path: path.clone(),
-                        source,
-                    }
-                })?;
+                let fail = |source| ListenError::Unix {
+                    path: path.clone(),
+                    source,
+                };
+                let l = bind_unix(path, c.unixsocketperm.as_deref()).map_err(fail)?;
+                set_backlog(&l, c.tcp_backlog).map_err(fail)?;
                 tracing::info!("listening on unix {}", path.display());
                 unix.push(UnixBound {
                     listener: l,
@@ -388,6 +399,7 @@ where
                 last_active_ms: Default::default(),
                 killed: Default::default(),
                 kill_notify: Default::default(),
+                output_bytes: Default::default(),
                 blocked: Mutex::new(None),
                 state: Default::default(),
             });

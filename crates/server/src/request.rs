@@ -116,17 +116,148 @@ impl Frame {
     }
 }
 
-/// Finds the next complete request at the front of `buf`. `Ok(None)` means
-/// more bytes are needed.
+/// The framer of one connection. It remembers how far it walked the
+/// headers of a multibulk request that has not fully arrived, so each read
+/// of a slowly sent request walks only the new bytes: a request of two
+/// million arguments dripped in a few bytes at a time costs linear time, not
+/// a walk over every header seen so far on every read. The read buffer only
+/// grows at its end until the frame is taken off its front, so positions
+/// into it stay valid between calls.
+#[derive(Debug, Default)]
+pub struct Framer {
+    /// The walk of the multibulk at the front of the buffer, if one is
+    /// under way.
+    partial: Option<Partial>,
+}
+
+/// A multibulk whose element headers are walked up to `pos`.
+#[derive(Debug)]
+struct Partial {
+    /// Elements the `*` header announced.
+    count: usize,
+    /// Elements walked so far (header and data in the buffer).
+    walked: usize,
+    /// Where the next element header starts, from the front of the buffer.
+    pos: usize,
+}
+
+impl Framer {
+    /// Finds the next complete request at the front of `buf`. `Ok(None)`
+    /// means more bytes are needed; the next call resumes where this one
+    /// stopped, so `buf` must keep its front until a frame is returned.
+    pub fn next_frame(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: Limits,
+    ) -> Result<Option<Frame>, ProtocolError> {
+        if buf.is_empty() {
+            self.partial = None;
+            return Ok(None);
+        }
+        if buf[0] != b'*' {
+            self.partial = None;
+            return Ok(inline(buf)?.map(Frame::Taken));
+        }
+        let result = self.multibulk(buf, limits);
+        if !matches!(result, Ok(None)) {
+            self.partial = None;
+        }
+        result
+    }
+
+    fn multibulk(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: Limits,
+    ) -> Result<Option<Frame>, ProtocolError> {
+        let mut partial = match self.partial.take() {
+            Some(p) => p,
+            None => {
+                let Some(end) = find_crlf(buf, 1) else {
+                    return if buf.len() > MAX_INLINE {
+                        Err(ProtocolError::TooBigMultibulkCount)
+                    } else {
+                        Ok(None)
+                    };
+                };
+                let count = parse_len(&buf[1..end]).ok_or(ProtocolError::InvalidMultibulkLength)?;
+                if count > i32::MAX as i64 {
+                    return Err(ProtocolError::InvalidMultibulkLength);
+                }
+                if count > 10 && !limits.authenticated {
+                    return Err(ProtocolError::UnauthenticatedMultibulkLength);
+                }
+                if count <= 0 {
+                    let _ = buf.split_to(end + 2);
+                    return Ok(Some(Frame::Taken(Vec::new())));
+                }
+                Partial {
+                    count: count as usize,
+                    walked: 0,
+                    pos: end + 2,
+                }
+            }
+        };
+        // Walk the element headers to find where the frame ends, from where
+        // the last call stopped.
+        while partial.walked < partial.count {
+            let pos = partial.pos;
+            if pos >= buf.len() {
+                self.partial = Some(partial);
+                return Ok(None);
+            }
+            if buf[pos] != b'$' {
+                return Err(ProtocolError::ExpectedDollar(buf[pos] as char));
+            }
+            let Some(hend) = find_crlf(buf, pos + 1) else {
+                if buf.len() - pos > MAX_INLINE {
+                    return Err(ProtocolError::TooBigBulkCount);
+                }
+                self.partial = Some(partial);
+                return Ok(None);
+            };
+            let len = parse_len(&buf[pos + 1..hend]).ok_or(ProtocolError::InvalidBulkLength)?;
+            if len < 0 || len as u64 > limits.max_bulk_len as u64 {
+                return Err(ProtocolError::InvalidBulkLength);
+            }
+            if len > 16384 && !limits.authenticated {
+                return Err(ProtocolError::UnauthenticatedBulkLength);
+            }
+            let next = hend + 2 + len as usize + 2;
+            if next > buf.len() {
+                // The header is checked; wait for the data, and come back
+                // to this header (cheap) rather than past it.
+                self.partial = Some(partial);
+                return Ok(None);
+            }
+            partial.pos = next;
+            partial.walked += 1;
+        }
+        let pos = partial.pos;
+        // The whole frame is here: let redis-protocol decode it.
+        let frame = match decode_range(&buf[..pos]) {
+            Ok(Some((frame, used))) if used == pos => frame,
+            Ok(_) => return Err(ProtocolError::Malformed("incomplete frame".into())),
+            Err(e) => return Err(ProtocolError::Malformed(e.details().to_string())),
+        };
+        let RangeFrame::Array(items) = frame else {
+            return Err(ProtocolError::Malformed("expected an array".into()));
+        };
+        let args = items
+            .into_iter()
+            .map(|item| match item {
+                RangeFrame::BulkString((start, end)) => Ok(start..end),
+                _ => Err(ProtocolError::Malformed("expected a bulk string".into())),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(Frame::Array { len: pos, args }))
+    }
+}
+
+/// Finds the next complete request at the front of `buf`, with a fresh
+/// [`Framer`] (for callers that see whole requests: tests, fuzzing).
 pub fn next_frame(buf: &mut BytesMut, limits: Limits) -> Result<Option<Frame>, ProtocolError> {
-    if buf.is_empty() {
-        return Ok(None);
-    }
-    if buf[0] == b'*' {
-        multibulk(buf, limits)
-    } else {
-        Ok(inline(buf)?.map(Frame::Taken))
-    }
+    Framer::default().next_frame(buf, limits)
 }
 
 /// Takes the next complete request off the front of `buf`. `Ok(None)` means
@@ -161,75 +292,22 @@ fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// Parses a decimal integer strictly, as Redis's `string2ll` does.
+/// Parses a decimal integer strictly, as Redis's `string2ll` does: an
+/// optional `-`, then `0` alone or digits not starting with `0`; no `+`,
+/// no leading zeros, no `-0`, no spaces, nothing empty, no overflow.
 fn parse_len(digits: &[u8]) -> Option<i64> {
-    std::str::from_utf8(digits).ok()?.parse::<i64>().ok()
-}
-
-fn multibulk(buf: &mut BytesMut, limits: Limits) -> Result<Option<Frame>, ProtocolError> {
-    let Some(end) = find_crlf(buf, 1) else {
-        return if buf.len() > MAX_INLINE {
-            Err(ProtocolError::TooBigMultibulkCount)
-        } else {
-            Ok(None)
-        };
+    let (negative, body) = match digits.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, digits),
     };
-    let count = parse_len(&buf[1..end]).ok_or(ProtocolError::InvalidMultibulkLength)?;
-    if count > i32::MAX as i64 {
-        return Err(ProtocolError::InvalidMultibulkLength);
+    match body {
+        [b'0'] if !negative => return Some(0),
+        [b'1'..=b'9', rest @ ..] if rest.iter().all(u8::is_ascii_digit) => {}
+        _ => return None,
     }
-    if count > 10 && !limits.authenticated {
-        return Err(ProtocolError::UnauthenticatedMultibulkLength);
-    }
-    if count <= 0 {
-        let _ = buf.split_to(end + 2);
-        return Ok(Some(Frame::Taken(Vec::new())));
-    }
-    // Walk the element headers to find where the frame ends.
-    let mut pos = end + 2;
-    for _ in 0..count {
-        if pos >= buf.len() {
-            return Ok(None);
-        }
-        if buf[pos] != b'$' {
-            return Err(ProtocolError::ExpectedDollar(buf[pos] as char));
-        }
-        let Some(hend) = find_crlf(buf, pos + 1) else {
-            return if buf.len() - pos > MAX_INLINE {
-                Err(ProtocolError::TooBigBulkCount)
-            } else {
-                Ok(None)
-            };
-        };
-        let len = parse_len(&buf[pos + 1..hend]).ok_or(ProtocolError::InvalidBulkLength)?;
-        if len < 0 || len as u64 > limits.max_bulk_len as u64 {
-            return Err(ProtocolError::InvalidBulkLength);
-        }
-        if len > 16384 && !limits.authenticated {
-            return Err(ProtocolError::UnauthenticatedBulkLength);
-        }
-        pos = hend + 2 + len as usize + 2;
-        if pos > buf.len() {
-            return Ok(None);
-        }
-    }
-    // The whole frame is here: let redis-protocol decode it.
-    let frame = match decode_range(&buf[..pos]) {
-        Ok(Some((frame, used))) if used == pos => frame,
-        Ok(_) => return Err(ProtocolError::Malformed("incomplete frame".into())),
-        Err(e) => return Err(ProtocolError::Malformed(e.details().to_string())),
-    };
-    let RangeFrame::Array(items) = frame else {
-        return Err(ProtocolError::Malformed("expected an array".into()));
-    };
-    let args = items
-        .into_iter()
-        .map(|item| match item {
-            RangeFrame::BulkString((start, end)) => Ok(start..end),
-            _ => Err(ProtocolError::Malformed("expected a bulk string".into())),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(Frame::Array { len: pos, args }))
+    // The shape is right: the only way left to fail is overflow (and
+    // `i64::MIN` parses, as in C).
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 fn inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
@@ -432,6 +510,83 @@ mod tests {
         let mut big = b"x\0".to_vec();
         big.resize(MAX_INLINE + 10, b'y');
         assert_eq!(parse(&big), Err(ProtocolError::TooBigInline));
+    }
+
+    #[test]
+    fn lengths_parse_as_string2ll() {
+        for bad in [
+            &b"*+1\r\n"[..],
+            b"*01\r\n",
+            b"*-0\r\n",
+            b"* 1\r\n",
+            b"*\r\n",
+            b"*1 \r\n",
+            b"*-\r\n",
+            b"*99999999999999999999\r\n",
+        ] {
+            assert_eq!(
+                parse(bad),
+                Err(ProtocolError::InvalidMultibulkLength),
+                "{bad:?}"
+            );
+        }
+        for bad in [
+            &b"*1\r\n$+4\r\nPING\r\n"[..],
+            b"*1\r\n$04\r\nPING\r\n",
+            b"*1\r\n$-0\r\n",
+            b"*1\r\n$-1\r\n",
+            b"*1\r\n$\r\n",
+        ] {
+            assert_eq!(parse(bad), Err(ProtocolError::InvalidBulkLength), "{bad:?}");
+        }
+        // What string2ll takes: 0 alone, negatives (a count <= 0 is an
+        // empty request), i64::MIN.
+        assert_eq!(parse(b"*0\r\n"), Ok(Some(vec![])));
+        assert_eq!(parse(b"*-1\r\n"), Ok(Some(vec![])));
+        assert_eq!(parse(b"*-9223372036854775808\r\n"), Ok(Some(vec![])));
+        assert_eq!(parse(b"*1\r\n$0\r\n\r\n"), Ok(Some(vec![Bytes::new()])));
+        assert_eq!(parse_len(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_len(b"9223372036854775808"), None);
+    }
+
+    /// A request fed a few bytes at a time gives the same arguments as one
+    /// fed whole, and each call walks on from where the last one stopped:
+    /// the count of walked elements never goes back while the frame is
+    /// incomplete.
+    #[test]
+    fn partial_multibulk_resumes() {
+        let n = 5_000;
+        let mut whole = format!("*{n}\r\n").into_bytes();
+        for i in 0..n {
+            let arg = format!("a{i}");
+            whole.extend_from_slice(format!("${}\r\n{arg}\r\n", arg.len()).as_bytes());
+        }
+        whole.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        let mut framer = Framer::default();
+        let mut buf = BytesMut::new();
+        let mut walked = 0;
+        let mut got = None;
+        for chunk in whole.chunks(7) {
+            buf.extend_from_slice(chunk);
+            if got.is_none() {
+                match framer.next_frame(&mut buf, AUTHED).unwrap() {
+                    None => {
+                        let now = framer.partial.as_ref().map_or(0, |p| p.walked);
+                        assert!(now >= walked, "walk went back: {now} < {walked}");
+                        walked = now;
+                    }
+                    Some(frame) => got = Some(frame.take_args(&mut buf)),
+                }
+            }
+        }
+        let args = got.unwrap();
+        assert_eq!(args.len(), n);
+        assert_eq!(args[n - 1], Bytes::from(format!("a{}", n - 1)));
+        assert!(walked > n - 10);
+        // The framer starts afresh on the next request.
+        let ping = framer.next_frame(&mut buf, AUTHED).unwrap().unwrap();
+        assert_eq!(ping.take_args(&mut buf), vec![Bytes::from("PING")]);
+        assert!(buf.is_empty());
     }
 
     /// Random bytes, and valid requests with random damage, fed to the

@@ -236,6 +236,17 @@ pub fn reload(
         ));
         changes.push(Change::QueryBufferLimit(new.client_query_buffer_limit));
     }
+    if let Ok(limits) = new.output_limits() {
+        let old = *lock(&s.output_limits);
+        if old != limits {
+            out.applied.push(changed(
+                "client_output_buffer_limit",
+                crate::output::format_limits(&old),
+                crate::output::format_limits(&limits),
+            ));
+            changes.push(Change::OutputLimits(limits));
+        }
+    }
     let old = shared.engine.max_batch();
     if old != new.max_batch {
         out.applied.push(changed("max_batch", old, new.max_batch));

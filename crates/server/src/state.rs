@@ -34,6 +34,10 @@ pub struct Settings {
     pub appendfsync: Mutex<AppendFsync>,
     /// The log filter in force (changed by a reload).
     pub log_level: Mutex<String>,
+    /// `client-output-buffer-limit` of every class, as CONFIG GET shows it.
+    pub output_limits: Mutex<[crate::output::ClassLimit; 3]>,
+    /// The normal class's limit, which the connection loops apply.
+    pub output_limit: crate::output::NormalLimit,
 }
 
 /// Where a client is connected from.
@@ -69,6 +73,8 @@ pub struct ClientHandle {
     pub killed: AtomicBool,
     /// Wakes the connection loop for a kill.
     pub kill_notify: Notify,
+    /// Reply bytes encoded and not yet taken by the socket (`omem`).
+    pub output_bytes: AtomicU64,
     /// The blocking command it waits in (BLPOP...), for CLIENT UNBLOCK
     /// and CLIENT LIST's `b` flag.
     pub blocked: Mutex<Option<Arc<crate::blocking::Ticket>>>,
@@ -128,6 +134,8 @@ pub struct Counters {
     pub reads_processed: AtomicU64,
     /// Writes to client sockets.
     pub writes_processed: AtomicU64,
+    /// Clients closed for going over `client-output-buffer-limit`.
+    pub output_limit_closes: AtomicU64,
 }
 
 impl Counters {
@@ -143,6 +151,7 @@ impl Counters {
             &self.net_output_bytes,
             &self.reads_processed,
             &self.writes_processed,
+            &self.output_limit_closes,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -199,6 +208,8 @@ impl Shared {
                 requirepass: RwLock::new(config.requirepass.clone()),
                 appendfsync: Mutex::new(config.appendfsync),
                 log_level: Mutex::new(config.log_level.clone()),
+                output_limits: Mutex::new(config.output_limits().unwrap_or_default()),
+                output_limit: Default::default(),
             },
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),
@@ -215,6 +226,8 @@ impl Shared {
             tcp_port: AtomicU32::new(config.port as u32),
             config,
         };
+        let limits = *lock(&shared.settings.output_limits);
+        shared.settings.output_limit.store(limits[0]);
         // Checked by `Config::validate` already: this cannot fail.
         if let Err(e) = crate::cmd::config::apply_file(&shared) {
             tracing::warn!("configuration [redis] table: {e}");

@@ -272,7 +272,7 @@ pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
         })
         .unwrap_or_else(|| "NULL".into());
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr(),
         c.laddr(),
@@ -281,6 +281,7 @@ pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
         c.created.elapsed().as_secs(),
         c.idle_secs(),
         c.db.load(Ordering::Relaxed),
+        c.output_bytes.load(Ordering::Relaxed),
         c.resp.load(Ordering::Relaxed),
         lock(&st.lib_name).clone().unwrap_or_default(),
         lock(&st.lib_ver).clone().unwrap_or_default(),

@@ -68,6 +68,9 @@ enum Kind {
     Percentiles,
     /// An octal permission (`unixsocketperm`).
     Octal,
+    /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>`
+    /// groups (see `crate::output`).
+    OutputLimits,
 }
 
 /// Who may change a parameter.
@@ -206,9 +209,12 @@ static PARAMS: &[Param] = &[
     live("requirepass", Kind::Str, Access::Mutable, |s| {
         s.requirepass().unwrap_or_default()
     }),
+    // Redis allows up to LONG_MAX; respite up to what one SQLite row holds
+    // (`respite_engine::MAX_STRING_LEN`), so a string a client may build
+    // can always be stored.
     live(
         "proto-max-bulk-len",
-        Kind::Memory(1024 * 1024, LONG_MAX as u64),
+        Kind::Memory(1024 * 1024, respite_engine::MAX_STRING_LEN as u64),
         Access::Mutable,
         |s| {
             s.settings
@@ -227,6 +233,18 @@ static PARAMS: &[Param] = &[
                 .load(Ordering::Relaxed)
                 .to_string()
         },
+    ),
+    live(
+        "client-output-buffer-limit",
+        Kind::OutputLimits,
+        Access::Mutable,
+        |s| crate::output::format_limits(&lock(&s.settings.output_limits)),
+    ),
+    live(
+        "tcp-backlog",
+        Kind::Int(0, INT_MAX),
+        Access::Immutable,
+        |s| s.config.tcp_backlog.to_string(),
     ),
     live(
         "enable-debug-command",
@@ -352,7 +370,6 @@ static PARAMS: &[Param] = &[
     fixed("pidfile", Kind::Str, ""),
     fixed("logfile", Kind::Str, ""),
     fixed("cluster-enabled", Kind::Bool, "no"),
-    fixed("tcp-backlog", Kind::Int(0, INT_MAX), "511"),
     // respite's own, under the TOML names with dashes.
     live(
         "max-batch",
@@ -399,6 +416,7 @@ const TOML_KEYS: &[(&str, &str)] = &[
     ("requirepass", "requirepass"),
     ("proto-max-bulk-len", "proto_max_bulk_len"),
     ("client-query-buffer-limit", "client_query_buffer_limit"),
+    ("client-output-buffer-limit", "client_output_buffer_limit"),
     ("max-batch", "max_batch"),
 ];
 
@@ -461,7 +479,7 @@ pub fn value(sh: &Shared, name: &str) -> String {
 
 /// Parses a size with redis's memory units (`1gb`, `512mb`, `100k`), as
 /// its `memtoull`.
-fn parse_memory(text: &str) -> Option<u64> {
+pub(crate) fn parse_memory(text: &str) -> Option<u64> {
     let t = text.to_ascii_lowercase();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -586,6 +604,14 @@ fn validate(p: &Param, raw: &str) -> Result<String, String> {
             }
             Ok(out)
         }
+        Kind::OutputLimits => {
+            // Over redis's defaults; CONFIG SET parses it again over the
+            // limits in force (a group not named keeps its value).
+            let defaults =
+                crate::output::parse_limits(crate::output::DEFAULT_LIMITS, Default::default())?;
+            let limits = crate::output::parse_limits(raw, defaults)?;
+            Ok(crate::output::format_limits(&limits))
+        }
         Kind::Percentiles => {
             let mut out = Vec::new();
             for w in raw.split_whitespace() {
@@ -618,6 +644,7 @@ pub(crate) enum Change {
     MaxClients(usize),
     ProtoMaxBulkLen(usize),
     QueryBufferLimit(usize),
+    OutputLimits([crate::output::ClassLimit; 3]),
     MaxBatch(usize),
     RequirePass(Option<String>),
     AppendFsync(AppendFsync),
@@ -633,6 +660,10 @@ pub(crate) fn apply_change(sh: &Shared, change: Change) {
             .client_query_buffer_limit
             .store(n, Ordering::Relaxed),
         Change::MaxBatch(n) => sh.engine.set_max_batch(n),
+        Change::OutputLimits(limits) => {
+            *lock(&sh.settings.output_limits) = limits;
+            sh.settings.output_limit.store(limits[0]);
+        }
         Change::RequirePass(p) => {
             *sh.settings
                 .requirepass
@@ -659,6 +690,13 @@ fn apply(sh: &Shared, p: &'static Param, value: String) {
                 "client-query-buffer-limit" => Change::QueryBufferLimit(n),
                 "max-batch" => Change::MaxBatch(n),
                 "requirepass" => Change::RequirePass(Some(value.clone()).filter(|v| !v.is_empty())),
+                "client-output-buffer-limit" => {
+                    let current = *lock(&sh.settings.output_limits);
+                    match crate::output::parse_limits(&value, current) {
+                        Ok(limits) => Change::OutputLimits(limits),
+                        Err(_) => return,
+                    }
+                }
                 "appendfsync" => match value.parse() {
                     Ok(mode) => Change::AppendFsync(mode),
                     Err(_) => return,
@@ -877,8 +915,17 @@ fn config_set(sh: &Shared, pairs: &[(Bytes, Bytes)]) -> Result<(), CommandError>
     }
     let mut values = Vec::with_capacity(pairs.len());
     for (p, (_, raw)) in found.iter().zip(pairs) {
-        let v =
-            validate(p, &String::from_utf8_lossy(raw)).map_err(|why| set_failed(p.name, &why))?;
+        let raw = String::from_utf8_lossy(raw);
+        let v = match p.kind {
+            // Groups not named keep the limits in force.
+            Kind::OutputLimits => {
+                crate::output::parse_limits(&raw, *lock(&sh.settings.output_limits))
+                    .map(|l| crate::output::format_limits(&l))
+                    .map_err(String::from)
+            }
+            _ => validate(p, &raw),
+        }
+        .map_err(|why| set_failed(p.name, &why))?;
         values.push(v);
     }
     for (p, v) in found.into_iter().zip(values) {

@@ -447,6 +447,8 @@ fn stats(sh: &Shared, out: &mut String) {
         "reply_buffer_shrinks" => 0,
         "reply_buffer_expands" => 0,
         "protocol_errors" => c.protocol_errors.load(Ordering::Relaxed),
+        // redis 7.4's name for it.
+        "client_output_buffer_limit_disconnections" => c.output_limit_closes.load(Ordering::Relaxed),
         "read_cache_hits" => cache.hits,
         "read_cache_misses" => cache.misses,
         "read_cache_entries" => cache.entries,
