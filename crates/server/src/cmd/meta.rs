@@ -11,6 +11,10 @@
 //! `COMMAND INFO` here answers what a redis-server would, and ACL rules
 //! (`+@read`, `-@dangerous`) select the same commands.
 //!
+//! Three commands respite has came with redis 7.2 (CLIENT SETINFO, CLIENT
+//! NO-TOUCH, WAITAOF); the script describes them from redis 7.2's JSON,
+//! kept in `scripts/redis-7.2-commands/`.
+//!
 //! The table covers every command of redis-server, not only the ones respite
 //! implements: the command table ([`super::TABLE`]) says which commands
 //! exist and how they run, this module only describes them. A unit test
