@@ -1720,3 +1720,32 @@ fn redis_cli_tools_work_against_respite() {
         assert_eq!(keys, 105, "{first}");
     }
 }
+
+#[test]
+fn sighup_applies_the_redis_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "[redis]\nslowlog-max-len = 10\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let mut con = server.client();
+    assert_eq!(
+        config_get(&mut con, "slowlog-max-len")["slowlog-max-len"],
+        "10"
+    );
+    std::fs::write(
+        &conf,
+        "[redis]\nslowlog-max-len = 30\nnotify-keyspace-events = \"Ex\"\n",
+    )
+    .unwrap();
+    common::signal(server.pid(), "HUP");
+    let line = server.wait_log("configuration reloaded", std::time::Duration::from_secs(10));
+    assert!(line.contains("slowlog-max-len 10 -> 30"), "{line}");
+    assert_eq!(
+        config_get(&mut con, "slowlog-max-len")["slowlog-max-len"],
+        "30"
+    );
+    assert_eq!(
+        config_get(&mut con, "notify-keyspace-events")["notify-keyspace-events"],
+        "xE"
+    );
+}

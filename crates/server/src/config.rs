@@ -108,6 +108,7 @@ pub const RELOADABLE: &[&str] = &[
     "proto_max_bulk_len",
     "client_query_buffer_limit",
     "client_output_buffer_limit",
+    "redis",
 ];
 
 impl Default for Config {

@@ -288,6 +288,13 @@ pub fn reload(
             )),
         }
     }
+    // The [redis] table: parameters under their redis names, applied as
+    // CONFIG SET would (a parameter dropped from the file keeps its value
+    // until a restart, as CONFIG SET's does).
+    match crate::cmd::config::apply_table(shared, &new.redis) {
+        Ok(applied) => out.applied.extend(applied),
+        Err(e) => out.need_restart.push(e),
+    }
     out.need_restart
         .extend(shared.config.restart_only_differences(new));
     out

@@ -744,14 +744,28 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
 /// Applies the `[redis]` table of the configuration file at start-up (each
 /// pair as CONFIG SET would take it).
 pub fn apply_file(sh: &Shared) -> Result<(), String> {
-    for (name, raw) in &sh.config.redis {
+    apply_table(sh, &sh.config.redis).map(|_| ())
+}
+
+/// Applies a `[redis]` table (at start, and from a file reloaded by
+/// SIGHUP); returns `name old -> new` for each parameter it changed.
+pub fn apply_table(
+    sh: &Shared,
+    table: &std::collections::BTreeMap<String, toml::Value>,
+) -> Result<Vec<String>, String> {
+    let mut changed = Vec::new();
+    for (name, raw) in table {
         let text = toml_text(raw);
         let p =
             find(name.as_bytes()).ok_or_else(|| format!("[redis] {name}: unknown parameter"))?;
         let v = validate(p, &text).map_err(|why| format!("[redis] {name}: {why}"))?;
-        apply(sh, p, v);
+        let old = value(sh, p.name);
+        if old != v {
+            changed.push(format!("{} {old} -> {v}", p.name));
+            apply(sh, p, v);
+        }
     }
-    Ok(())
+    Ok(changed)
 }
 
 /// Checks the `[redis]` table of a configuration (for `Config::validate`).
