@@ -1749,3 +1749,31 @@ fn sighup_applies_the_redis_table() {
         "xE"
     );
 }
+
+#[test]
+fn client_list_shows_an_open_multi_as_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut seen = Vec::new();
+    for port in [server.port, redis.port] {
+        let mut a = common::raw_for(port);
+        let id = common::exchange(&mut a, b"CLIENT ID\r\n", 3);
+        let id = String::from_utf8_lossy(&id)
+            .trim()
+            .trim_start_matches(':')
+            .to_string();
+        common::exchange(&mut a, b"MULTI\r\nSET a 1\r\nSET b 2\r\n", 23);
+        let mut b = common::client_for(port);
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .arg("ID")
+            .arg(&id)
+            .query(&mut b)
+            .unwrap();
+        seen.push((client_field(&list, "multi"), client_field(&list, "flags")));
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[0], ("2".to_string(), "x".to_string()));
+}

@@ -13,7 +13,7 @@
 //! What this module keeps per client lives in [`ClientState`], one field of
 //! the registry's `ClientHandle`; the server-wide pause in [`Pause`].
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,8 @@ pub struct ClientState {
     /// The statistics row of the last command (its full name, for
     /// `cmd=`), `usize::MAX` before the first.
     pub last_row: AtomicUsize,
+    /// Commands queued in an open MULTI (-1: none open), for `multi=`.
+    multi: AtomicI64,
     /// Set by MONITOR: the connection switches to monitoring after this
     /// turn (see `cmd::monitor`).
     pub monitoring: AtomicBool,
@@ -66,6 +68,7 @@ impl Default for ClientState {
             no_touch: AtomicBool::new(false),
             reply: AtomicU8::new(REPLY_ON),
             last_row: AtomicUsize::new(usize::MAX),
+            multi: AtomicI64::new(-1),
             monitoring: AtomicBool::new(false),
             monitor: Mutex::new(None),
         }
@@ -101,6 +104,14 @@ pub fn silence_if_asked(state: &ClientState, before: u8, plan: Plan) -> Plan {
         silenced(plan)
     } else {
         plan
+    }
+}
+
+/// Records whether a MULTI is open and how many commands it holds.
+pub fn note_multi(state: &ClientState, queued: Option<usize>) {
+    let n = queued.map_or(-1, |n| n as i64);
+    if state.multi.load(Ordering::Relaxed) != n {
+        state.multi.store(n, Ordering::Relaxed);
     }
 }
 
@@ -245,6 +256,10 @@ impl Pause {
 pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
     let st = &c.state;
     let mut flags = String::new();
+    let multi = st.multi.load(Ordering::Relaxed);
+    if multi >= 0 {
+        flags.push('x');
+    }
     if lock(&c.blocked).is_some() {
         flags.push('b');
     }
@@ -272,7 +287,7 @@ pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
         })
         .unwrap_or_else(|| "NULL".into());
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr(),
         c.laddr(),

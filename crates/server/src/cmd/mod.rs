@@ -523,6 +523,10 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
     let reply_mode = client::reply_mode(&session.client.state);
     let plan = dispatch_inner(session, request);
+    client::note_multi(
+        &session.client.state,
+        session.multi.as_ref().map(|q| q.len()),
+    );
     if reply_mode == 0 && session.client.state.replies_on() {
         return plan;
     }
