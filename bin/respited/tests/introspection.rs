@@ -1777,3 +1777,49 @@ fn client_list_shows_an_open_multi_as_redis() {
     assert_eq!(seen[0], seen[1]);
     assert_eq!(seen[0], ("2".to_string(), "x".to_string()));
 }
+
+/// The keepalive timer `ss` shows for the server's side of a connection
+/// from `client_port`.
+fn keepalive_timer(server_port: u16, client_port: u16) -> String {
+    let out = std::process::Command::new("ss")
+        .args([
+            "-tno",
+            "state",
+            "established",
+            &format!("( sport = :{server_port} and dport = :{client_port} )"),
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn tcp_keepalive_applies_to_new_connections() {
+    if !common::have_tool("ss") {
+        return;
+    }
+    let server = Respited::start(&[]);
+    let mut admin = server.client();
+    // A round trip first: the server has accepted (and set up) the
+    // connection once it answers.
+    let mut first = server.raw();
+    assert_eq!(common::exchange(&mut first, b"PING\r\n", 7), b"+PONG\r\n");
+    let shown = keepalive_timer(server.port, first.local_addr().unwrap().port());
+    assert!(
+        shown.contains("timer:(keepalive,4min"),
+        "default 300 s: {shown}"
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("tcp-keepalive")
+        .arg("60")
+        .query(&mut admin)
+        .unwrap();
+    let mut second = server.raw();
+    assert_eq!(common::exchange(&mut second, b"PING\r\n", 7), b"+PONG\r\n");
+    let shown = keepalive_timer(server.port, second.local_addr().unwrap().port());
+    assert!(
+        shown.contains("timer:(keepalive,59sec") || shown.contains("timer:(keepalive,1min"),
+        "{shown}"
+    );
+}

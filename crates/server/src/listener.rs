@@ -13,7 +13,7 @@
 //! removes its file.
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -322,7 +322,7 @@ fn bind_unix(path: &Path, perm: Option<&str>) -> std::io::Result<UnixListener> {
 /// A listening socket: TCP, or Unix with its path.
 trait Accept: Send + 'static {
     /// The connection type.
-    type Stream: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static;
+    type Stream: AsyncRead + AsyncWrite + AsFd + Unpin + Send + 'static;
     /// Waits for the next client.
     fn accept_peer(&self) -> impl Future<Output = std::io::Result<(Self::Stream, Peer)>> + Send;
 }
@@ -370,13 +370,35 @@ async fn accept_failed(e: std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
 }
 
+/// `tcp-keepalive`, as redis's `anetKeepAlive` sets it: probes after
+/// `secs` idle, every third of that, three of them (0: the kernel's
+/// default, no keepalive).
+fn keepalive(stream: &impl AsFd, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    let params = socket2::TcpKeepalive::new()
+        .with_time(std::time::Duration::from_secs(secs))
+        .with_interval(std::time::Duration::from_secs((secs / 3).max(1)))
+        .with_retries(3);
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_keepalive(&params) {
+        tracing::debug!(error = %e, "could not set TCP keepalive");
+    }
+}
+
 /// Registers and starts a connection, or refuses it for `maxclients`.
 async fn admit<S>(mut stream: S, peer: Peer, shared: &Arc<Shared>, tasks: &Arc<Mutex<JoinSet<()>>>)
 where
-    S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static,
+    S: AsyncRead + AsyncWrite + AsFd + Unpin + Send + 'static,
 {
     // For CLIENT LIST's `fd`.
-    let fd = stream.as_raw_fd();
+    let fd = stream.as_fd().as_raw_fd();
+    if matches!(peer, Peer::Tcp(..)) {
+        keepalive(
+            &stream,
+            shared.params.get("tcp-keepalive").parse().unwrap_or(0),
+        );
+    }
     shared
         .counters
         .connections_received

@@ -11,7 +11,7 @@
 //!   (`appendfsync`, `maxclients`, `requirepass`, `port`, respite's
 //!   `max-batch`...), as before;
 //! - **acted on**: stored here and obeyed (`slowlog-*`, `latency-*`,
-//!   `timeout`);
+//!   `timeout`, `tcp-keepalive`);
 //! - **stored**: validated and kept, so a tool that sets and reads it back
 //!   sees what it set, with a documented meaning for a disk-backed store
 //!   (`maxmemory` and its policy: respite never evicts, see
@@ -273,6 +273,8 @@ static PARAMS: &[Param] = &[
         "50 99 99.9",
     ),
     stored("latency-monitor-threshold", Kind::Int(0, LONG_MAX), "0"),
+    // Read by the listener for each new TCP connection.
+    stored("tcp-keepalive", Kind::Int(0, INT_MAX), "300"),
     // Stored, with the meaning docs/commands.md gives them.
     stored("maxmemory", Kind::Memory(0, u64::MAX), "0"),
     stored(
@@ -283,7 +285,6 @@ static PARAMS: &[Param] = &[
     stored("maxmemory-samples", Kind::Int(1, INT_MAX), "5"),
     stored("maxmemory-clients", Kind::Memory(0, LONG_MAX as u64), "0"),
     stored("notify-keyspace-events", Kind::Notify, ""),
-    stored("tcp-keepalive", Kind::Int(0, INT_MAX), "300"),
     stored("hz", Kind::Int(0, INT_MAX), "10"),
     stored("dynamic-hz", Kind::Bool, "yes"),
     stored(
