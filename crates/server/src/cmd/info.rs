@@ -197,7 +197,14 @@ fn server(sh: &Shared, out: &mut String) {
 }
 
 fn clients(sh: &Shared, out: &mut String) {
-    let blocked = sh.engine.blocking().len();
+    use respite_engine::Waiter as _;
+    // Clients whose wait is registered and known to their connection: the
+    // ones CLIENT UNBLOCK can reach (a wait the writer has registered but
+    // whose connection has not yet heard of it is not counted yet).
+    let blocked = lock(&sh.clients)
+        .values()
+        .filter(|c| lock(&c.blocked).as_ref().is_some_and(|t| t.waiting()))
+        .count();
     out.push_str("# Clients\r\n");
     fields!(out,
         "connected_clients" => lock(&sh.clients).len(),
