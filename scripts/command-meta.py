@@ -27,6 +27,10 @@ import os
 import sys
 
 SRC = sys.argv[1] if len(sys.argv) > 1 else "/tmp/r7/src/commands"
+# Commands respite implements that redis 7.2 added (CLIENT SETINFO, CLIENT
+# NO-TOUCH, WAITAOF): their 7.2 JSON, copied from redis 7.2.6, described
+# the same way. redis-server 7.0 does not list them.
+EXTRA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "redis-7.2-commands")
 OUT = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "crates", "server", "src", "cmd", "meta_data.rs"
 )
@@ -209,13 +213,17 @@ def command(command_name, sub_name, d):
         ("replaced_by", rs_opt(d.get("replaced_by"))),
         ("history", "&[%s]" % ", ".join("(%s, %s)" % (rs_str(v), rs_str(t)) for v, t in history)),
         ("arguments", args_rs),
+        ("get_keys_function", rs_opt(d.get("get_keys_function"))),
     ]
     return "    Meta {\n%s\n    }" % "\n".join("        %s: %s," % f for f in fields)
 
 
 def main():
     rows = []
-    for path in sorted(glob.glob(os.path.join(SRC, "*.json"))):
+    paths = sorted(glob.glob(os.path.join(SRC, "*.json")))
+    assert paths, "no command JSON in %s" % SRC
+    paths += sorted(glob.glob(os.path.join(EXTRA, "*.json")))
+    for path in paths:
         with open(path) as f:
             doc = json.load(f)
         for name, d in doc.items():

@@ -201,7 +201,7 @@ struct Leftovers(Vec<(PathBuf, bool)>);
 impl Leftovers {
     fn note(config: &Config) -> Leftovers {
         let mut paths = vec![config.db.clone()];
-        for suffix in ["-wal", "-shm", "-journal"] {
+        for suffix in ["-wal", "-shm", "-journal", ".reserve"] {
             let mut p = config.db.clone().into_os_string();
             p.push(suffix);
             paths.push(p.into());

@@ -221,21 +221,21 @@ const RESTART_TAIL_FRAMES: u64 = 512;
 
 /// The two counters of the WAL index this thread decides by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct WalFrames {
+pub(crate) struct WalFrames {
     /// The last valid frame of the WAL (`mxFrame`).
-    last: u64,
+    pub(crate) last: u64,
     /// Frames already copied into the database (`nBackfill`).
-    backfilled: u64,
+    pub(crate) backfilled: u64,
 }
 
 /// The WAL index (`-shm` file), read for its header only.
-struct WalIndex {
+pub(crate) struct WalIndex {
     path: PathBuf,
     file: Option<File>,
 }
 
 impl WalIndex {
-    fn new(path: PathBuf) -> Self {
+    pub(crate) fn new(path: PathBuf) -> Self {
         WalIndex { path, file: None }
     }
 
@@ -245,7 +245,7 @@ impl WalIndex {
     /// the checkpoint information, whose first field is `nBackfill` (byte
     /// 96). A read that finds the two copies different raced a commit and
     /// is discarded.
-    fn frames(&mut self) -> Option<WalFrames> {
+    pub(crate) fn frames(&mut self) -> Option<WalFrames> {
         if self.file.is_none() {
             self.file = File::open(&self.path).ok();
         }

@@ -178,15 +178,18 @@ impl Disk {
         );
     }
 
-    /// After a checkpoint (the WAL reusable again): if the disk was full
-    /// and the file system now has room for the reserve and as much again,
-    /// puts the reserve back and takes writes again.
+    /// After a truncating checkpoint (the WAL's file space given back): if
+    /// the disk was full and the file system now has room for the reserve
+    /// and half as much again (room for the WAL to grow before the next
+    /// checkpoint; the database's own freed pages are reused without
+    /// growing its file), puts the reserve back and takes writes again.
     pub(crate) fn try_recover(&self) {
         if !self.full.load(Ordering::Relaxed) {
             return;
         }
         let room = free_bytes(&self.reserve_path).unwrap_or(0);
-        if room < self.reserve_bytes.saturating_mul(2).max(1024 * 1024) {
+        let needed = (self.reserve_bytes + self.reserve_bytes / 2).max(1024 * 1024);
+        if room < needed {
             return;
         }
         if self.make_reserve() {

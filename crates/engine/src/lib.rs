@@ -191,6 +191,8 @@ pub struct Engine<R: Send + 'static> {
     read_tx: Sender<read_pool::ReadRequest>,
     stats: Arc<Stats>,
     max_batch: Arc<AtomicUsize>,
+    /// Whether the writer sweeps expired keys (DEBUG SET-ACTIVE-EXPIRE).
+    active_expire: Arc<std::sync::atomic::AtomicBool>,
     wal_path: PathBuf,
     db_path: PathBuf,
     /// The database's page size, read once at open.
@@ -263,6 +265,7 @@ impl<R: Send + 'static> Engine<R> {
         }
         let stats = Arc::new(Stats::new());
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
+        let active_expire = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
         let watches = Arc::new(Watches::default());
         let blocking = Arc::new(Blocking::default());
@@ -289,6 +292,7 @@ impl<R: Send + 'static> Engine<R> {
             wal_path: wal_path.clone(),
             fsync: config.appendfsync,
             max_batch: max_batch.clone(),
+            active_expire: active_expire.clone(),
             wal_checkpoint_bytes: config.wal_checkpoint_bytes,
             expire_chunk: config.expire_chunk,
             cache: cache.clone(),
@@ -327,6 +331,7 @@ impl<R: Send + 'static> Engine<R> {
             read_tx: pool.tx,
             stats,
             max_batch,
+            active_expire,
             wal_path,
             db_path: config.path.clone(),
             page_size,
@@ -466,6 +471,13 @@ impl<R: Send + 'static> Engine<R> {
     /// Changes the cap on operations per commit (1 turns batching off).
     pub fn set_max_batch(&self, n: usize) {
         self.max_batch.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Turns the writer's sweep of expired keys on or off (redis's DEBUG
+    /// SET-ACTIVE-EXPIRE, which tests use to see expired keys still
+    /// stored). Reads never show an expired key either way.
+    pub fn set_active_expire(&self, on: bool) {
+        self.active_expire.store(on, Ordering::Relaxed);
     }
 
     /// Changes durability from the next batch on.

@@ -122,6 +122,8 @@ pub(crate) struct WriterSettings {
     pub wal_path: PathBuf,
     pub fsync: AppendFsync,
     pub max_batch: Arc<AtomicUsize>,
+    /// Whether expired keys are swept (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire: Arc<std::sync::atomic::AtomicBool>,
     pub wal_checkpoint_bytes: u64,
     pub expire_chunk: usize,
     pub cache: Arc<ValueCache>,
@@ -197,6 +199,8 @@ struct Writer<'s, 'c, R> {
     last_commit_micros: u64,
     /// When the disk was last measured (see `measure_disk`).
     last_measure: Instant,
+    /// The WAL index, for the frames not yet copied (see `measure_disk`).
+    wal_index: crate::checkpointer::WalIndex,
     /// Blocked clients served in the open transaction, told once it ends.
     served: Vec<Arc<dyn Waiter>>,
 }
@@ -211,6 +215,14 @@ pub(crate) fn run<R: Send + 'static>(
     deliver: Deliver<R>,
 ) {
     let stmts = Statements::new(&conn);
+    // `<db>-wal` -> `<db>-shm`.
+    let shm_path = {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        let mut bytes = settings.wal_path.as_os_str().as_bytes().to_vec();
+        bytes.truncate(bytes.len().saturating_sub(3));
+        bytes.extend_from_slice(b"shm");
+        std::path::PathBuf::from(std::ffi::OsString::from_vec(bytes))
+    };
     let mut w = Writer {
         stmts: &stmts,
         deliver,
@@ -228,6 +240,7 @@ pub(crate) fn run<R: Send + 'static>(
         last_commit_micros: 0,
         served: Vec::new(),
         last_measure: Instant::now(),
+        wal_index: crate::checkpointer::WalIndex::new(shm_path),
     };
     w.measure_disk();
     loop {
@@ -549,8 +562,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
     }
 
-    /// Measures the database's live pages plus its WAL for `maxdisk` and
-    /// INFO (two page-count reads from the header and a `stat`).
+    /// Measures the database's live pages plus the WAL frames not yet
+    /// copied into it, for `maxdisk` and INFO (two page-count reads from
+    /// the database header and one read of the WAL index's header). The WAL
+    /// file's own size is not counted: once copied, its frames are written
+    /// over, and its size is bounded by the checkpoint settings.
     fn measure_disk(&mut self) {
         self.last_measure = Instant::now();
         let count = |pragma: &'static str| {
@@ -561,9 +577,14 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 .max(0) as u64
         };
         let live = count("PRAGMA page_count").saturating_sub(count("PRAGMA freelist_count"));
+        let pending = self
+            .wal_index
+            .frames()
+            .map_or(0, |f| f.last.saturating_sub(f.backfilled));
+        let frame = self.settings.page_size + 24;
         self.settings
             .disk
-            .set_used(live * self.settings.page_size + self.wal_size());
+            .set_used(live * self.settings.page_size + pending * frame);
     }
 
     /// Work done between batches: expiry sweep, WAL fsync for everysec, and
@@ -571,11 +592,17 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     fn housekeeping(&mut self) {
         if self.last_measure.elapsed() >= Duration::from_secs(1) {
             self.measure_disk();
-            // A full disk: room again once deletions and a checkpoint
-            // made some (see `disk.rs`).
-            self.settings.disk.try_recover();
+            // A full disk: the WAL is copied and truncated (its file is
+            // what the deletions grew), then, if the file system has room,
+            // the reserve comes back and writes are taken (see `disk.rs`).
+            if self.settings.disk.is_full() {
+                self.checkpoint();
+                self.settings.disk.try_recover();
+            }
         }
-        if self.sweep_again || self.last_sweep.elapsed() >= TICK {
+        if (self.sweep_again || self.last_sweep.elapsed() >= TICK)
+            && self.settings.active_expire.load(Ordering::Relaxed)
+        {
             self.sweep_expired();
         }
         if self.settings.fsync == AppendFsync::Everysec

@@ -111,6 +111,14 @@ pub struct Config {
     pub tls_ca_cert_file: Option<PathBuf>,
     /// Whether TLS clients must present a certificate: yes, optional, no.
     pub tls_auth_clients: crate::tls::AuthClients,
+    /// Redis parameters without a key of their own, under their
+    /// redis.conf names (`slowlog-log-slower-than = 0`), as CONFIG SET
+    /// takes them; CONFIG REWRITE writes here (see `cmd::config`).
+    pub redis: std::collections::BTreeMap<String, toml::Value>,
+    /// The file this configuration was read from (CONFIG REWRITE writes
+    /// it; INFO shows it as `config_file`).
+    #[serde(skip)]
+    pub config_file: Option<PathBuf>,
 }
 
 /// The settings a running server takes from a reloaded file (SIGHUP);
@@ -129,6 +137,7 @@ pub const RELOADABLE: &[&str] = &[
     "tls_ca_cert_file",
     "tls_auth_clients",
     "client_output_buffer_limit",
+    "redis",
 ];
 
 impl Default for Config {
@@ -171,6 +180,8 @@ impl Default for Config {
             tls_key_file: None,
             tls_ca_cert_file: None,
             tls_auth_clients: Default::default(),
+            redis: Default::default(),
+            config_file: None,
         }
     }
 }
@@ -208,7 +219,7 @@ impl Config {
             path: path.into(),
             source,
         })?;
-        let config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        let mut config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.into(),
             // One line with its number: toml's own rendering spans several
             // lines with a snippet, which the journal would cut apart.
@@ -219,6 +230,7 @@ impl Config {
             message: e.message().replace('\n', " "),
         })?;
         config.validate()?;
+        config.config_file = Some(path.to_path_buf());
         Ok(config)
     }
 
@@ -277,6 +289,7 @@ impl Config {
             )));
         }
         self.output_limits()?;
+        crate::cmd::config::check_file_table(&self.redis).map_err(ConfigError::Invalid)?;
         Ok(())
     }
 

@@ -143,17 +143,41 @@ fn fast_set(
             true,
         )
         || session.multi.is_some()
+        || !fast_path_open(session)
+        // Over maxdisk or on a full disk: the general path refuses it.
+        || session.shared.engine.disk().refusal().is_some()
     {
         return None;
     }
     let index = crate::cmd::TABLE.set?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
-    let set = crate::cmd::strings::Set::plain(
-        session.db,
-        Bytes::copy_from_slice(&input[args[1].clone()]),
-        Bytes::copy_from_slice(&input[args[2].clone()]),
-    );
-    Some(Plan::Write(crate::cmd::write_op(set)))
+    let key = Bytes::copy_from_slice(&input[args[1].clone()]);
+    let value = Bytes::copy_from_slice(&input[args[2].clone()]);
+    let argv = crate::stats::Tracking::slowlog_on(session).then(|| {
+        vec![
+            name_bytes(&input[args[0].clone()]),
+            key.clone(),
+            value.clone(),
+        ]
+    });
+    let set = crate::cmd::strings::Set::plain(session.db, key, value);
+    let plan = Plan::Write(crate::cmd::write_op(set));
+    let tracking = crate::stats::Tracking::fast(session, index, argv);
+    Some(crate::stats::track(
+        plan,
+        std::time::Instant::now(),
+        tracking,
+    ))
+}
+
+/// Whether the fast paths (plain GET and SET without the command table)
+/// may take a command: not while CLIENT REPLY silences this client, CLIENT
+/// PAUSE holds commands back or someone MONITORs (the general path handles
+/// all three).
+fn fast_path_open(session: &Session) -> bool {
+    session.client.state.replies_on()
+        && !session.shared.pause.active()
+        && !session.shared.monitors.active()
 }
 
 /// Runs one command's step; a panic (a bug) becomes that command's error
@@ -428,6 +452,7 @@ impl Turn {
                 false,
             )
             || session.multi.is_some()
+            || !fast_path_open(session)
         {
             return None;
         }
@@ -437,17 +462,26 @@ impl Turn {
         }
         let index = crate::cmd::TABLE.get?;
         session.client.last_cmd.store(index, Ordering::Relaxed);
+        let started = std::time::Instant::now();
         let key = &input[args[1].clone()];
+        let name = &input[args[0].clone()];
         match cache.get(session.db, key, respite_engine::now_ms) {
             Some(value) => {
                 self.held += value.len();
                 self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
+                crate::stats::cache_hit(session, index, started, || {
+                    vec![name_bytes(name), Bytes::copy_from_slice(key)]
+                });
                 Some(None)
             }
             None => {
-                let get = Get::new(session.db, Bytes::copy_from_slice(key));
-                let (f, needs) = Cached::Get(get).into_read();
-                Some(Some(Plan::Read(f, needs)))
+                let key = Bytes::copy_from_slice(key);
+                let argv = crate::stats::Tracking::slowlog_on(session)
+                    .then(|| vec![name_bytes(name), key.clone()]);
+                let tracking = crate::stats::Tracking::fast(session, index, argv);
+                let (f, needs) = Cached::Get(Get::new(session.db, key)).into_read();
+                let plan = crate::stats::track(Plan::Read(f, needs), started, tracking);
+                Some(Some(plan))
             }
         }
     }
@@ -656,6 +690,28 @@ where
     outcome
 }
 
+/// A fast path's command name as sent, for the slow log: the common
+/// spellings without a copy.
+fn name_bytes(name: &[u8]) -> Bytes {
+    match name {
+        b"GET" => Bytes::from_static(b"GET"),
+        b"get" => Bytes::from_static(b"get"),
+        b"SET" => Bytes::from_static(b"SET"),
+        b"set" => Bytes::from_static(b"set"),
+        other => Bytes::copy_from_slice(other),
+    }
+}
+
+/// Counts one read from or write to a client, for INFO stats.
+pub(crate) fn count_io(
+    bytes: &std::sync::atomic::AtomicU64,
+    calls: &std::sync::atomic::AtomicU64,
+    n: usize,
+) {
+    bytes.fetch_add(n as u64, Ordering::Relaxed);
+    calls.fetch_add(1, Ordering::Relaxed);
+}
+
 /// Serves one client until it disconnects, is killed, or the server shuts
 /// down.
 pub async fn serve<S>(mut stream: S, shared: Arc<Shared>, client: Arc<ClientHandle>)
@@ -714,7 +770,11 @@ where
             };
             match read {
                 Ok(0) | Err(_) => break,
-                Ok(_) => {}
+                Ok(n) => count_io(
+                    &shared.counters.net_input_bytes,
+                    &shared.counters.reads_processed,
+                    n,
+                ),
             }
         }
         if input.len()
@@ -773,6 +833,25 @@ where
                         continue;
                     }
                     processed += 1;
+                    if shared.pause.holds(&request[0]) {
+                        // CLIENT PAUSE: what came before is answered, then
+                        // this command waits for the pause to end.
+                        let mut sender = Sender {
+                            stream: &mut stream,
+                            killed: killed.as_mut(),
+                            client: &client,
+                            shared: &shared,
+                            over_soft_since: &mut over_soft_since,
+                        };
+                        if turn.finish(&shared, &mut out, &mut sender).await.is_err() {
+                            break 'conn;
+                        }
+                        tokio::select! {
+                            _ = shared.pause.wait() => {}
+                            _ = killed.as_mut() => break 'conn,
+                            _ = stopping.as_mut() => break 'conn,
+                        }
+                    }
                     let plan = guarded(|| dispatch(&mut session, request), Plan::Reply);
                     if let Plan::Block(blocker) = plan {
                         // What came before is answered first: the client
@@ -856,6 +935,20 @@ where
         // Give back memory a large reply left behind.
         if out.capacity() > 1024 * 1024 {
             out = BytesMut::with_capacity(16 * 1024);
+        }
+        if client.state.monitoring.load(Ordering::Relaxed) {
+            // MONITOR: this connection now streams what others run.
+            let ended = crate::cmd::monitor::run(
+                &mut session,
+                &mut stream,
+                &mut input,
+                killed.as_mut(),
+                stopping.as_mut(),
+            )
+            .await;
+            if matches!(ended, crate::cmd::monitor::Ended::Close) {
+                break;
+            }
         }
         // After a kill or once shutdown began, the turn just answered is
         // the last one, however eagerly the client keeps sending.

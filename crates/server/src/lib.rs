@@ -32,6 +32,7 @@ pub mod reply;
 pub mod request;
 pub mod service;
 pub mod state;
+pub mod stats;
 pub mod tls;
 
 use std::sync::Arc;
@@ -55,6 +56,7 @@ pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     }
     service::ready(&shared);
     tokio::spawn(service::monitor(shared.clone()));
+    tokio::spawn(stats::sampler(shared.clone()));
     let serving = listeners.run(shared.clone());
     tokio::pin!(serving);
     // The listeners also end on their own once shutdown begins, so either

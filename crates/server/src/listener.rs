@@ -13,7 +13,7 @@
 //! removes its file.
 
 use std::net::SocketAddr;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -354,7 +354,7 @@ fn bind_unix(path: &Path, perm: Option<&str>) -> std::io::Result<UnixListener> {
 /// A listening socket: TCP, or Unix with its path.
 trait Accept: Send + 'static {
     /// The connection type.
-    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    type Stream: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static;
     /// Whether the socket is bound beyond loopback (where protected mode
     /// applies; see `crate::protected`).
     fn exposed(&self) -> bool;
@@ -454,6 +454,22 @@ async fn accept_failed(e: std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
 }
 
+/// `tcp-keepalive`, as redis's `anetKeepAlive` sets it: probes after
+/// `secs` idle, every third of that, three of them (0: the kernel's
+/// default, no keepalive).
+fn keepalive(stream: &impl AsFd, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    let params = socket2::TcpKeepalive::new()
+        .with_time(std::time::Duration::from_secs(secs))
+        .with_interval(std::time::Duration::from_secs((secs / 3).max(1)))
+        .with_retries(3);
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_keepalive(&params) {
+        tracing::debug!(error = %e, "could not set TCP keepalive");
+    }
+}
+
 /// Registers and starts a connection, or refuses it for protected mode
 /// (`exposed`: the listener is bound beyond loopback) or `maxclients`.
 async fn admit<S>(
@@ -463,8 +479,18 @@ async fn admit<S>(
     shared: &Arc<Shared>,
     tasks: &Arc<Mutex<JoinSet<()>>>,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static,
 {
+    // For CLIENT LIST's `fd` (a TLS stream gives its socket's).
+    let fd = stream.as_raw_fd();
+    if matches!(peer, Peer::Tcp(..)) {
+        // SAFETY: `fd` is the stream's own socket, open for this call.
+        let socket = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        keepalive(
+            &socket,
+            shared.params.get("tcp-keepalive").parse().unwrap_or(0),
+        );
+    }
     shared
         .counters
         .connections_received
@@ -495,7 +521,9 @@ async fn admit<S>(
                 output_bytes: Default::default(),
                 blocked: Mutex::new(None),
                 user: Mutex::new("default".into()),
+                state: Default::default(),
             });
+            handle.state.fd.store(fd, Ordering::Relaxed);
             clients.insert(id, handle.clone());
             Some(handle)
         }

@@ -65,7 +65,7 @@ pub fn parse_limits(text: &str, current: [ClassLimit; 3]) -> Result<[ClassLimit;
             "pubsub" => 2,
             _ => return Err("Invalid client class specified in buffer limit configuration."),
         };
-        let memory = |s: &str| crate::cmd::server::parse_memory(s).map(|n| n as u64);
+        let memory = |s: &str| crate::cmd::config::parse_memory(s);
         let (Some(hard), Some(soft)) = (memory(group[1]), memory(group[2])) else {
             return Err(
                 "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
@@ -182,7 +182,14 @@ where
                 biased;
                 r = self.stream.write(&bytes[written..]) => match r {
                     Ok(0) | Err(_) => return Err(self.abandon(Abandoned::Gone)),
-                    Ok(n) => written += n,
+                    Ok(n) => {
+                        written += n;
+                        crate::connection::count_io(
+                            &self.shared.counters.net_output_bytes,
+                            &self.shared.counters.writes_processed,
+                            n,
+                        );
+                    }
                 },
                 _ = self.killed.as_mut() => return Err(self.abandon(Abandoned::Killed)),
                 // The soft limit's time ran out while the socket was full:

@@ -43,6 +43,9 @@ pub enum Reply {
     /// Verbatim text (INFO, CLIENT LIST): RESP3 `=txt:`, a bulk string in
     /// RESP2.
     Verbatim(String),
+    /// No reply at all: a command's answer while CLIENT REPLY OFF or SKIP
+    /// silences it (encodes to nothing).
+    Silent,
 }
 
 impl Reply {
@@ -66,6 +69,7 @@ impl Reply {
     pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
         match self {
             Reply::Ok => out.put_slice(b"+OK\r\n"),
+            Reply::Silent => {}
             Reply::Simple(s) => line(out, b'+', s.as_bytes()),
             Reply::Status(s) => line(out, b'+', s.as_bytes()),
             Reply::Error(e) => {

@@ -212,7 +212,7 @@ pub fn reload(
     new: &Config,
     set_log_level: &dyn Fn(&str) -> Result<(), String>,
 ) -> ReloadOutcome {
-    use crate::cmd::server::{apply_change, Change};
+    use crate::cmd::config::{apply_change, Change};
     let mut out = ReloadOutcome::default();
     let s = &shared.settings;
     let mut changes = Vec::new();
@@ -300,6 +300,13 @@ pub fn reload(
         Some(Err(e)) => out.need_restart.push(format!(
             "TLS certificates not reloaded, the old ones stay: {e}"
         )),
+    }
+    // The [redis] table: parameters under their redis names, applied as
+    // CONFIG SET would (a parameter dropped from the file keeps its value
+    // until a restart, as CONFIG SET's does).
+    match crate::cmd::config::apply_table(shared, &new.redis) {
+        Ok(applied) => out.applied.extend(applied),
+        Err(e) => out.need_restart.push(e),
     }
     out.need_restart
         .extend(shared.config.restart_only_differences(new));

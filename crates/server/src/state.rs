@@ -83,6 +83,8 @@ pub struct ClientHandle {
     /// The blocking command it waits in (BLPOP...), for CLIENT UNBLOCK
     /// and CLIENT LIST's `b` flag.
     pub blocked: Mutex<Option<Arc<crate::blocking::Ticket>>>,
+    /// What CLIENT keeps for it (SETINFO, REPLY, NO-EVICT, its fd...).
+    pub state: crate::cmd::client::ClientState,
 }
 
 impl ClientHandle {
@@ -102,38 +104,17 @@ impl ClientHandle {
         }
     }
 
-    /// One line of CLIENT LIST / CLIENT INFO, with Redis's field names.
+    /// Seconds since its last command.
+    pub fn idle_secs(&self) -> u64 {
+        (self.created.elapsed().as_millis() as u64)
+            .saturating_sub(self.last_active_ms.load(Ordering::Relaxed))
+            / 1000
+    }
+
+    /// One line of CLIENT LIST / CLIENT INFO, with Redis's field names
+    /// (see `cmd::client`).
     pub fn info_line(&self) -> String {
-        let age = self.created.elapsed().as_secs();
-        let idle_ms = (self.created.elapsed().as_millis() as u64)
-            .saturating_sub(self.last_active_ms.load(Ordering::Relaxed));
-        let mut flags = String::new();
-        if lock(&self.blocked).is_some() {
-            flags.push('b');
-        }
-        if matches!(self.peer, Peer::Unix(_)) {
-            flags.push('U');
-        }
-        if flags.is_empty() {
-            flags.push('N');
-        }
-        format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
-            self.id,
-            self.addr(),
-            self.laddr(),
-            lock(&self.name).clone().unwrap_or_default(),
-            age,
-            idle_ms / 1000,
-            flags,
-            self.db.load(Ordering::Relaxed),
-            self.output_bytes.load(Ordering::Relaxed),
-            crate::cmd::TABLE
-                .get(self.last_cmd.load(Ordering::Relaxed))
-                .map_or("NULL", |s| s.name),
-            lock(&self.user),
-            self.resp.load(Ordering::Relaxed),
-        )
+        crate::cmd::client::info_line(self, None)
     }
 }
 
@@ -150,6 +131,14 @@ pub struct Counters {
     pub protocol_errors: AtomicU64,
     /// Error replies sent.
     pub error_replies: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Reads from client sockets that returned data.
+    pub reads_processed: AtomicU64,
+    /// Writes to client sockets.
+    pub writes_processed: AtomicU64,
     /// Clients closed for going over `client-output-buffer-limit`.
     pub output_limit_closes: AtomicU64,
 }
@@ -163,6 +152,10 @@ impl Counters {
             &self.commands_processed,
             &self.protocol_errors,
             &self.error_replies,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.reads_processed,
+            &self.writes_processed,
             &self.output_limit_closes,
         ] {
             c.store(0, Ordering::Relaxed);
@@ -186,6 +179,16 @@ pub struct Shared {
     pub write_permits: Arc<Semaphore>,
     /// INFO counters.
     pub counters: Counters,
+    /// Per-command statistics, the slow log and latency events.
+    pub stats: crate::stats::CommandStats,
+    /// CONFIG's stored parameters.
+    pub params: crate::cmd::config::Params,
+    /// `timeout`: seconds a client may stay idle (0: forever).
+    pub idle_timeout_secs: AtomicU64,
+    /// CLIENT PAUSE.
+    pub pause: crate::cmd::client::Pause,
+    /// MONITOR's channel.
+    pub monitors: crate::cmd::monitor::Monitors,
     /// When the server started.
     pub started: Instant,
     /// Set once shutdown begins: a lock-free copy of the `shutdown` watch
@@ -224,6 +227,11 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             write_permits: Arc::new(Semaphore::new(config.write_queue_depth)),
             counters: Counters::default(),
+            stats: crate::stats::CommandStats::new(),
+            params: Default::default(),
+            idle_timeout_secs: AtomicU64::new(0),
+            pause: Default::default(),
+            monitors: Default::default(),
             started: Instant::now(),
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
@@ -235,6 +243,10 @@ impl Shared {
         };
         let limits = *lock(&shared.settings.output_limits);
         shared.settings.output_limit.store(limits[0]);
+        // Checked by `Config::validate` already: this cannot fail.
+        if let Err(e) = crate::cmd::config::apply_file(&shared) {
+            tracing::warn!("configuration [redis] table: {e}");
+        }
         shared
     }
 

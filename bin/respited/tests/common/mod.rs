@@ -83,6 +83,53 @@ impl Respited {
         s
     }
 
+    /// Starts a server whose directory is a tmpfs of `size` (`8m`) in its
+    /// own mount namespace: a small disk that really fills up. `setup`
+    /// runs in that directory first (`true` for nothing). `None`
+    /// (printing why) where no mount namespace can be made (neither as
+    /// root nor through a user namespace), unless
+    /// `RESPITE_REQUIRE_SYSTEMD_TOOLS=1` (CI) makes that a failure.
+    pub fn start_on_tmpfs(size: &str, setup: &str, extra: &[&str]) -> Option<Respited> {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mount = format!("mount -t tmpfs -o size={size} tmpfs '{}'", dir.display());
+        let unshare = [
+            vec!["--mount"],
+            vec!["--user", "--map-root-user", "--mount"],
+        ]
+        .into_iter()
+        .find(|flags| {
+            Command::new("unshare")
+                .args(flags)
+                .args(["sh", "-c", &mount])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        let Some(flags) = unshare else {
+            if std::env::var("RESPITE_REQUIRE_SYSTEMD_TOOLS").is_ok_and(|v| v == "1") {
+                panic!("cannot mount a tmpfs in a mount namespace (unshare)");
+            }
+            eprintln!("skipping: cannot mount a tmpfs in a mount namespace");
+            return None;
+        };
+        let mut cmd = Command::new("unshare");
+        cmd.args(flags)
+            .args([
+                "sh",
+                "-c",
+                &format!(
+                    "{mount} && cd '{}' && {setup} && exec \"$0\" \"$@\"",
+                    dir.display()
+                ),
+            ])
+            .arg(env!("CARGO_BIN_EXE_respited"));
+        let mut s = Respited::start_with(cmd, &dir, extra);
+        s._tmp = Some(tmp);
+        Some(s)
+    }
+
     fn start_with(mut command: Command, dir: &Path, extra: &[&str]) -> Respited {
         let socket = dir.join("respite.sock");
         let mut child = command

@@ -7,8 +7,6 @@
 //! the server at another file (CONFIG SET aclfile is refused as an
 //! immutable setting).
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
 use super::{subcommand, LocalCommand, Plan, Session};
@@ -357,18 +355,6 @@ pub(crate) fn log_in(
             Err(CommandError::WrongPass)
         }
     }
-}
-
-/// Counts the ACL denials for INFO (a helper for the stats section).
-pub(crate) fn info_stats(s: &crate::state::Shared) -> String {
-    let d = &s.acl.denied;
-    format!(
-        "acl_access_denied_auth:{}\r\nacl_access_denied_cmd:{}\r\nacl_access_denied_key:{}\r\nacl_access_denied_channel:{}\r\n",
-        d.auth.load(Ordering::Relaxed),
-        d.cmd.load(Ordering::Relaxed),
-        d.key.load(Ordering::Relaxed),
-        d.channel.load(Ordering::Relaxed),
-    )
 }
 
 /// This family's rows of the command table.

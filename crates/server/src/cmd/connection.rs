@@ -1,4 +1,5 @@
-//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, CLIENT, QUIT, RESET.
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET
+//! (CLIENT has its own file, `client.rs`).
 //!
 //! These change or describe the connection itself, so they run right on the
 //! connection's task and never touch the engine.
@@ -7,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::{subcommand, LocalCommand, Plan, Session};
+use super::{LocalCommand, Plan, Session};
 use crate::args::{upper, Args};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
@@ -229,7 +230,7 @@ impl LocalCommand for Reset {
     }
 }
 
-fn set_name(s: &Session, name: &[u8]) -> Result<(), CommandError> {
+pub(super) fn set_name(s: &Session, name: &[u8]) -> Result<(), CommandError> {
     if name.iter().any(|&b| b <= b' ' || b > b'~') {
         return Err(CommandError::Other(
             "Client names cannot contain spaces, newlines or special characters.".into(),
@@ -243,306 +244,12 @@ fn set_name(s: &Session, name: &[u8]) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// `CLIENT ID | SETNAME name | GETNAME | LIST [TYPE normal] [ID id ...] |
-/// INFO | KILL ... | SETINFO ... | HELP`
-pub enum Client {
-    /// CLIENT ID
-    Id,
-    /// CLIENT SETNAME name
-    SetName(Bytes),
-    /// CLIENT GETNAME
-    GetName,
-    /// CLIENT LIST, optionally only these ids; `false` when a TYPE was
-    /// given that no client here has.
-    List(Option<Vec<u64>>, bool),
-    /// CLIENT INFO
-    Info,
-    /// CLIENT KILL with its filters.
-    Kill(KillFilter),
-    /// CLIENT SETINFO LIB-NAME|LIB-VER value (accepted, not stored).
-    SetInfo,
-    /// CLIENT HELP
-    Help,
-    /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: the client, and whether it gets
-    /// an error rather than a timeout's reply.
-    Unblock(u64, crate::blocking::Cancel),
-}
-
-/// Which clients CLIENT KILL targets.
-pub struct KillFilter {
-    /// `ID id`.
-    id: Option<u64>,
-    /// `ADDR ip:port` (or the old one-argument form).
-    addr: Option<String>,
-    /// `LADDR ip:port`.
-    laddr: Option<String>,
-    /// `SKIPME yes|no` (default yes).
-    skipme: bool,
-    /// `TYPE`: false when it names a type no client here has (all clients
-    /// are `normal`).
-    type_matches: bool,
-    /// `USER`: only that user's clients.
-    user: Option<String>,
-    /// `MAXAGE seconds`: only clients at least this old.
-    max_age: Option<u64>,
-    /// The old form replies OK or an error instead of a count.
-    old_form: bool,
-}
-
-fn wrong_client_arity(sub: &str) -> CommandError {
-    CommandError::WrongArity(format!("client|{}", sub.to_lowercase()))
-}
-
-impl LocalCommand for Client {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
-        let sub = subcommand(args)?;
-        let n = args.remaining();
-        let cmd = match sub.name.as_str() {
-            "ID" if n == 0 => Client::Id,
-            "GETNAME" if n == 0 => Client::GetName,
-            "INFO" if n == 0 => Client::Info,
-            "HELP" if n == 0 => Client::Help,
-            "SETNAME" if n == 1 => Client::SetName(args.next()?),
-            "SETINFO" if n == 2 => {
-                let attr = args.next_upper()?;
-                let _ = args.next()?;
-                if attr != "LIB-NAME" && attr != "LIB-VER" {
-                    return Err(CommandError::Other(format!("Unrecognized option '{attr}'")));
-                }
-                Client::SetInfo
-            }
-            "LIST" => {
-                let mut ids = None;
-                let mut type_matches = true;
-                while args.remaining() > 0 {
-                    match args.next_upper()?.as_str() {
-                        "TYPE" => {
-                            let t = args.next_upper()?;
-                            if !["NORMAL", "MASTER", "REPLICA", "SLAVE", "PUBSUB"]
-                                .contains(&t.as_str())
-                            {
-                                return Err(CommandError::Other(format!(
-                                    "Unknown client type '{}'",
-                                    t.to_lowercase()
-                                )));
-                            }
-                            type_matches = t == "NORMAL";
-                        }
-                        "ID" => {
-                            let mut v = Vec::new();
-                            while args.remaining() > 0 {
-                                let id = crate::args::parse_i64(&args.next()?)
-                                    .filter(|i| *i > 0)
-                                    .ok_or_else(|| {
-                                    CommandError::Other("Invalid client ID".into())
-                                })?;
-                                v.push(id as u64);
-                            }
-                            ids = Some(v);
-                        }
-                        _ => return Err(CommandError::Syntax),
-                    }
-                }
-                Client::List(ids, type_matches)
-            }
-            "KILL" => {
-                let mut f = KillFilter {
-                    id: None,
-                    addr: None,
-                    laddr: None,
-                    skipme: true,
-                    type_matches: true,
-                    user: None,
-                    max_age: None,
-                    old_form: false,
-                };
-                if n == 1 {
-                    f.addr = Some(String::from_utf8_lossy(&args.next()?).into_owned());
-                    f.old_form = true;
-                    // The old form may kill the caller itself.
-                    f.skipme = false;
-                } else if n == 0 || n % 2 == 1 {
-                    return Err(CommandError::Syntax);
-                } else {
-                    while args.remaining() > 0 {
-                        let opt = args.next_upper()?;
-                        let val = args.next()?;
-                        let text = String::from_utf8_lossy(&val).into_owned();
-                        match opt.as_str() {
-                            "ID" => {
-                                f.id = Some(
-                                    crate::args::parse_i64(&val).filter(|i| *i > 0).ok_or_else(
-                                        || {
-                                            CommandError::Other(
-                                                "client-id should be greater than 0".into(),
-                                            )
-                                        },
-                                    )? as u64,
-                                )
-                            }
-                            "ADDR" => f.addr = Some(text),
-                            "LADDR" => f.laddr = Some(text),
-                            "SKIPME" => match text.to_ascii_lowercase().as_str() {
-                                "yes" => f.skipme = true,
-                                "no" => f.skipme = false,
-                                _ => return Err(CommandError::Syntax),
-                            },
-                            "TYPE" => {
-                                let t = text.to_ascii_lowercase();
-                                if !["normal", "master", "replica", "slave", "pubsub"]
-                                    .contains(&t.as_str())
-                                {
-                                    return Err(CommandError::Other(format!(
-                                        "Unknown client type '{text}'"
-                                    )));
-                                }
-                                f.type_matches = t == "normal";
-                            }
-                            "USER" => {
-                                if s.shared.acl.user(&text).is_none() {
-                                    return Err(CommandError::Other(format!(
-                                        "No such user '{text}'"
-                                    )));
-                                }
-                                f.user = Some(text);
-                            }
-                            "MAXAGE" => {
-                                let age = crate::args::parse_i64(&val)
-                                    .filter(|a| *a >= 0)
-                                    .ok_or(CommandError::NotInteger)?;
-                                f.max_age = Some(age as u64);
-                            }
-                            _ => return Err(CommandError::Syntax),
-                        }
-                    }
-                }
-                Client::Kill(f)
-            }
-            "UNBLOCK" if n == 1 || n == 2 => {
-                let id = args.next()?;
-                let why = match args.next_opt().map(|r| upper(&r)) {
-                    None => crate::blocking::Cancel::Timeout,
-                    Some(r) if r == "TIMEOUT" => crate::blocking::Cancel::Timeout,
-                    Some(r) if r == "ERROR" => crate::blocking::Cancel::Error,
-                    Some(_) => {
-                        return Err(CommandError::Other(
-                            "CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into(),
-                        ))
-                    }
-                };
-                let id = crate::args::parse_i64(&id).ok_or(CommandError::NotInteger)?;
-                Client::Unblock(id as u64, why)
-            }
-            "ID" | "GETNAME" | "INFO" | "SETNAME" | "SETINFO" | "UNBLOCK" => {
-                return Err(wrong_client_arity(&sub.name))
-            }
-            _ => {
-                return Err(sub.unknown("CLIENT"));
-            }
-        };
-        Ok(cmd)
-    }
-
-    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        let reply = match self {
-            Client::Id => Reply::Int(s.client.id as i64),
-            Client::SetName(name) => {
-                set_name(s, &name)?;
-                Reply::Ok
-            }
-            Client::GetName => match lock(&s.client.name).clone() {
-                Some(n) => Reply::bulk(n),
-                None => Reply::Nil,
-            },
-            Client::Info => Reply::Verbatim(format!("{}\n", s.client.info_line())),
-            Client::List(_, false) => Reply::Verbatim(String::new()),
-            Client::List(ids, true) => {
-                let clients = lock(&s.shared.clients);
-                let mut handles: Vec<_> = clients.values().cloned().collect();
-                drop(clients);
-                handles.sort_by_key(|c| c.id);
-                let mut out = String::new();
-                for c in handles {
-                    if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
-                        continue;
-                    }
-                    out.push_str(&c.info_line());
-                    out.push('\n');
-                }
-                Reply::Verbatim(out)
-            }
-            Client::SetInfo => Reply::Ok,
-            Client::Help => Reply::Array(
-                [
-                    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                    "GETNAME",
-                    "    Return the name of the current connection.",
-                    "ID",
-                    "    Return the ID of the current connection.",
-                    "INFO",
-                    "    Return information about the current client connection.",
-                    "KILL <ip:port>",
-                    "    Kill connection made from <ip:port>.",
-                    "KILL <option> <value> [<option> <value> [...]]",
-                    "    Kill connections. Options are: ID, ADDR, LADDR, SKIPME.",
-                    "LIST [TYPE <normal>] [ID <id> [<id> ...]]",
-                    "    Return information about client connections.",
-                    "SETNAME <name>",
-                    "    Assign the name <name> to the current connection.",
-                    "HELP",
-                    "    Print this help.",
-                ]
-                .iter()
-                .map(|l| Reply::Status((*l).to_string()))
-                .collect(),
-            ),
-            Client::Unblock(id, why) => {
-                let target = lock(&s.shared.clients).get(&id).cloned();
-                let ticket = target.and_then(|c| lock(&c.blocked).clone());
-                Reply::Int(ticket.is_some_and(|t| t.unblock(why)) as i64)
-            }
-            Client::Kill(f) => {
-                let clients = lock(&s.shared.clients);
-                let mut killed = 0;
-                for c in clients.values() {
-                    if f.skipme && c.id == s.client.id {
-                        continue;
-                    }
-                    if !f.type_matches
-                        || f.user.as_ref().is_some_and(|u| *u != *lock(&c.user))
-                        || f.max_age
-                            .is_some_and(|age| c.created.elapsed().as_secs() < age)
-                        || f.id.is_some_and(|id| id != c.id)
-                        || f.addr.as_ref().is_some_and(|a| *a != c.addr())
-                        || f.laddr.as_ref().is_some_and(|a| *a != c.laddr())
-                    {
-                        continue;
-                    }
-                    c.killed.store(true, Ordering::SeqCst);
-                    c.kill_notify.notify_one();
-                    killed += 1;
-                }
-                if f.old_form {
-                    if killed == 0 {
-                        return Err(CommandError::Other("No such client".into()));
-                    }
-                    Reply::Ok
-                } else {
-                    Reply::Int(killed)
-                }
-            }
-        };
-        Ok(Plan::Reply(reply))
-    }
-}
-
 /// This family's rows of the command table (see [`super::table`]).
 #[rustfmt::skip]
 pub(super) fn commands() -> Vec<super::Spec> {
     use super::Spec;
     vec![
         Spec::local::<Auth>("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Authenticates the connection."),
-        Spec::local::<Client>("client", -2, &[], [0, 0, 0], "connection", "A container for client connection commands."),
         Spec::local::<Echo>("echo", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Returns the given string."),
         Spec::local::<Hello>("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Handshakes with the Redis server."),
         Spec::local::<Ping>("ping", -1, &["fast"], [0, 0, 0], "connection", "Returns the server's liveliness response."),

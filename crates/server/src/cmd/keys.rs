@@ -524,6 +524,9 @@ pub struct Object {
     sub: ObjectSub,
     /// The key (not for HELP).
     key: Bytes,
+    /// `maxmemory-policy` is an LFU one: FREQ answers, IDLETIME refuses
+    /// (redis's rule; respite tracks neither, see docs/commands.md).
+    lfu: bool,
 }
 
 /// OBJECT's subcommands.
@@ -544,6 +547,24 @@ fn string_encoding(value: &[u8]) -> &'static str {
         "embstr"
     } else {
         "raw"
+    }
+}
+
+impl Object {
+    /// OBJECT parsed from `args` for database `db`, for another command
+    /// that reports what OBJECT would (DEBUG OBJECT).
+    pub(crate) fn probe(args: &mut Args, db: u32) -> Result<Object, CommandError> {
+        let sub = super::subcommand(args)?;
+        let kind = match sub.name.as_str() {
+            "ENCODING" => ObjectSub::Encoding,
+            _ => return Err(sub.unknown("OBJECT")),
+        };
+        Ok(Object {
+            db,
+            sub: kind,
+            key: args.next()?,
+            lfu: false,
+        })
     }
 }
 
@@ -568,6 +589,7 @@ impl ReadCommand for Object {
             db: s.db,
             sub: kind,
             key,
+            lfu: s.shared.params.get("maxmemory-policy").ends_with("lfu"),
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -615,7 +637,11 @@ impl ReadCommand for Object {
                 Kind::ZSet => "listpack",
             }),
             ObjectSub::RefCount => Reply::Int(1),
+            ObjectSub::IdleTime if self.lfu => {
+                return Err(CommandError::Other("An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.".into()))
+            }
             ObjectSub::IdleTime => Reply::Int(0),
+            ObjectSub::Freq if self.lfu => Reply::Int(0),
             ObjectSub::Freq => {
                 return Err(CommandError::Other("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.".into()))
             }

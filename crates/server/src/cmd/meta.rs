@@ -11,6 +11,10 @@
 //! `COMMAND INFO` here answers what a redis-server would, and ACL rules
 //! (`+@read`, `-@dangerous`) select the same commands.
 //!
+//! Three commands respite has came with redis 7.2 (CLIENT SETINFO, CLIENT
+//! NO-TOUCH, WAITAOF); the script describes them from redis 7.2's JSON,
+//! kept in `scripts/redis-7.2-commands/`.
+//!
 //! The table covers every command of redis-server, not only the ones respite
 //! implements: the command table ([`super::TABLE`]) says which commands
 //! exist and how they run, this module only describes them. A unit test
@@ -69,6 +73,10 @@ pub struct Meta {
     pub history: &'static [(&'static str, &'static str)],
     /// The argument tree.
     pub arguments: &'static [Arg],
+    /// The name of redis's own key-finding function, for commands whose key
+    /// specs are not enough (SET's and BITFIELD's key flags depend on the
+    /// arguments; SORT's STORE key is found only by parsing).
+    pub get_keys_function: Option<&'static str>,
 }
 
 impl Meta {
@@ -299,10 +307,6 @@ mod tests {
     /// Where the flags of respite's command table deliberately differ from
     /// redis's description: (command, why).
     const DIFFERENCES: &[(&str, &str)] = &[
-        (
-            "info",
-            "runs on the read pool (it reads the keyspace section from a snapshot), so its row is a read and says readonly; redis's INFO has no readonly flag, and COMMAND INFO shows redis's",
-        ),
         (
             "object",
             "a container whose subcommands are all reads in redis, run as one read here, so its row says readonly where redis's container has no flags; COMMAND INFO shows redis's",

@@ -27,6 +27,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|cat",
@@ -51,6 +52,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "categoryname", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|deluser",
@@ -75,6 +77,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "username", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|dryrun",
@@ -101,6 +104,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "command", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "arg", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|genpass",
@@ -125,6 +129,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "bits", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|getuser",
@@ -149,6 +154,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "username", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|help",
@@ -171,6 +177,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|list",
@@ -193,6 +200,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|load",
@@ -215,6 +223,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|log",
@@ -242,6 +251,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "reset", kind: "pure-token", key_spec_index: -1, token: Some("RESET"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|save",
@@ -264,6 +274,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|setuser",
@@ -289,6 +300,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "username", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "rule", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|users",
@@ -311,6 +323,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "acl|whoami",
@@ -333,6 +346,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "append",
@@ -358,6 +372,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "asking",
@@ -380,6 +395,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "auth",
@@ -405,6 +421,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "username", kind: "string", key_spec_index: -1, token: None, summary: None, since: Some("6.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "password", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "bgrewriteaof",
@@ -427,6 +444,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "bgsave",
@@ -451,6 +469,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "schedule", kind: "pure-token", key_spec_index: -1, token: Some("SCHEDULE"), summary: None, since: Some("3.2.2"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "bitcount",
@@ -483,6 +502,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 ] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "bitfield",
@@ -532,6 +552,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 ] },
             ] },
         ],
+        get_keys_function: Some("bitfieldGetKeys"),
     },
     Meta {
         name: "bitfield_ro",
@@ -560,6 +581,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "offset", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "bitop",
@@ -586,6 +608,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "destkey", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "key", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "bitpos",
@@ -621,6 +644,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 ] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "blmove",
@@ -655,6 +679,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "timeout", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "blmpop",
@@ -686,6 +711,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("blmpopGetKeys"),
     },
     Meta {
         name: "blpop",
@@ -711,6 +737,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             Arg { name: "timeout", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "brpop",
@@ -736,6 +763,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             Arg { name: "timeout", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "brpoplpush",
@@ -762,6 +790,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "destination", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "timeout", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "bzmpop",
@@ -793,6 +822,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("blmpopGetKeys"),
     },
     Meta {
         name: "bzpopmax",
@@ -818,6 +848,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             Arg { name: "timeout", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "bzpopmin",
@@ -843,6 +874,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             Arg { name: "timeout", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "client",
@@ -865,6 +897,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "client|caching",
@@ -892,6 +925,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "no", kind: "pure-token", key_spec_index: -1, token: Some("NO"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "client|getname",
@@ -914,6 +948,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "client|getredir",
@@ -936,6 +971,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "client|help",
@@ -958,6 +994,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "client|id",
@@ -980,6 +1017,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "client|info",
@@ -1002,6 +1040,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "client|kill",
@@ -1042,6 +1081,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 ] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "client|list",
@@ -1074,6 +1114,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "client-id", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "client|no-evict",
@@ -1101,6 +1142,35 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "off", kind: "pure-token", key_spec_index: -1, token: Some("OFF"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
+    },
+    Meta {
+        name: "client|no-touch",
+        command: "client",
+        sub: Some("no-touch"),
+        arity: 3,
+        flags: &["noscript", "loading", "stale"],
+        categories: &["slow", "connection"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        tips: &[],
+        key_specs: &[],
+        summary: Some("Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
+        since: Some("7.2.0"),
+        group: "connection",
+        complexity: Some("O(1)"),
+        doc_flags: &[],
+        deprecated_since: None,
+        replaced_by: None,
+        history: &[],
+        arguments: &[
+            Arg { name: "enabled", kind: "oneof", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[
+                Arg { name: "on", kind: "pure-token", key_spec_index: -1, token: Some("ON"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
+                Arg { name: "off", kind: "pure-token", key_spec_index: -1, token: Some("OFF"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
+            ] },
+        ],
+        get_keys_function: None,
     },
     Meta {
         name: "client|pause",
@@ -1129,6 +1199,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "all", kind: "pure-token", key_spec_index: -1, token: Some("ALL"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "client|reply",
@@ -1157,6 +1228,35 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "skip", kind: "pure-token", key_spec_index: -1, token: Some("SKIP"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
+    },
+    Meta {
+        name: "client|setinfo",
+        command: "client",
+        sub: Some("setinfo"),
+        arity: 4,
+        flags: &["noscript", "loading", "stale"],
+        categories: &["slow", "connection"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        key_specs: &[],
+        summary: Some("Sets information specific to the client or connection."),
+        since: Some("7.2.0"),
+        group: "connection",
+        complexity: Some("O(1)"),
+        doc_flags: &[],
+        deprecated_since: None,
+        replaced_by: None,
+        history: &[],
+        arguments: &[
+            Arg { name: "attr", kind: "oneof", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[
+                Arg { name: "libname", kind: "string", key_spec_index: -1, token: Some("LIB-NAME"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
+                Arg { name: "libver", kind: "string", key_spec_index: -1, token: Some("LIB-VER"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
+            ] },
+        ],
+        get_keys_function: None,
     },
     Meta {
         name: "client|setname",
@@ -1181,6 +1281,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "connection-name", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "client|tracking",
@@ -1214,6 +1315,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "optout", kind: "pure-token", key_spec_index: -1, token: Some("OPTOUT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "noloop", kind: "pure-token", key_spec_index: -1, token: Some("NOLOOP"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "client|trackinginfo",
@@ -1236,6 +1338,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "client|unblock",
@@ -1264,6 +1367,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "error", kind: "pure-token", key_spec_index: -1, token: Some("ERROR"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "client|unpause",
@@ -1286,6 +1390,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster",
@@ -1308,6 +1413,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|addslots",
@@ -1332,6 +1438,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "slot", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|addslotsrange",
@@ -1359,6 +1466,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "end-slot", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|bumpepoch",
@@ -1381,6 +1489,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|count-failure-reports",
@@ -1405,6 +1514,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "node-id", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|countkeysinslot",
@@ -1429,6 +1539,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "slot", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|delslots",
@@ -1453,6 +1564,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "slot", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|delslotsrange",
@@ -1480,6 +1592,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "end-slot", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|failover",
@@ -1507,6 +1620,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "takeover", kind: "pure-token", key_spec_index: -1, token: Some("TAKEOVER"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|flushslots",
@@ -1529,6 +1643,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|forget",
@@ -1553,6 +1668,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "node-id", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|getkeysinslot",
@@ -1578,6 +1694,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "slot", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|help",
@@ -1600,6 +1717,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|info",
@@ -1622,6 +1740,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|keyslot",
@@ -1646,6 +1765,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|links",
@@ -1668,6 +1788,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|meet",
@@ -1694,6 +1815,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "port", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "cluster_bus_port", kind: "integer", key_spec_index: -1, token: None, summary: None, since: Some("4.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|myid",
@@ -1716,6 +1838,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|nodes",
@@ -1738,6 +1861,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|replicas",
@@ -1762,6 +1886,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "node-id", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|replicate",
@@ -1786,6 +1911,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "node-id", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|reset",
@@ -1813,6 +1939,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "soft", kind: "pure-token", key_spec_index: -1, token: Some("SOFT"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|saveconfig",
@@ -1835,6 +1962,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|set-config-epoch",
@@ -1859,6 +1987,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "config-epoch", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|setslot",
@@ -1889,6 +2018,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "stable", kind: "pure-token", key_spec_index: -1, token: Some("STABLE"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|shards",
@@ -1911,6 +2041,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|slaves",
@@ -1935,6 +2066,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "node-id", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "cluster|slots",
@@ -1957,6 +2089,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: Some("`CLUSTER SHARDS`"),
         history: &[("4.0.0", "Added node IDs."), ("7.0.0", "Added additional networking metadata field.")],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "command",
@@ -1979,6 +2112,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "command|count",
@@ -2001,6 +2135,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "command|docs",
@@ -2025,6 +2160,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "command-name", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "command|getkeys",
@@ -2047,6 +2183,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "command|getkeysandflags",
@@ -2069,6 +2206,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "command|help",
@@ -2091,6 +2229,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "command|info",
@@ -2115,6 +2254,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "command-name", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "command|list",
@@ -2143,6 +2283,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "pattern", kind: "pattern", key_spec_index: -1, token: Some("PATTERN"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "config",
@@ -2165,6 +2306,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "config|get",
@@ -2191,6 +2333,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "parameter", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "config|help",
@@ -2213,6 +2356,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "config|resetstat",
@@ -2235,6 +2379,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "config|rewrite",
@@ -2257,6 +2402,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "config|set",
@@ -2284,6 +2430,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "copy",
@@ -2311,6 +2458,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "destination-db", kind: "integer", key_spec_index: -1, token: Some("DB"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "replace", kind: "pure-token", key_spec_index: -1, token: Some("REPLACE"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "dbsize",
@@ -2333,6 +2481,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "debug",
@@ -2355,6 +2504,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "decr",
@@ -2379,6 +2529,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "decrby",
@@ -2404,6 +2555,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "decrement", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "del",
@@ -2428,6 +2580,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "discard",
@@ -2450,6 +2603,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "dump",
@@ -2474,6 +2628,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "echo",
@@ -2498,6 +2653,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "message", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "eval",
@@ -2525,6 +2681,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
             Arg { name: "arg", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: Some("evalGetKeys"),
     },
     Meta {
         name: "eval_ro",
@@ -2552,6 +2709,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
             Arg { name: "arg", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: Some("evalGetKeys"),
     },
     Meta {
         name: "evalsha",
@@ -2579,6 +2737,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
             Arg { name: "arg", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: Some("evalGetKeys"),
     },
     Meta {
         name: "evalsha_ro",
@@ -2606,6 +2765,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
             Arg { name: "arg", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: Some("evalGetKeys"),
     },
     Meta {
         name: "exec",
@@ -2628,6 +2788,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "exists",
@@ -2652,6 +2813,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "expire",
@@ -2683,6 +2845,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "lt", kind: "pure-token", key_spec_index: -1, token: Some("LT"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "expireat",
@@ -2714,6 +2877,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "lt", kind: "pure-token", key_spec_index: -1, token: Some("LT"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "expiretime",
@@ -2738,6 +2902,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "failover",
@@ -2768,6 +2933,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "abort", kind: "pure-token", key_spec_index: -1, token: Some("ABORT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "milliseconds", kind: "integer", key_spec_index: -1, token: Some("TIMEOUT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "fcall",
@@ -2795,6 +2961,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
             Arg { name: "arg", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: Some("functionGetKeys"),
     },
     Meta {
         name: "fcall_ro",
@@ -2822,6 +2989,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
             Arg { name: "arg", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: Some("functionGetKeys"),
     },
     Meta {
         name: "flushall",
@@ -2849,6 +3017,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "sync", kind: "pure-token", key_spec_index: -1, token: Some("SYNC"), summary: None, since: Some("6.2.0"), deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "flushdb",
@@ -2876,6 +3045,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "sync", kind: "pure-token", key_spec_index: -1, token: Some("SYNC"), summary: None, since: Some("6.2.0"), deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "function",
@@ -2898,6 +3068,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "function|delete",
@@ -2922,6 +3093,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "library-name", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "function|dump",
@@ -2944,6 +3116,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "function|flush",
@@ -2971,6 +3144,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "sync", kind: "pure-token", key_spec_index: -1, token: Some("SYNC"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "function|help",
@@ -2993,6 +3167,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "function|kill",
@@ -3015,6 +3190,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "function|list",
@@ -3040,6 +3216,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "library-name-pattern", kind: "string", key_spec_index: -1, token: Some("LIBRARYNAME"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "withcode", kind: "pure-token", key_spec_index: -1, token: Some("WITHCODE"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "function|load",
@@ -3065,6 +3242,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "replace", kind: "pure-token", key_spec_index: -1, token: Some("REPLACE"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "function-code", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "function|restore",
@@ -3094,6 +3272,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "replace", kind: "pure-token", key_spec_index: -1, token: Some("REPLACE"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "function|stats",
@@ -3116,6 +3295,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "geoadd",
@@ -3150,6 +3330,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "geodist",
@@ -3182,6 +3363,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "mi", kind: "pure-token", key_spec_index: -1, token: Some("MI"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "geohash",
@@ -3207,6 +3389,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "geopos",
@@ -3232,6 +3415,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "georadius",
@@ -3278,6 +3462,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 1, token: Some("STORE"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "key", kind: "key", key_spec_index: 2, token: Some("STOREDIST"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("georadiusGetKeys"),
     },
     Meta {
         name: "georadius_ro",
@@ -3322,6 +3507,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "desc", kind: "pure-token", key_spec_index: -1, token: Some("DESC"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "georadiusbymember",
@@ -3367,6 +3553,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 1, token: Some("STORE"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "key", kind: "key", key_spec_index: 2, token: Some("STOREDIST"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("georadiusGetKeys"),
     },
     Meta {
         name: "georadiusbymember_ro",
@@ -3410,6 +3597,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "desc", kind: "pure-token", key_spec_index: -1, token: Some("DESC"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "geosearch",
@@ -3473,6 +3661,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "withdist", kind: "pure-token", key_spec_index: -1, token: Some("WITHDIST"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "withhash", kind: "pure-token", key_spec_index: -1, token: Some("WITHHASH"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "geosearchstore",
@@ -3535,6 +3724,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "storedist", kind: "pure-token", key_spec_index: -1, token: Some("STOREDIST"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "get",
@@ -3559,6 +3749,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "getbit",
@@ -3584,6 +3775,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "offset", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "getdel",
@@ -3608,6 +3800,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "getex",
@@ -3639,6 +3832,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "persist", kind: "pure-token", key_spec_index: -1, token: Some("PERSIST"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "getrange",
@@ -3665,6 +3859,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "start", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "end", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "getset",
@@ -3690,6 +3885,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hdel",
@@ -3715,6 +3911,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "field", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hello",
@@ -3746,6 +3943,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "clientname", kind: "string", key_spec_index: -1, token: Some("SETNAME"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hexists",
@@ -3771,6 +3969,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "field", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hget",
@@ -3796,6 +3995,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "field", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hgetall",
@@ -3820,6 +4020,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hincrby",
@@ -3846,6 +4047,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "field", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "increment", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hincrbyfloat",
@@ -3872,6 +4074,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "field", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "increment", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hkeys",
@@ -3896,6 +4099,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hlen",
@@ -3920,6 +4124,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hmget",
@@ -3945,6 +4150,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "field", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hmset",
@@ -3973,6 +4179,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hrandfield",
@@ -4001,6 +4208,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "withvalues", kind: "pure-token", key_spec_index: -1, token: Some("WITHVALUES"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hscan",
@@ -4028,6 +4236,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "pattern", kind: "pattern", key_spec_index: -1, token: Some("MATCH"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hset",
@@ -4056,6 +4265,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hsetnx",
@@ -4082,6 +4292,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "field", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hstrlen",
@@ -4107,6 +4318,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "field", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "hvals",
@@ -4131,6 +4343,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "incr",
@@ -4155,6 +4368,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "incrby",
@@ -4180,6 +4394,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "increment", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "incrbyfloat",
@@ -4205,6 +4420,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "increment", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "info",
@@ -4229,6 +4445,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "section", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "keys",
@@ -4253,6 +4470,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "pattern", kind: "pattern", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lastsave",
@@ -4275,6 +4493,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "latency",
@@ -4297,6 +4516,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "latency|doctor",
@@ -4319,6 +4539,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "latency|graph",
@@ -4343,6 +4564,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "event", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "latency|help",
@@ -4365,6 +4587,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "latency|histogram",
@@ -4389,6 +4612,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "command", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "latency|history",
@@ -4413,6 +4637,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "event", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "latency|latest",
@@ -4435,6 +4660,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "latency|reset",
@@ -4459,6 +4685,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "event", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lcs",
@@ -4488,6 +4715,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "len", kind: "integer", key_spec_index: -1, token: Some("MINMATCHLEN"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "withmatchlen", kind: "pure-token", key_spec_index: -1, token: Some("WITHMATCHLEN"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lindex",
@@ -4513,6 +4741,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "index", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "linsert",
@@ -4543,6 +4772,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "pivot", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "element", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "llen",
@@ -4567,6 +4797,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lmove",
@@ -4600,6 +4831,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "right", kind: "pure-token", key_spec_index: -1, token: Some("RIGHT"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lmpop",
@@ -4630,6 +4862,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("lmpopGetKeys"),
     },
     Meta {
         name: "lolwut",
@@ -4654,6 +4887,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "version", kind: "integer", key_spec_index: -1, token: Some("VERSION"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lpop",
@@ -4679,6 +4913,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: Some("6.2.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lpos",
@@ -4707,6 +4942,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "num-matches", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "len", kind: "integer", key_spec_index: -1, token: Some("MAXLEN"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lpush",
@@ -4732,6 +4968,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "element", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lpushx",
@@ -4757,6 +4994,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "element", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lrange",
@@ -4783,6 +5021,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "start", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "stop", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lrem",
@@ -4809,6 +5048,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "element", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "lset",
@@ -4835,6 +5075,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "index", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "element", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "ltrim",
@@ -4861,6 +5102,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "start", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "stop", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "memory",
@@ -4883,6 +5125,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "memory|doctor",
@@ -4905,6 +5148,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "memory|help",
@@ -4927,6 +5171,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "memory|malloc-stats",
@@ -4949,6 +5194,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "memory|purge",
@@ -4971,6 +5217,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "memory|stats",
@@ -4993,6 +5240,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "memory|usage",
@@ -5018,6 +5266,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("SAMPLES"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "mget",
@@ -5042,6 +5291,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "migrate",
@@ -5083,6 +5333,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "key", kind: "key", key_spec_index: 1, token: Some("KEYS"), summary: None, since: Some("3.0.6"), deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: Some("migrateGetKeys"),
     },
     Meta {
         name: "module",
@@ -5105,6 +5356,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "module|help",
@@ -5127,6 +5379,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "module|list",
@@ -5149,6 +5402,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "module|load",
@@ -5174,6 +5428,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "path", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "arg", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "module|loadex",
@@ -5205,6 +5460,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "arg", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "module|unload",
@@ -5229,6 +5485,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "name", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "monitor",
@@ -5251,6 +5508,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "move",
@@ -5276,6 +5534,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "db", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "mset",
@@ -5303,6 +5562,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "msetnx",
@@ -5330,6 +5590,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "multi",
@@ -5352,6 +5613,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "object",
@@ -5374,6 +5636,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "object|encoding",
@@ -5398,6 +5661,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "object|freq",
@@ -5422,6 +5686,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "object|help",
@@ -5444,6 +5709,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "object|idletime",
@@ -5468,6 +5734,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "object|refcount",
@@ -5492,6 +5759,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "persist",
@@ -5516,6 +5784,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pexpire",
@@ -5547,6 +5816,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "lt", kind: "pure-token", key_spec_index: -1, token: Some("LT"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pexpireat",
@@ -5578,6 +5848,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "lt", kind: "pure-token", key_spec_index: -1, token: Some("LT"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pexpiretime",
@@ -5602,6 +5873,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pfadd",
@@ -5627,6 +5899,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "element", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pfcount",
@@ -5651,6 +5924,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pfdebug",
@@ -5676,6 +5950,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "subcommand", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pfmerge",
@@ -5701,6 +5976,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "destkey", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "sourcekey", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pfselftest",
@@ -5723,6 +5999,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "ping",
@@ -5747,6 +6024,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "message", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "psetex",
@@ -5773,6 +6051,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "milliseconds", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "psubscribe",
@@ -5799,6 +6078,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "pattern", kind: "pattern", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "psync",
@@ -5824,6 +6104,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "replicationid", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "offset", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pttl",
@@ -5848,6 +6129,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "publish",
@@ -5873,6 +6155,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "channel", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "message", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pubsub",
@@ -5895,6 +6178,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "pubsub|channels",
@@ -5919,6 +6203,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "pattern", kind: "pattern", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pubsub|help",
@@ -5941,6 +6226,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "pubsub|numpat",
@@ -5963,6 +6249,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "pubsub|numsub",
@@ -5987,6 +6274,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "channel", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pubsub|shardchannels",
@@ -6011,6 +6299,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "pattern", kind: "pattern", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "pubsub|shardnumsub",
@@ -6035,6 +6324,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "shardchannel", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "punsubscribe",
@@ -6059,6 +6349,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "pattern", kind: "pattern", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "quit",
@@ -6081,6 +6372,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "randomkey",
@@ -6103,6 +6395,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "readonly",
@@ -6125,6 +6418,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "readwrite",
@@ -6147,6 +6441,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "rename",
@@ -6172,6 +6467,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "newkey", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "renamenx",
@@ -6197,6 +6493,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "newkey", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "replconf",
@@ -6219,6 +6516,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "replicaof",
@@ -6252,6 +6550,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 ] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "reset",
@@ -6274,6 +6573,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "restore",
@@ -6304,6 +6604,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "seconds", kind: "integer", key_spec_index: -1, token: Some("IDLETIME"), summary: None, since: Some("5.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "frequency", kind: "integer", key_spec_index: -1, token: Some("FREQ"), summary: None, since: Some("5.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "restore-asking",
@@ -6334,6 +6635,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "seconds", kind: "integer", key_spec_index: -1, token: Some("IDLETIME"), summary: None, since: Some("5.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "frequency", kind: "integer", key_spec_index: -1, token: Some("FREQ"), summary: None, since: Some("5.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "role",
@@ -6356,6 +6658,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "rpop",
@@ -6381,6 +6684,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: Some("6.2.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "rpoplpush",
@@ -6406,6 +6710,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "source", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "destination", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "rpush",
@@ -6431,6 +6736,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "element", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "rpushx",
@@ -6456,6 +6762,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "element", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sadd",
@@ -6481,6 +6788,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "save",
@@ -6503,6 +6811,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "scan",
@@ -6530,6 +6839,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "type", kind: "string", key_spec_index: -1, token: Some("TYPE"), summary: None, since: Some("6.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "scard",
@@ -6554,6 +6864,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "script",
@@ -6576,6 +6887,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "script|debug",
@@ -6604,6 +6916,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "no", kind: "pure-token", key_spec_index: -1, token: Some("NO"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "script|exists",
@@ -6628,6 +6941,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "sha1", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "script|flush",
@@ -6655,6 +6969,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "sync", kind: "pure-token", key_spec_index: -1, token: Some("SYNC"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "script|help",
@@ -6677,6 +6992,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "script|kill",
@@ -6699,6 +7015,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "script|load",
@@ -6723,6 +7040,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "script", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sdiff",
@@ -6747,6 +7065,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sdiffstore",
@@ -6772,6 +7091,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "destination", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "key", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "select",
@@ -6796,6 +7116,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "index", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "set",
@@ -6833,6 +7154,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "keepttl", kind: "pure-token", key_spec_index: -1, token: Some("KEEPTTL"), summary: None, since: Some("6.0.0"), deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: Some("setGetKeys"),
     },
     Meta {
         name: "setbit",
@@ -6859,6 +7181,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "offset", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "value", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "setex",
@@ -6885,6 +7208,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "seconds", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "setnx",
@@ -6910,6 +7234,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "setrange",
@@ -6936,6 +7261,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "offset", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "shutdown",
@@ -6966,6 +7292,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "force", kind: "pure-token", key_spec_index: -1, token: Some("FORCE"), summary: None, since: Some("7.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "abort", kind: "pure-token", key_spec_index: -1, token: Some("ABORT"), summary: None, since: Some("7.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sinter",
@@ -6990,6 +7317,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sintercard",
@@ -7016,6 +7344,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             Arg { name: "limit", kind: "integer", key_spec_index: -1, token: Some("LIMIT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("sintercardGetKeys"),
     },
     Meta {
         name: "sinterstore",
@@ -7041,6 +7370,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "destination", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "key", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sismember",
@@ -7066,6 +7396,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "slaveof",
@@ -7099,6 +7430,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 ] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "slowlog",
@@ -7121,6 +7453,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "slowlog|get",
@@ -7145,6 +7478,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "slowlog|help",
@@ -7167,6 +7501,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "slowlog|len",
@@ -7189,6 +7524,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "slowlog|reset",
@@ -7211,6 +7547,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "smembers",
@@ -7235,6 +7572,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "smismember",
@@ -7260,6 +7598,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "smove",
@@ -7286,6 +7625,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "destination", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sort",
@@ -7322,6 +7662,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "sorting", kind: "pure-token", key_spec_index: -1, token: Some("ALPHA"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "destination", kind: "key", key_spec_index: 2, token: Some("STORE"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("sortGetKeys"),
     },
     Meta {
         name: "sort_ro",
@@ -7357,6 +7698,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "sorting", kind: "pure-token", key_spec_index: -1, token: Some("ALPHA"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("sortROGetKeys"),
     },
     Meta {
         name: "spop",
@@ -7382,6 +7724,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: Some("3.2.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "spublish",
@@ -7407,6 +7750,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "shardchannel", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "message", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "srandmember",
@@ -7432,6 +7776,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: Some("2.6.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "srem",
@@ -7457,6 +7802,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sscan",
@@ -7484,6 +7830,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "pattern", kind: "pattern", key_spec_index: -1, token: Some("MATCH"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "ssubscribe",
@@ -7508,6 +7855,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "shardchannel", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "strlen",
@@ -7532,6 +7880,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "subscribe",
@@ -7556,6 +7905,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "channel", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "substr",
@@ -7582,6 +7932,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "start", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "end", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sunion",
@@ -7606,6 +7957,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sunionstore",
@@ -7631,6 +7983,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "destination", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "key", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sunsubscribe",
@@ -7655,6 +8008,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "shardchannel", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "swapdb",
@@ -7680,6 +8034,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "index1", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "index2", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "sync",
@@ -7702,6 +8057,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "time",
@@ -7724,6 +8080,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "touch",
@@ -7748,6 +8105,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "ttl",
@@ -7772,6 +8130,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "type",
@@ -7796,6 +8155,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "unlink",
@@ -7820,6 +8180,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "unsubscribe",
@@ -7844,6 +8205,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "channel", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional", "multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "unwatch",
@@ -7866,6 +8228,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "wait",
@@ -7891,6 +8254,34 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "numreplicas", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "timeout", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
+    },
+    Meta {
+        name: "waitaof",
+        command: "waitaof",
+        sub: None,
+        arity: 4,
+        flags: &["noscript"],
+        categories: &["slow", "connection"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        tips: &["request_policy:all_shards", "response_policy:agg_min"],
+        key_specs: &[],
+        summary: Some("Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas."),
+        since: Some("7.2.0"),
+        group: "generic",
+        complexity: Some("O(1)"),
+        doc_flags: &[],
+        deprecated_since: None,
+        replaced_by: None,
+        history: &[],
+        arguments: &[
+            Arg { name: "numlocal", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
+            Arg { name: "numreplicas", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
+            Arg { name: "timeout", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
+        ],
+        get_keys_function: None,
     },
     Meta {
         name: "watch",
@@ -7915,6 +8306,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xack",
@@ -7941,6 +8333,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "group", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "id", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xadd",
@@ -7986,6 +8379,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "value", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xautoclaim",
@@ -8016,6 +8410,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "justid", kind: "pure-token", key_spec_index: -1, token: Some("JUSTID"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xclaim",
@@ -8050,6 +8445,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "justid", kind: "pure-token", key_spec_index: -1, token: Some("JUSTID"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "id", kind: "string", key_spec_index: -1, token: Some("LASTID"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xdel",
@@ -8075,6 +8471,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "id", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xgroup",
@@ -8097,6 +8494,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "xgroup|create",
@@ -8128,6 +8526,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "mkstream", kind: "pure-token", key_spec_index: -1, token: Some("MKSTREAM"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "entries_read", kind: "integer", key_spec_index: -1, token: Some("ENTRIESREAD"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xgroup|createconsumer",
@@ -8154,6 +8553,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "groupname", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "consumername", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xgroup|delconsumer",
@@ -8180,6 +8580,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "groupname", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "consumername", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xgroup|destroy",
@@ -8205,6 +8606,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "groupname", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xgroup|help",
@@ -8227,6 +8629,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "xgroup|setid",
@@ -8257,6 +8660,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "entries_read", kind: "integer", key_spec_index: -1, token: Some("ENTRIESREAD"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xinfo",
@@ -8279,6 +8683,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "xinfo|consumers",
@@ -8304,6 +8709,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "groupname", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xinfo|groups",
@@ -8328,6 +8734,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xinfo|help",
@@ -8350,6 +8757,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         replaced_by: None,
         history: &[],
         arguments: &[],
+        get_keys_function: None,
     },
     Meta {
         name: "xinfo|stream",
@@ -8377,6 +8785,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xlen",
@@ -8401,6 +8810,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xpending",
@@ -8433,6 +8843,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "consumer", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xrange",
@@ -8460,6 +8871,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "end", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xread",
@@ -8489,6 +8901,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "id", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             ] },
         ],
+        get_keys_function: Some("xreadGetKeys"),
     },
     Meta {
         name: "xreadgroup",
@@ -8523,6 +8936,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "id", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             ] },
         ],
+        get_keys_function: Some("xreadGetKeys"),
     },
     Meta {
         name: "xrevrange",
@@ -8550,6 +8964,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "start", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xsetid",
@@ -8577,6 +8992,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "entries_added", kind: "integer", key_spec_index: -1, token: Some("ENTRIESADDED"), summary: None, since: Some("7.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "max_deleted_entry_id", kind: "string", key_spec_index: -1, token: Some("MAXDELETEDID"), summary: None, since: Some("7.0.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "xtrim",
@@ -8613,6 +9029,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("LIMIT"), summary: None, since: Some("6.2.0"), deprecated_since: None, flags: &["optional"], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zadd",
@@ -8651,6 +9068,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zcard",
@@ -8675,6 +9093,7 @@ pub(super) static COMMANDS: &[Meta] = &[
         arguments: &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zcount",
@@ -8701,6 +9120,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "min", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "max", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zdiff",
@@ -8727,6 +9147,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             Arg { name: "withscores", kind: "pure-token", key_spec_index: -1, token: Some("WITHSCORES"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("zunionInterDiffGetKeys"),
     },
     Meta {
         name: "zdiffstore",
@@ -8753,6 +9174,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "numkeys", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "key", kind: "key", key_spec_index: 1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: Some("zunionInterDiffStoreGetKeys"),
     },
     Meta {
         name: "zincrby",
@@ -8779,6 +9201,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "increment", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zinter",
@@ -8811,6 +9234,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "withscores", kind: "pure-token", key_spec_index: -1, token: Some("WITHSCORES"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("zunionInterDiffGetKeys"),
     },
     Meta {
         name: "zintercard",
@@ -8837,6 +9261,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
             Arg { name: "limit", kind: "integer", key_spec_index: -1, token: Some("LIMIT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("zunionInterDiffGetKeys"),
     },
     Meta {
         name: "zinterstore",
@@ -8869,6 +9294,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "max", kind: "pure-token", key_spec_index: -1, token: Some("MAX"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: Some("zunionInterDiffStoreGetKeys"),
     },
     Meta {
         name: "zlexcount",
@@ -8895,6 +9321,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "min", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "max", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zmpop",
@@ -8925,6 +9352,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("zmpopGetKeys"),
     },
     Meta {
         name: "zmscore",
@@ -8950,6 +9378,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zpopmax",
@@ -8975,6 +9404,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zpopmin",
@@ -9000,6 +9430,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrandmember",
@@ -9028,6 +9459,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "withscores", kind: "pure-token", key_spec_index: -1, token: Some("WITHSCORES"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrange",
@@ -9064,6 +9496,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "withscores", kind: "pure-token", key_spec_index: -1, token: Some("WITHSCORES"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrangebylex",
@@ -9094,6 +9527,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrangebyscore",
@@ -9125,6 +9559,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrangestore",
@@ -9161,6 +9596,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrank",
@@ -9186,6 +9622,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrem",
@@ -9211,6 +9648,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &["multiple"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zremrangebylex",
@@ -9237,6 +9675,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "min", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "max", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zremrangebyrank",
@@ -9263,6 +9702,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "start", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "stop", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zremrangebyscore",
@@ -9289,6 +9729,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "min", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "max", kind: "double", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrevrange",
@@ -9316,6 +9757,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "stop", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "withscores", kind: "pure-token", key_spec_index: -1, token: Some("WITHSCORES"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrevrangebylex",
@@ -9346,6 +9788,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrevrangebyscore",
@@ -9377,6 +9820,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "count", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zrevrank",
@@ -9402,6 +9846,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zscan",
@@ -9429,6 +9874,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "pattern", kind: "pattern", key_spec_index: -1, token: Some("MATCH"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
             Arg { name: "count", kind: "integer", key_spec_index: -1, token: Some("COUNT"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zscore",
@@ -9454,6 +9900,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "member", kind: "string", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
         ],
+        get_keys_function: None,
     },
     Meta {
         name: "zunion",
@@ -9486,6 +9933,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             ] },
             Arg { name: "withscores", kind: "pure-token", key_spec_index: -1, token: Some("WITHSCORES"), summary: None, since: None, deprecated_since: None, flags: &["optional"], arguments: &[] },
         ],
+        get_keys_function: Some("zunionInterDiffGetKeys"),
     },
     Meta {
         name: "zunionstore",
@@ -9518,6 +9966,7 @@ pub(super) static COMMANDS: &[Meta] = &[
                 Arg { name: "max", kind: "pure-token", key_spec_index: -1, token: Some("MAX"), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
         ],
+        get_keys_function: Some("zunionInterDiffStoreGetKeys"),
     },
 ];
 

@@ -18,7 +18,9 @@
 //!
 //! The families live one per file: [`strings`], [`bitmaps`], [`hashes`],
 //! [`sets`], [`lists`], [`zsets`], [`sort`], [`keys`], [`connection`], [`server`],
-//! [`transactions`]. Each exports its own rows of the command table
+//! [`client`], [`introspection`], [`config`], [`info`], [`slowlog`],
+//! [`memory`], [`monitor`], [`replication`], [`transactions`]; [`meta`] holds redis's description of
+//! every command (COMMAND INFO and DOCS, ACL categories). Each exports its own rows of the command table
 //! (`commands()`), next to the code they name; [`TABLE`] gathers them
 //! once, at start-up, and sorts them by name
 //! for lookups. A row is made by the trait's own constructor
@@ -28,13 +30,21 @@
 
 pub mod acl;
 pub mod bitmaps;
+pub mod client;
+pub mod config;
 pub mod connection;
 pub mod hashes;
+pub mod info;
+pub mod introspection;
 pub mod keys;
 pub mod lists;
+pub mod memory;
 pub mod meta;
+pub mod monitor;
+pub mod replication;
 pub mod server;
 pub mod sets;
+pub mod slowlog;
 pub mod sort;
 pub mod strings;
 pub mod transactions;
@@ -434,12 +444,20 @@ impl Table {
         let mut specs: Vec<Spec> = [
             acl::commands(),
             bitmaps::commands(),
+            client::commands(),
+            config::commands(),
             connection::commands(),
             hashes::commands(),
+            info::commands(),
+            introspection::commands(),
             keys::commands(),
             lists::commands(),
+            memory::commands(),
+            monitor::commands(),
+            replication::commands(),
             server::commands(),
             sets::commands(),
+            slowlog::commands(),
             sort::commands(),
             strings::commands(),
             transactions::commands(),
@@ -508,6 +526,20 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 /// authentication, and parses it.
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
     session.acl.refresh(&session.shared);
+    let reply_mode = client::reply_mode(&session.client.state);
+    let plan = dispatch_inner(session, request);
+    client::note_multi(
+        &session.client.state,
+        session.multi.as_ref().map(|q| q.len()),
+    );
+    if reply_mode == 0 && session.client.state.replies_on() {
+        return plan;
+    }
+    // CLIENT REPLY OFF or SKIP is (or was just) in force.
+    client::silence_if_asked(&session.client.state, reply_mode, plan)
+}
+
+fn dispatch_inner(session: &mut Session, request: Vec<Bytes>) -> Plan {
     let planned = if session.multi.is_some() {
         transactions::queue(session, request)
     } else {
@@ -515,20 +547,39 @@ pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
     };
     match planned {
         Ok(plan) => plan,
-        Err(e) => Plan::Reply(e.into()),
+        Err(e) => {
+            let reply = Reply::from(e);
+            if let Reply::Error(text) = &reply {
+                session.shared.stats.error(text);
+            }
+            Plan::Reply(reply)
+        }
     }
 }
 
+/// Checks and plans a command; its call is counted where it runs (see
+/// `crate::stats`), a refusal by `check` against the command at once.
 fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
     let found = lookup_index(&request[0]);
-    let (index, spec) = check(session, &request, found).map_err(|e| match found {
-        Some(i) if TABLE[i].name == "exec" => transactions::exec_abort(e),
-        _ => e,
+    let (index, spec) = check(session, &request, found).map_err(|e| {
+        if let (Some(index), false) = (found, matches!(e, CommandError::UnknownSubcommand { .. })) {
+            let stats = &session.shared.stats;
+            stats.rejected(stats.row_of(index, request.get(1).map(|b| &b[..])));
+        }
+        match found {
+            Some(i) if TABLE[i].name == "exec" => transactions::exec_abort(e),
+            _ => e,
+        }
     })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
+    let mut tracking = crate::stats::Tracking::new(session, index, &request);
+    let started = std::time::Instant::now();
     let mut args = request.into_iter();
     args.next();
-    (spec.plan)(session, Args::new(args))
+    let plan = (spec.plan)(session, Args::new(args)).unwrap_or_else(|e| Plan::Reply(e.into()));
+    // MONITOR shows the database as it is after the command (SELECT's).
+    tracking.set_db(session.db);
+    Ok(crate::stats::track(plan, started, tracking))
 }
 
 /// What can be refused without running the command: an unknown name, no
@@ -570,6 +621,14 @@ fn check(
     // Last, so a refusal is counted and logged only for a command that
     // could have run (as in Redis).
     crate::acl::authorize(session, index, request)?;
+    // Over `maxdisk` or on a full disk, what may add data is refused (Redis
+    // refuses its `denyoom` commands over maxmemory, after the ACL check);
+    // deletions and reads go on (see `respite_engine::disk`).
+    if let Some(refusal) = session.shared.engine.disk().refusal() {
+        if spec.has_flag("denyoom") {
+            return Err(CommandError::Engine(refusal));
+        }
+    }
     Ok((index, spec))
 }
 
@@ -596,6 +655,15 @@ impl Sub {
     /// The subcommand as sent.
     pub(crate) fn raw_bytes(&self) -> &[u8] {
         &self.raw
+    }
+
+    /// `ERR unknown subcommand or wrong number of arguments for '...'. Try
+    /// CMD HELP.` (redis's `addReplySubcommandSyntaxError`).
+    pub(crate) fn syntax(&self, cmd: &'static str) -> CommandError {
+        CommandError::Other(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
+            String::from_utf8_lossy(&self.raw)
+        ))
     }
 
     /// `ERR unknown subcommand '...'. Try CMD HELP.`
@@ -674,5 +742,10 @@ mod tests {
         assert_eq!(listed.len(), count, "a command is listed twice");
         let table: Vec<String> = TABLE.iter().map(|s| s.name.to_string()).collect();
         assert_eq!(listed, table);
+        let count_line = format!("respite implements the {} commands below", TABLE.len());
+        assert!(
+            doc.contains(&count_line),
+            "docs/commands.md should say: {count_line}"
+        );
     }
 }

@@ -1,20 +1,16 @@
-//! Server commands: COMMAND, CONFIG, INFO, DBSIZE, FLUSHDB, FLUSHALL, TIME,
-//! SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG.
+//! Server commands: DBSIZE, FLUSHDB, FLUSHALL, TIME,
+//! SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG, LOLWUT.
 
-use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use respite_engine::{glob::glob_match, AppendFsync, Txn, View};
+use respite_engine::{Txn, View};
 
-use super::{
-    lookup, subcommand, LocalCommand, Plan, ReadCommand, Session, Spec, WriteCommand, TABLE,
-};
+use super::{LocalCommand, Plan, ReadCommand, Session, WriteCommand};
 use crate::args::{upper, Args};
-use crate::error::{CommandError, Lossy};
+use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::{lock, Shared};
+use crate::state::Shared;
 
 /// `DBSIZE`
 pub struct DbSize {
@@ -234,12 +230,26 @@ impl LocalCommand for LastSave {
     }
 }
 
-/// `DEBUG SLEEP seconds`: stalls the writer thread for that long, as a
-/// write operation (so every write behind it waits, and the systemd
-/// watchdog stops being fed: the way to test it). Only with
-/// `enable_debug_command` set, as in Redis 7.
-pub struct Debug {
-    seconds: f64,
+/// `DEBUG SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | OBJECT key | RELOAD |
+/// CHANGE-REPL-ID | HELP`: the subset of redis's DEBUG that test suites
+/// use. Only with `enable_debug_command` set, as in Redis 7.
+pub enum Debug {
+    /// Stalls the writer thread for that long, as a write operation (so
+    /// every write behind it waits, and the systemd watchdog stops being
+    /// fed: the way to test it).
+    Sleep(f64),
+    /// Turns the writer's expiry sweep on or off.
+    SetActiveExpire(bool),
+    /// redis's one-line description of a key's value.
+    Object(Bytes),
+    /// redis saves and reloads its dataset; respite's is always on disk and
+    /// every read comes from it, so this only waits for every write queued
+    /// before it (then a reload would change nothing).
+    Reload,
+    /// A new replication id (INFO's `master_replid`).
+    ChangeReplId,
+    /// DEBUG HELP.
+    Help,
 }
 
 impl LocalCommand for Debug {
@@ -259,635 +269,128 @@ impl LocalCommand for Debug {
                 "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.".into(),
             ));
         }
-        let sub = args.next_upper()?;
-        if sub != "SLEEP" || args.remaining() != 1 {
-            return Err(CommandError::Other(
-                "DEBUG here knows only SLEEP <seconds>".into(),
-            ));
-        }
-        let seconds = String::from_utf8_lossy(&args.next()?)
-            .parse::<f64>()
-            .ok()
-            .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
-            .ok_or_else(|| CommandError::Other("value is out of range".into()))?;
-        Ok(Debug { seconds })
-    }
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
-        let seconds = self.seconds;
-        Ok(Plan::Write(Box::new(move |_txn| {
-            tracing::warn!(seconds, "DEBUG SLEEP: stalling the writer thread");
-            std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
-            Ok(Reply::Ok)
-        })))
-    }
-}
-
-/// `INFO [section ...]`
-pub struct Info {
-    /// Requested sections, lower case; empty means the default set.
-    sections: Vec<String>,
-    /// For the figures.
-    shared: Arc<Shared>,
-}
-
-impl ReadCommand for Info {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
-        let sections = args
-            .rest()
-            .iter()
-            .map(|b| String::from_utf8_lossy(b).to_ascii_lowercase())
-            .collect();
-        Ok(Info {
-            sections,
-            shared: s.shared.clone(),
-        })
-    }
-    fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
-        let want = |name: &str| {
-            self.sections.is_empty()
-                || self
-                    .sections
-                    .iter()
-                    .any(|s| s == name || s == "all" || s == "default" || s == "everything")
-        };
-        let sh = &self.shared;
-        let mut out = String::new();
-        if want("server") {
-            let uptime = sh.started.elapsed().as_secs();
-            let _ = write!(
-                out,
-                "# Server\r\nredis_version:7.0.0\r\nrespite_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\n\r\n",
-                env!("CARGO_PKG_VERSION"),
-                std::env::consts::OS,
-                std::env::consts::ARCH,
-                std::process::id(),
-                sh.tcp_port.load(Ordering::Relaxed),
-                uptime,
-                uptime / 86400,
-            );
-        }
-        if want("clients") {
-            let _ = write!(
-                out,
-                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
-                lock(&sh.clients).len(),
-                sh.settings.maxclients.load(Ordering::Relaxed),
-                sh.engine.blocking().len(),
-            );
-        }
-        if want("memory") {
-            // The process's resident memory: respite has no allocator-level
-            // count like Redis's `used_memory`, and the RSS is what an
-            // operator (and `redis-cli --stat`) wants to watch.
-            let rss = resident_bytes();
-            let cache = sh.engine.cache().stats();
-            let _ = write!(
-                out,
-                "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nread_cache_used_bytes:{}\r\nread_cache_max_bytes:{}\r\n\r\n",
-                bytes_to_human(rss),
-                bytes_to_human(rss),
-                cache.bytes,
-                cache.budget,
-            );
-        }
-        let stats = sh.engine.stats();
-        if want("stats") {
-            let c = &sh.counters;
-            let cache = sh.engine.cache().stats();
-            let _ = write!(
-                out,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:{}\r\nprotocol_errors:{}\r\nread_cache_hits:{}\r\nread_cache_misses:{}\r\nread_cache_entries:{}\r\nread_cache_used_bytes:{}\r\nread_cache_max_bytes:{}\r\n{}\r\n",
-                c.connections_received.load(Ordering::Relaxed),
-                c.commands_processed.load(Ordering::Relaxed),
-                c.rejected_connections.load(Ordering::Relaxed),
-                stats.expired_keys,
-                c.error_replies.load(Ordering::Relaxed),
-                c.protocol_errors.load(Ordering::Relaxed),
-                cache.hits,
-                cache.misses,
-                cache.entries,
-                cache.bytes,
-                cache.budget,
-                super::acl::info_stats(sh),
-            );
-        }
-        if want("persistence") {
-            let disk = sh.engine.disk_writes();
-            let snap = sh.engine.snapshots().status();
-            let _ = write!(
-                out,
-                "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_snapshot_bytes:{}\r\nsnapshot_file:{}\r\n",
-                snap.in_progress as u8,
-                snap.last_save_unix,
-                if snap.last_ok { "ok" } else { "err" },
-                snap.last_secs,
-                snap.current_secs,
-                snap.saves,
-                snap.last_bytes,
-                sh.engine.snapshot_path().display(),
-            );
-            let _ = write!(
-                out,
-                "aof_enabled:1\r\nappendfsync:{}\r\ngroup_commit_max_batch:{}\r\ngroup_commit_batches:{}\r\ngroup_commit_ops:{}\r\ngroup_commit_failed_ops:{}\r\ngroup_commit_failed_commits:{}\r\ngroup_commit_ops_per_batch_mean:{:.2}\r\ngroup_commit_ops_per_batch_p50:{}\r\ngroup_commit_ops_per_batch_p99:{}\r\ngroup_commit_ops_per_batch_max:{}\r\ngroup_commit_commit_latency_p50_us:{}\r\ngroup_commit_commit_latency_p99_us:{}\r\ngroup_commit_queue_depth:{}\r\nwal_size_bytes:{}\r\nwal_checkpoints:{}\r\nwal_checkpoint_threshold_bytes:{}\r\ndb_size_bytes:{}\r\npage_size:{}\r\ndisk_write_bytes:{}\r\nwrite_bytes_per_op:{}\r\n\r\n",
-                lock(&sh.settings.appendfsync).as_str(),
-                sh.engine.max_batch(),
-                stats.batches,
-                stats.ops,
-                stats.failed_ops,
-                stats.failed_commits,
-                stats.ops_per_batch_mean,
-                stats.ops_per_batch_p50,
-                stats.ops_per_batch_p99,
-                stats.ops_per_batch_max,
-                stats.commit_us_p50,
-                stats.commit_us_p99,
-                sh.engine.write_queue_len(),
-                sh.engine.wal_size(),
-                stats.checkpoints,
-                sh.engine.checkpoint_threshold(),
-                sh.engine.db_size(),
-                sh.engine.page_size(),
-                disk.map_or(0, |d| d.bytes),
-                disk.map_or(0, |d| d.per_op),
-            );
-        }
-        if want("keyspace") {
-            out.push_str("# Keyspace\r\n");
-            for db in view.keyspace()? {
-                let _ = write!(
-                    out,
-                    "db{}:keys={},expires={},avg_ttl=0\r\n",
-                    db.db, db.keys, db.expires
-                );
+        let sub = super::subcommand(args)?;
+        let n = args.remaining();
+        Ok(match (sub.name.as_str(), n) {
+            ("SLEEP", 1) => {
+                let seconds = String::from_utf8_lossy(&args.next()?)
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
+                    .ok_or_else(|| CommandError::Other("value is out of range".into()))?;
+                Debug::Sleep(seconds)
             }
-            out.push_str("\r\n");
-        }
-        // Redis ends the text without the final blank line.
-        while out.ends_with("\r\n\r\n") {
-            out.truncate(out.len() - 2);
-        }
-        Ok(Reply::Verbatim(out))
-    }
-}
-
-/// Resident set size of this process in bytes (0 where /proc is absent).
-fn resident_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kb * 1024)
-        })
-        .unwrap_or(0)
-}
-
-/// Redis's `bytesToHuman`: `512B`, `1.50K`, `23.45M`, `1.00G`.
-fn bytes_to_human(n: u64) -> String {
-    const UNITS: [(u64, &str); 5] = [
-        (1 << 50, "P"),
-        (1 << 40, "T"),
-        (1 << 30, "G"),
-        (1 << 20, "M"),
-        (1 << 10, "K"),
-    ];
-    for (size, unit) in UNITS {
-        if n >= size {
-            return format!("{:.2}{unit}", n as f64 / size as f64);
-        }
-    }
-    format!("{n}B")
-}
-
-/// The COMMAND INFO entry of one command.
-fn command_info(spec: &Spec) -> Reply {
-    Reply::Array(vec![
-        Reply::bulk(spec.name),
-        Reply::Int(spec.arity as i64),
-        Reply::Set(spec.flags().map(Reply::Simple).collect()),
-        Reply::Int(spec.first_key as i64),
-        Reply::Int(spec.last_key as i64),
-        Reply::Int(spec.step as i64),
-        Reply::Set(vec![Reply::Status(format!("@{}", spec.group))]),
-        Reply::Array(Vec::new()),
-        Reply::Array(Vec::new()),
-        Reply::Array(Vec::new()),
-    ])
-}
-
-fn command_docs(spec: &Spec) -> Reply {
-    Reply::Map(vec![
-        (Reply::bulk("summary"), Reply::bulk(spec.summary)),
-        (Reply::bulk("since"), Reply::bulk("1.0.0")),
-        (Reply::bulk("group"), Reply::bulk(spec.group)),
-    ])
-}
-
-/// `COMMAND [COUNT | LIST | INFO [name ...] | DOCS [name ...] | HELP]`
-pub enum Command {
-    /// Every command's INFO entry.
-    All,
-    /// Number of commands.
-    Count,
-    /// Every command name.
-    List,
-    /// INFO entries of the named commands (nil for unknown ones).
-    Info(Vec<Bytes>),
-    /// DOCS of the named commands, or of all.
-    Docs(Vec<Bytes>),
-    /// COMMAND HELP.
-    Help,
-}
-
-impl LocalCommand for Command {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
-        if args.remaining() == 0 {
-            return Ok(Command::All);
-        }
-        let sub = subcommand(args)?;
-        match sub.name.as_str() {
-            "COUNT" if args.remaining() == 0 => Ok(Command::Count),
-            "LIST" => {
+            ("SET-ACTIVE-EXPIRE", 1) => Debug::SetActiveExpire(args.next_i64()? != 0),
+            ("OBJECT", 1) => Debug::Object(args.next()?),
+            ("RELOAD", _) => {
+                // Its options (MERGE, NOFLUSH, NOSAVE) change nothing here.
                 let _ = args.rest();
-                Ok(Command::List)
+                Debug::Reload
             }
-            "INFO" => Ok(Command::Info(args.rest())),
-            "DOCS" => Ok(Command::Docs(args.rest())),
-            "HELP" if args.remaining() == 0 => Ok(Command::Help),
-            "COUNT" => Err(CommandError::WrongArity("command|count".into())),
-            _ => Err(sub.unknown("COMMAND")),
-        }
-    }
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
-        let reply = match self {
-            Command::Help => help_reply(&[
-                "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "(no subcommand)",
-                "    Return details about all Redis commands.",
-                "COUNT",
-                "    Return the total number of commands in this Redis server.",
-                "LIST",
-                "    Return a list of all commands in this Redis server.",
-                "INFO [<command-name> ...]",
-                "    Return details about multiple Redis commands.",
-                "DOCS [<command-name> ...]",
-                "    Return documentation details about multiple Redis commands.",
-                "HELP",
-                "    Print this help.",
-            ]),
-            Command::All => Reply::Array(TABLE.iter().map(command_info).collect()),
-            Command::Count => Reply::Int(TABLE.len() as i64),
-            Command::List => Reply::Array(TABLE.iter().map(|s| Reply::bulk(s.name)).collect()),
-            Command::Info(names) if names.is_empty() => {
-                Reply::Array(TABLE.iter().map(command_info).collect())
-            }
-            Command::Info(names) => Reply::Array(
-                names
-                    .iter()
-                    .map(|n| lookup(n).map_or(Reply::Nil, command_info))
-                    .collect(),
-            ),
-            Command::Docs(names) => {
-                let specs: Vec<&Spec> = if names.is_empty() {
-                    TABLE.iter().collect()
-                } else {
-                    names.iter().filter_map(|n| lookup(n)).collect()
-                };
-                Reply::Map(
-                    specs
-                        .into_iter()
-                        .map(|s| (Reply::bulk(s.name), command_docs(s)))
-                        .collect(),
-                )
-            }
-        };
-        Ok(Plan::Reply(reply))
-    }
-}
-
-/// Parses a size with Redis's memory units (`1gb`, `512mb`, `100k`).
-pub(crate) fn parse_memory(text: &str) -> Option<usize> {
-    let t = text.to_ascii_lowercase();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num.parse().ok()?;
-    let mul = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    n.checked_mul(mul)
-}
-
-/// The parameters CONFIG GET knows, in the order it lists them.
-const PARAMS: &[&str] = &[
-    "bind",
-    "port",
-    "unixsocket",
-    "unixsocketperm",
-    "dbfilename",
-    "databases",
-    "appendonly",
-    "appendfsync",
-    "save",
-    "maxclients",
-    "requirepass",
-    "aclfile",
-    "protected-mode",
-    "proto-max-bulk-len",
-    "client-query-buffer-limit",
-    "client-output-buffer-limit",
-    "max-batch",
-    "write-queue-depth",
-    "readers",
-    "wal-checkpoint-bytes",
-    "page-size",
-    "checkpoint-wal-bytes",
-    "checkpoint-wal-percent",
-    "journal-size-limit",
-    "expire-chunk",
-    "read-cache-bytes",
-];
-
-fn param_value(sh: &Shared, name: &str) -> String {
-    let c = &sh.config;
-    match name {
-        "bind" => c.bind.clone(),
-        "port" => sh.tcp_port.load(Ordering::Relaxed).to_string(),
-        "unixsocket" => c
-            .unixsocket
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        "unixsocketperm" => c.unixsocketperm.clone().unwrap_or_else(|| "0".into()),
-        "dbfilename" => c.db.display().to_string(),
-        "databases" => c.databases.to_string(),
-        "appendonly" => "yes".into(),
-        "appendfsync" => lock(&sh.settings.appendfsync).as_str().into(),
-        "save" => String::new(),
-        "maxclients" => sh.settings.maxclients.load(Ordering::Relaxed).to_string(),
-        "requirepass" => sh.requirepass().unwrap_or_default(),
-        "aclfile" => c
-            .aclfile
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        "protected-mode" => yes_no(sh.settings.protected_mode.load(Ordering::Relaxed)).into(),
-        "proto-max-bulk-len" => sh
-            .settings
-            .proto_max_bulk_len
-            .load(Ordering::Relaxed)
-            .to_string(),
-        "client-query-buffer-limit" => sh
-            .settings
-            .client_query_buffer_limit
-            .load(Ordering::Relaxed)
-            .to_string(),
-        "client-output-buffer-limit" => {
-            crate::output::format_limits(&lock(&sh.settings.output_limits))
-        }
-        "max-batch" => sh.engine.max_batch().to_string(),
-        "write-queue-depth" => c.write_queue_depth.to_string(),
-        "readers" => c.readers.to_string(),
-        "wal-checkpoint-bytes" => c.wal_checkpoint_bytes.to_string(),
-        "page-size" => sh.engine.page_size().to_string(),
-        "checkpoint-wal-bytes" => c.checkpoint_wal_bytes.to_string(),
-        "checkpoint-wal-percent" => c.checkpoint_wal_percent.to_string(),
-        "journal-size-limit" => c.journal_size_limit.to_string(),
-        "expire-chunk" => c.expire_chunk.to_string(),
-        "read-cache-bytes" => c.read_cache_bytes.to_string(),
-        _ => String::new(),
-    }
-}
-
-fn yes_no(b: bool) -> &'static str {
-    if b {
-        "yes"
-    } else {
-        "no"
-    }
-}
-
-fn set_failed(name: &str, why: &str) -> CommandError {
-    CommandError::Other(format!(
-        "CONFIG SET failed (possibly related to argument '{name}') - {why}"
-    ))
-}
-
-/// A validated CONFIG SET change, applied only once every pair of the
-/// command has validated (Redis applies all or none).
-pub(crate) enum Change {
-    MaxClients(usize),
-    ProtoMaxBulkLen(usize),
-    QueryBufferLimit(usize),
-    OutputLimits([crate::output::ClassLimit; 3]),
-    MaxBatch(usize),
-    RequirePass(Option<String>),
-    ProtectedMode(bool),
-    AppendFsync(AppendFsync),
-}
-
-/// Checks one CONFIG SET pair.
-fn validate_param(sh: &Shared, name: &str, value: &str) -> Result<Change, CommandError> {
-    let number = || {
-        parse_memory(value)
-            .ok_or_else(|| set_failed(name, "argument couldn't be parsed into an integer"))
-    };
-    let at_least = |n: usize, min: usize, why: &str| {
-        if n < min {
-            Err(set_failed(name, why))
-        } else {
-            Ok(n)
-        }
-    };
-    let between = |n: usize, max: usize| {
-        if (1024 * 1024..=max).contains(&n) {
-            Ok(n)
-        } else {
-            Err(set_failed(
-                name,
-                &format!("argument must be between 1048576 and {max} inclusive"),
-            ))
-        }
-    };
-    Ok(match name {
-        "maxclients" => Change::MaxClients(at_least(
-            number()?,
-            1,
-            "argument must be between 1 and 4294967295 inclusive",
-        )?),
-        // Redis allows up to LONG_MAX; respite up to what one SQLite row
-        // holds (see `respite_engine::MAX_STRING_LEN`), so a string a
-        // client is allowed to build can always be stored, and a huge
-        // SETRANGE offset is refused rather than allocated.
-        "proto-max-bulk-len" => {
-            Change::ProtoMaxBulkLen(between(number()?, respite_engine::MAX_STRING_LEN)?)
-        }
-        "client-query-buffer-limit" => {
-            Change::QueryBufferLimit(between(number()?, i64::MAX as usize)?)
-        }
-        "max-batch" => Change::MaxBatch(at_least(number()?, 1, "argument must be at least 1")?),
-        "client-output-buffer-limit" => {
-            let current = *lock(&sh.settings.output_limits);
-            Change::OutputLimits(
-                crate::output::parse_limits(value, current).map_err(|e| set_failed(name, e))?,
-            )
-        }
-        "requirepass" => Change::RequirePass(if value.is_empty() {
-            None
-        } else {
-            Some(value.to_string())
-        }),
-        "protected-mode" => Change::ProtectedMode(match value.to_ascii_lowercase().as_str() {
-            "yes" => true,
-            "no" => false,
-            _ => return Err(set_failed(name, "argument must be 'yes' or 'no'")),
-        }),
-        "appendfsync" => Change::AppendFsync(value.parse().map_err(|_| {
-            set_failed(
-                name,
-                "argument(s) must be one of the following: always, everysec, no",
-            )
-        })?),
-        _ => return Err(set_failed(name, "can't set immutable config")),
-    })
-}
-
-/// Applies a validated change.
-pub(crate) fn apply_change(sh: &Shared, change: Change) {
-    match change {
-        Change::MaxClients(n) => sh.settings.maxclients.store(n, Ordering::Relaxed),
-        Change::ProtoMaxBulkLen(n) => sh.settings.proto_max_bulk_len.store(n, Ordering::Relaxed),
-        Change::QueryBufferLimit(n) => sh
-            .settings
-            .client_query_buffer_limit
-            .store(n, Ordering::Relaxed),
-        Change::MaxBatch(n) => sh.engine.set_max_batch(n),
-        Change::OutputLimits(limits) => {
-            *lock(&sh.settings.output_limits) = limits;
-            sh.settings.output_limit.store(limits[0]);
-        }
-        Change::RequirePass(p) => {
-            sh.acl.set_requirepass(p.as_deref());
-            *sh.settings
-                .requirepass
-                .write()
-                .unwrap_or_else(|e| e.into_inner()) = p;
-        }
-        Change::ProtectedMode(on) => sh.settings.protected_mode.store(on, Ordering::Relaxed),
-        Change::AppendFsync(mode) => {
-            sh.engine.set_appendfsync(mode);
-            *lock(&sh.settings.appendfsync) = mode;
-        }
-    }
-}
-
-/// `CONFIG GET parameter [parameter ...] | SET parameter value [parameter
-/// value ...] | RESETSTAT | HELP`
-pub enum Config {
-    /// CONFIG GET with glob patterns.
-    Get(Vec<Bytes>),
-    /// CONFIG SET pairs.
-    Set(Vec<(String, String)>),
-    /// CONFIG RESETSTAT.
-    ResetStat,
-    /// CONFIG HELP.
-    Help,
-}
-
-/// A HELP reply: one status line per entry.
-fn help_reply(lines: &[&str]) -> Reply {
-    Reply::Array(
-        lines
-            .iter()
-            .map(|l| Reply::Status((*l).to_string()))
-            .collect(),
-    )
-}
-
-impl LocalCommand for Config {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
-        let sub = subcommand(args)?;
-        match sub.name.as_str() {
-            "GET" => {
-                if args.remaining() == 0 {
-                    return Err(CommandError::WrongArity("config|get".into()));
-                }
-                Ok(Config::Get(args.rest()))
-            }
-            "SET" => {
-                if args.remaining() == 0 || args.remaining() % 2 == 1 {
-                    return Err(CommandError::WrongArity("config|set".into()));
-                }
-                let rest = args.rest();
-                let mut pairs = Vec::new();
-                for kv in rest.chunks_exact(2) {
-                    let name = String::from_utf8_lossy(&kv[0]).to_ascii_lowercase();
-                    if !PARAMS.contains(&name.as_str()) {
-                        return Err(CommandError::Quoted {
-                            before: "ERR Unknown option or number of arguments for CONFIG SET - '",
-                            arg: Lossy(kv[0].to_vec()),
-                            after: "'",
-                        });
-                    }
-                    pairs.push((name, String::from_utf8_lossy(&kv[1]).into_owned()));
-                }
-                Ok(Config::Set(pairs))
-            }
-            "RESETSTAT" if args.remaining() == 0 => Ok(Config::ResetStat),
-            "HELP" if args.remaining() == 0 => Ok(Config::Help),
-            _ => Err(sub.unknown("CONFIG")),
-        }
+            ("CHANGE-REPL-ID", 0) => Debug::ChangeReplId,
+            ("HELP", 0) => Debug::Help,
+            _ => return Err(sub.syntax("DEBUG")),
+        })
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        let sh = s.shared.clone();
-        let reply = match self {
-            Config::Get(patterns) => {
-                let mut pairs = Vec::new();
-                for name in PARAMS {
-                    if patterns
-                        .iter()
-                        .any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes()))
-                    {
-                        pairs.push((Reply::bulk(*name), Reply::bulk(param_value(&sh, name))));
-                    }
-                }
-                Reply::Map(pairs)
+        match self {
+            Debug::Sleep(seconds) => Ok(Plan::Write(Box::new(move |_txn| {
+                tracing::warn!(seconds, "DEBUG SLEEP: stalling the writer thread");
+                std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+                Ok(Reply::Ok)
+            }))),
+            Debug::SetActiveExpire(on) => {
+                s.shared.engine.set_active_expire(on);
+                Ok(Plan::Reply(Reply::Ok))
             }
-            Config::Set(pairs) => {
-                let changes = pairs
-                    .iter()
-                    .map(|(name, value)| validate_param(&sh, name, value))
-                    .collect::<Result<Vec<_>, _>>()?;
-                for change in changes {
-                    apply_change(&sh, change);
-                }
-                Reply::Ok
+            Debug::Object(key) => {
+                let db = s.db;
+                Ok(Plan::Read(
+                    Box::new(move |view| debug_object(view, db, key).unwrap_or_else(Reply::from)),
+                    respite_engine::ReadNeeds {
+                        snapshot: true,
+                        quick: true,
+                    },
+                ))
             }
-            Config::ResetStat => {
-                sh.counters.reset();
-                sh.acl.denied.reset();
-                sh.engine.reset_stats();
-                Reply::Ok
+            // An empty operation on the writer: answered once every write
+            // queued before it is committed.
+            Debug::Reload => Ok(Plan::Write(Box::new(|_txn| Ok(Reply::Ok)))),
+            Debug::ChangeReplId => {
+                s.shared.stats.change_replid();
+                Ok(Plan::Reply(Reply::Ok))
             }
-            Config::Help => help_reply(&[
-                "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "GET <pattern>",
-                "    Return parameters matching the glob-like <pattern> and their values.",
-                "SET <directive> <value>",
-                "    Set the configuration <directive> to <value>.",
-                "RESETSTAT",
-                "    Reset statistics reported by the INFO command.",
-                "HELP",
-                "    Print this help.",
-            ]),
-        };
-        Ok(Plan::Reply(reply))
+            Debug::Help => Ok(Plan::Reply(super::introspection::help(
+                "DEBUG",
+                &[
+                    "CHANGE-REPL-ID",
+                    "    Change the replication IDs of the instance.",
+                    "    Dangerous: should be used only for testing the replication subsystem.",
+                    "OBJECT <key>",
+                    "    Show low level info about `key` and associated value.",
+                    "RELOAD [option ...]",
+                    "    Save the RDB on disk and reload it back to memory. Here: wait for every",
+                    "    earlier write (the data is always on disk); the options change nothing.",
+                    "SET-ACTIVE-EXPIRE <0|1>",
+                    "    Setting it to 0 disables expiring keys in background when they are not",
+                    "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+                    "    default.",
+                    "SLEEP <seconds>",
+                    "    Stop the server for <seconds>. Decimals allowed.",
+                ],
+            ))),
+        }
+    }
+}
+
+/// DEBUG OBJECT's line: redis's fields, with the encoding OBJECT ENCODING
+/// reports and the value's size for `serializedlength`.
+fn debug_object(view: &View<'_, '_>, db: u32, key: Bytes) -> Result<Reply, CommandError> {
+    let Some(entry) = view.entry(db, &key)? else {
+        return Err(CommandError::Other("no such key".into()));
+    };
+    let mut args = Args::new(vec![Bytes::from_static(b"ENCODING"), key.clone()].into_iter());
+    let probe = super::keys::Object::probe(&mut args, db)?;
+    let encoding = match probe.apply(view)? {
+        Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => "unknown".into(),
+    };
+    let length = match entry.kind {
+        respite_engine::Kind::String => view.get_string(db, &key)?.map_or(0, |v| v.len() as i64),
+        _ => entry.count,
+    };
+    let lru = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() & ((1 << 24) - 1));
+    Ok(Reply::Status(format!(
+        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{length} lru:{lru} lru_seconds_idle:0"
+    )))
+}
+
+/// `LOLWUT [VERSION version]`: redis's signature line. (redis draws
+/// generative art above it for versions 5 and 6; respite prints the line
+/// alone, as redis does for the versions it has no art for.)
+pub struct Lolwut;
+
+impl ReadCommand for Lolwut {
+    const QUICK: bool = true;
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        while args.remaining() > 0 {
+            let opt = args.next_upper()?;
+            if opt == "VERSION" && args.remaining() > 0 {
+                args.next_i64()?;
+            } else {
+                // redis reads the rest as the art's parameters: numbers.
+                crate::args::parse_i64(opt.as_bytes()).ok_or(CommandError::NotInteger)?;
+            }
+        }
+        Ok(Lolwut)
+    }
+    fn apply(self, _view: &View<'_, '_>) -> Result<Reply, CommandError> {
+        Ok(Reply::Verbatim(format!(
+            "Redis ver. {}\n",
+            super::info::REDIS_VERSION
+        )))
     }
 }
 
@@ -896,17 +399,15 @@ impl LocalCommand for Config {
 pub(super) fn commands() -> Vec<super::Spec> {
     use super::Spec;
     vec![
-        Spec::local::<Command>("command", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns detailed information about all commands."),
-        Spec::local::<Config>("config", -2, &[], [0, 0, 0], "server", "A container for server configuration commands."),
         Spec::read::<DbSize>("dbsize", 1, &["fast"], [0, 0, 0], "server", "Returns the number of keys in the database."),
         Spec::write::<FlushAll>("flushall", -1, &[], [0, 0, 0], "server", "Removes all keys from all databases."),
         Spec::write::<FlushDb>("flushdb", -1, &[], [0, 0, 0], "server", "Remove all keys from the current database."),
-        Spec::read::<Info>("info", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns information and statistics about the server."),
         Spec::local::<Shutdown>("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], [0, 0, 0], "server", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
         Spec::local::<Save>("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], [0, 0, 0], "server", "Synchronously saves the database(s) to disk."),
         Spec::local::<BgSave>("bgsave", -1, &["admin", "noscript", "no_async_loading"], [0, 0, 0], "server", "Asynchronously saves the database(s) to disk."),
         Spec::local::<LastSave>("lastsave", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the Unix timestamp of the last successful save to disk."),
         Spec::local::<Debug>("debug", -2, &["admin", "noscript", "loading", "stale"], [0, 0, 0], "server", "A container for debugging commands."),
+        Spec::read::<Lolwut>("lolwut", -1, &["fast"], [0, 0, 0], "server", "Displays computer art and the Redis version"),
         Spec::write::<SwapDb>("swapdb", 3, &["fast"], [0, 0, 0], "server", "Swaps two Redis databases."),
         Spec::local::<Time>("time", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the server time."),
     ]

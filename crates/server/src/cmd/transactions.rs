@@ -61,6 +61,18 @@ pub(super) fn exec_abort(e: CommandError) -> CommandError {
     ))
 }
 
+impl Queue {
+    /// How many commands are queued (CLIENT LIST's `multi`).
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Whether nothing is queued yet.
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+}
+
 /// What the connection does with a request while a transaction is open.
 pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
     let index = lookup_index(&request[0]);

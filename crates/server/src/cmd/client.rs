@@ -1,0 +1,716 @@
+//! CLIENT: the connected clients, as tools see and steer them.
+//!
+//! `CLIENT LIST` and `CLIENT INFO` print redis's fields in redis's order,
+//! with redis 7.2's `lib-name` and `lib-ver` (set by CLIENT SETINFO, which
+//! client libraries send on connect) at the end. `CLIENT KILL` takes every
+//! filter redis has. `CLIENT PAUSE` holds commands back (every command, or
+//! only writes) until its deadline or CLIENT UNPAUSE, as redis does: a
+//! paused command waits before it is planned, on its connection, after the
+//! replies to what came before it have been sent. `CLIENT REPLY OFF|SKIP`
+//! silences replies: the plan of a silenced command answers with
+//! [`Reply::Silent`], which encodes to nothing, wherever it runs.
+//!
+//! What this module keeps per client lives in [`ClientState`], one field of
+//! the registry's `ClientHandle`; the server-wide pause in [`Pause`].
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::introspection::help;
+use super::{subcommand, LocalCommand, Plan, Session, TABLE};
+use crate::args::{upper, Args};
+use crate::blocking::Blocker;
+use crate::error::CommandError;
+use crate::reply::Reply;
+use crate::state::{lock, ClientHandle, Peer, Shared};
+
+/// CLIENT REPLY's modes.
+const REPLY_ON: u8 = 0;
+const REPLY_OFF: u8 = 1;
+const REPLY_SKIP: u8 = 2;
+
+/// What CLIENT keeps for one client.
+pub struct ClientState {
+    /// The socket's file descriptor (-1 until known).
+    pub fd: AtomicI32,
+    /// CLIENT SETINFO LIB-NAME.
+    pub lib_name: Mutex<Option<String>>,
+    /// CLIENT SETINFO LIB-VER.
+    pub lib_ver: Mutex<Option<String>>,
+    /// CLIENT NO-EVICT (kept and shown: respite evicts no client).
+    pub no_evict: AtomicBool,
+    /// CLIENT NO-TOUCH (kept and shown).
+    pub no_touch: AtomicBool,
+    /// CLIENT REPLY's mode.
+    reply: AtomicU8,
+    /// The statistics row of the last command (its full name, for
+    /// `cmd=`), `usize::MAX` before the first.
+    pub last_row: AtomicUsize,
+    /// Commands queued in an open MULTI (-1: none open), for `multi=`.
+    multi: AtomicI64,
+    /// Set by MONITOR: the connection switches to monitoring after this
+    /// turn (see `cmd::monitor`).
+    pub monitoring: AtomicBool,
+    /// MONITOR's subscription, taken by the monitoring loop.
+    pub monitor: Mutex<Option<tokio::sync::broadcast::Receiver<Bytes>>>,
+}
+
+impl Default for ClientState {
+    fn default() -> Self {
+        ClientState {
+            fd: AtomicI32::new(-1),
+            lib_name: Mutex::new(None),
+            lib_ver: Mutex::new(None),
+            no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
+            reply: AtomicU8::new(REPLY_ON),
+            last_row: AtomicUsize::new(usize::MAX),
+            multi: AtomicI64::new(-1),
+            monitoring: AtomicBool::new(false),
+            monitor: Mutex::new(None),
+        }
+    }
+}
+
+impl ClientState {
+    /// Whether replies are sent as usual (the fast paths check this: a
+    /// silenced client goes the general way).
+    pub fn replies_on(&self) -> bool {
+        self.reply.load(Ordering::Relaxed) == REPLY_ON
+    }
+}
+
+/// Applies CLIENT REPLY to a planned command: `before` is the mode when
+/// the command arrived. OFF silences every reply from the command that set
+/// it on; SKIP silences its own reply and the next command's; ON's own
+/// reply is sent.
+pub fn silence_if_asked(state: &ClientState, before: u8, plan: Plan) -> Plan {
+    let after = state.reply.load(Ordering::Relaxed);
+    let silent = match (before, after) {
+        (_, REPLY_OFF) => true,
+        (REPLY_SKIP, REPLY_SKIP) => {
+            // This is the command after SKIP: silenced, then replies
+            // resume.
+            state.reply.store(REPLY_ON, Ordering::Relaxed);
+            true
+        }
+        (_, REPLY_SKIP) => true,
+        _ => false,
+    };
+    if silent {
+        silenced(plan)
+    } else {
+        plan
+    }
+}
+
+/// Records whether a MULTI is open and how many commands it holds.
+pub fn note_multi(state: &ClientState, queued: Option<usize>) {
+    let n = queued.map_or(-1, |n| n as i64);
+    if state.multi.load(Ordering::Relaxed) != n {
+        state.multi.store(n, Ordering::Relaxed);
+    }
+}
+
+/// The reply mode now (read before a command is planned).
+pub fn reply_mode(state: &ClientState) -> u8 {
+    state.reply.load(Ordering::Relaxed)
+}
+
+/// A plan whose reply encodes to nothing, wherever it runs.
+fn silenced(plan: Plan) -> Plan {
+    match plan {
+        Plan::Reply(_) => Plan::Reply(Reply::Silent),
+        Plan::ReplyAndClose(_) => Plan::ReplyAndClose(Reply::Silent),
+        Plan::Close => Plan::Close,
+        // An error the writer would answer is silenced too; one that must
+        // take the group back (a failed write, storage) still does.
+        Plan::Write(op) => Plan::Write(Box::new(move |txn| {
+            let before = txn.changes();
+            match op(txn) {
+                Ok(_) => Ok(Reply::Silent),
+                Err(respite_engine::EngineError::Storage(e)) => {
+                    Err(respite_engine::EngineError::Storage(e))
+                }
+                Err(_) if txn.changes() == before => Ok(Reply::Silent),
+                Err(e) => Err(e),
+            }
+        })),
+        Plan::Read(f, needs) => Plan::Read(
+            Box::new(move |view| {
+                f(view);
+                Reply::Silent
+            }),
+            needs,
+        ),
+        Plan::Cached(read) => {
+            let (f, needs) = read.into_read();
+            silenced(Plan::Read(f, needs))
+        }
+        Plan::Block(blocker) => Plan::Block(Arc::new(Silent(blocker))),
+    }
+}
+
+/// A blocking command whose reply is not sent.
+struct Silent(Arc<dyn Blocker>);
+
+impl Blocker for Silent {
+    fn keys(&self) -> Vec<(u32, Bytes)> {
+        self.0.keys()
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.0.timeout()
+    }
+    fn try_pop(
+        &self,
+        txn: &mut respite_engine::Txn<'_, '_>,
+        ready: Option<(u32, &[u8])>,
+    ) -> Result<Option<Reply>, CommandError> {
+        Ok(self.0.try_pop(txn, ready)?.map(|_| Reply::Silent))
+    }
+    fn timeout_reply(&self) -> Reply {
+        Reply::Silent
+    }
+}
+
+/// The server-wide CLIENT PAUSE.
+#[derive(Default)]
+pub struct Pause {
+    /// Until when, and whether every command (ALL) or only writes wait.
+    state: Mutex<Option<(Instant, bool)>>,
+    /// A quick check for every command: a pause is (or was) set.
+    active: AtomicBool,
+    /// Wakes waiting connections at CLIENT UNPAUSE.
+    notify: tokio::sync::Notify,
+}
+
+impl Pause {
+    /// Whether a command (by its name) must wait now; ends an expired
+    /// pause.
+    pub fn holds(&self, name: &[u8]) -> bool {
+        if !self.active.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut st = lock(&self.state);
+        match *st {
+            Some((until, _)) if Instant::now() >= until => {
+                *st = None;
+                self.active.store(false, Ordering::Relaxed);
+                false
+            }
+            Some((_, true)) => true,
+            Some((_, false)) => super::lookup(name).is_some_and(|s| s.has_flag("write")),
+            None => false,
+        }
+    }
+
+    /// Whether any pause is set (the fast paths go the general way then).
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the pause ends (its deadline or CLIENT UNPAUSE).
+    pub async fn wait(&self) {
+        loop {
+            let until = match *lock(&self.state) {
+                Some((until, _)) => until,
+                None => return,
+            };
+            let woken = self.notify.notified();
+            tokio::select! {
+                _ = tokio::time::sleep_until(until.into()) => {}
+                _ = woken => {}
+            }
+            let mut st = lock(&self.state);
+            if st.is_some_and(|(u, _)| Instant::now() >= u) {
+                *st = None;
+                self.active.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn pause(&self, until: Instant, all: bool) {
+        let mut st = lock(&self.state);
+        // A pause never shortens one already in force, nor weakens it
+        // (redis keeps the later end and the stronger type).
+        let (until, all) = match *st {
+            Some((u, a)) => (u.max(until), a || all),
+            None => (until, all),
+        };
+        *st = Some((until, all));
+        self.active.store(true, Ordering::Relaxed);
+        self.notify.notify_waiters();
+    }
+
+    fn unpause(&self) {
+        *lock(&self.state) = None;
+        self.active.store(false, Ordering::Relaxed);
+        self.notify.notify_waiters();
+    }
+}
+
+/// One line of CLIENT LIST / CLIENT INFO, redis 7.2's fields in order.
+pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
+    let st = &c.state;
+    let mut flags = String::new();
+    let multi = st.multi.load(Ordering::Relaxed);
+    if multi >= 0 {
+        flags.push('x');
+    }
+    if lock(&c.blocked).is_some() {
+        flags.push('b');
+    }
+    if matches!(c.peer, Peer::Unix(_)) {
+        flags.push('U');
+    }
+    if st.no_evict.load(Ordering::Relaxed) {
+        flags.push('e');
+    }
+    if st.no_touch.load(Ordering::Relaxed) {
+        flags.push('T');
+    }
+    if st.monitoring.load(Ordering::Relaxed) {
+        flags.insert(0, 'O');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let cmd = shared
+        .and_then(|sh| sh.stats.row_name(st.last_row.load(Ordering::Relaxed)))
+        .or_else(|| {
+            TABLE
+                .get(c.last_cmd.load(Ordering::Relaxed))
+                .map(|s| s.name.to_string())
+        })
+        .unwrap_or_else(|| "NULL".into());
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={cmd} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.addr(),
+        c.laddr(),
+        st.fd.load(Ordering::Relaxed),
+        lock(&c.name).clone().unwrap_or_default(),
+        c.created.elapsed().as_secs(),
+        c.idle_secs(),
+        c.db.load(Ordering::Relaxed),
+        c.output_bytes.load(Ordering::Relaxed),
+        lock(&c.user),
+        c.resp.load(Ordering::Relaxed),
+        lock(&st.lib_name).clone().unwrap_or_default(),
+        lock(&st.lib_ver).clone().unwrap_or_default(),
+    )
+}
+
+/// Client types as CLIENT LIST and KILL take them; every respite client
+/// is `normal`.
+fn client_type(t: &[u8]) -> Result<bool, CommandError> {
+    match upper(t).as_str() {
+        "NORMAL" => Ok(true),
+        "MASTER" | "REPLICA" | "SLAVE" | "PUBSUB" => Ok(false),
+        _ => Err(CommandError::Other(format!(
+            "Unknown client type '{}'",
+            String::from_utf8_lossy(t)
+        ))),
+    }
+}
+
+/// Which clients CLIENT KILL targets.
+pub struct KillFilter {
+    id: Option<u64>,
+    addr: Option<String>,
+    laddr: Option<String>,
+    skipme: bool,
+    /// `TYPE`: false when it names a type no client here has.
+    type_matches: bool,
+    /// `USER`: only that user's clients.
+    user: Option<String>,
+    max_age: Option<u64>,
+    /// The old one-argument form answers OK or an error, not a count.
+    old_form: bool,
+}
+
+/// `CLIENT ID | INFO | LIST [TYPE type] [ID id ...] | SETNAME name |
+/// GETNAME | SETINFO LIB-NAME|LIB-VER value | KILL ... | UNBLOCK id
+/// [TIMEOUT|ERROR] | PAUSE timeout [WRITE|ALL] | UNPAUSE | REPLY
+/// ON|OFF|SKIP | NO-EVICT ON|OFF | NO-TOUCH ON|OFF | GETREDIR | HELP`
+pub enum Client {
+    /// CLIENT ID
+    Id,
+    /// CLIENT SETNAME name
+    SetName(Bytes),
+    /// CLIENT GETNAME
+    GetName,
+    /// CLIENT LIST, optionally only these ids; `false` when a TYPE was
+    /// given that no client here has.
+    List(Option<Vec<u64>>, bool),
+    /// CLIENT INFO
+    Info,
+    /// CLIENT KILL with its filters.
+    Kill(KillFilter),
+    /// CLIENT SETINFO: which attribute (true: lib-name), and the value.
+    SetInfo(bool, String),
+    /// CLIENT UNBLOCK id [TIMEOUT|ERROR]
+    Unblock(u64, crate::blocking::Cancel),
+    /// CLIENT PAUSE: for how long, and whether every command waits.
+    Pause(Duration, bool),
+    /// CLIENT UNPAUSE
+    Unpause,
+    /// CLIENT REPLY: the new mode.
+    Reply(u8),
+    /// CLIENT NO-EVICT on/off
+    NoEvict(bool),
+    /// CLIENT NO-TOUCH on/off
+    NoTouch(bool),
+    /// CLIENT GETREDIR (no tracking: -1)
+    GetRedir,
+    /// CLIENT HELP
+    Help,
+}
+
+fn on_off(arg: &[u8]) -> Result<bool, CommandError> {
+    match upper(arg).as_str() {
+        "ON" => Ok(true),
+        "OFF" => Ok(false),
+        _ => Err(CommandError::Syntax),
+    }
+}
+
+impl LocalCommand for Client {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        // Names and arities were checked with the table's subcommand list.
+        let sub = subcommand(args)?;
+        Ok(match sub.name.as_str() {
+            "ID" => Client::Id,
+            "GETNAME" => Client::GetName,
+            "INFO" => Client::Info,
+            "HELP" => Client::Help,
+            "GETREDIR" => Client::GetRedir,
+            "UNPAUSE" => Client::Unpause,
+            "SETNAME" => Client::SetName(args.next()?),
+            "SETINFO" => {
+                let attr = args.next()?;
+                let value = args.next()?;
+                let lib_name = match upper(&attr).as_str() {
+                    "LIB-NAME" => true,
+                    "LIB-VER" => false,
+                    _ => {
+                        return Err(CommandError::Other(format!(
+                            "Unrecognized option '{}'",
+                            String::from_utf8_lossy(&attr)
+                        )))
+                    }
+                };
+                if value.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+                    return Err(CommandError::Other(format!(
+                        "{} cannot contain spaces, newlines or special characters.",
+                        String::from_utf8_lossy(&attr)
+                    )));
+                }
+                Client::SetInfo(lib_name, String::from_utf8_lossy(&value).into_owned())
+            }
+            "LIST" => {
+                let mut ids = None;
+                let mut type_matches = true;
+                while args.remaining() > 0 {
+                    match args.next_upper()?.as_str() {
+                        "TYPE" if args.remaining() >= 1 => {
+                            type_matches = client_type(&args.next()?)?;
+                        }
+                        "ID" if args.remaining() >= 1 => {
+                            let mut v = Vec::new();
+                            while args.remaining() > 0 {
+                                let id = crate::args::parse_i64(&args.next()?)
+                                    .filter(|i| *i > 0)
+                                    .ok_or_else(|| {
+                                    CommandError::Other("Invalid client ID".into())
+                                })?;
+                                v.push(id as u64);
+                            }
+                            ids = Some(v);
+                        }
+                        _ => return Err(CommandError::Syntax),
+                    }
+                }
+                Client::List(ids, type_matches)
+            }
+            "KILL" => Client::Kill(parse_kill(args, s)?),
+            "UNBLOCK" => {
+                let id = args.next()?;
+                let why = match args.next_opt().map(|r| upper(&r)) {
+                    None => crate::blocking::Cancel::Timeout,
+                    Some(r) if r == "TIMEOUT" => crate::blocking::Cancel::Timeout,
+                    Some(r) if r == "ERROR" => crate::blocking::Cancel::Error,
+                    Some(_) => {
+                        return Err(CommandError::Other(
+                            "CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into(),
+                        ))
+                    }
+                };
+                let id = crate::args::parse_i64(&id).ok_or(CommandError::NotInteger)?;
+                Client::Unblock(id as u64, why)
+            }
+            "PAUSE" => {
+                let ms = args.next()?;
+                let all = match args.next_opt() {
+                    None => true,
+                    Some(m) => match upper(&m).as_str() {
+                        "ALL" => true,
+                        "WRITE" => false,
+                        _ => {
+                            return Err(CommandError::Other(
+                                "CLIENT PAUSE mode must be WRITE or ALL".into(),
+                            ))
+                        }
+                    },
+                };
+                if args.remaining() > 0 {
+                    return Err(sub.syntax("CLIENT"));
+                }
+                let ms = crate::args::parse_i64(&ms).ok_or_else(|| {
+                    CommandError::Other("timeout is not an integer or out of range".into())
+                })?;
+                if ms < 0 {
+                    return Err(CommandError::Other("timeout is negative".into()));
+                }
+                Client::Pause(Duration::from_millis(ms as u64), all)
+            }
+            "REPLY" => Client::Reply(match args.next_upper()?.as_str() {
+                "ON" => REPLY_ON,
+                "OFF" => REPLY_OFF,
+                "SKIP" => REPLY_SKIP,
+                _ => return Err(CommandError::Syntax),
+            }),
+            "NO-EVICT" => Client::NoEvict(on_off(&args.next()?)?),
+            "NO-TOUCH" => Client::NoTouch(on_off(&args.next()?)?),
+            _ => return Err(sub.unknown("CLIENT")),
+        })
+    }
+
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        let st = &s.client.state;
+        let reply = match self {
+            Client::Id => Reply::Int(s.client.id as i64),
+            Client::SetName(name) => {
+                super::connection::set_name(s, &name)?;
+                Reply::Ok
+            }
+            Client::GetName => match lock(&s.client.name).clone() {
+                Some(n) => Reply::bulk(n),
+                None => Reply::Nil,
+            },
+            Client::Info => Reply::Verbatim(format!("{}\n", info_line(&s.client, Some(&s.shared)))),
+            Client::List(_, false) => Reply::Verbatim(String::new()),
+            Client::List(ids, true) => {
+                let mut handles: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
+                handles.sort_by_key(|c| c.id);
+                let mut out = String::new();
+                for c in handles {
+                    if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+                        continue;
+                    }
+                    out.push_str(&info_line(&c, Some(&s.shared)));
+                    out.push('\n');
+                }
+                Reply::Verbatim(out)
+            }
+            Client::SetInfo(lib_name, value) => {
+                let slot = if lib_name { &st.lib_name } else { &st.lib_ver };
+                *lock(slot) = Some(value).filter(|v| !v.is_empty());
+                Reply::Ok
+            }
+            Client::Unblock(id, why) => {
+                let target = lock(&s.shared.clients).get(&id).cloned();
+                let ticket = target.and_then(|c| lock(&c.blocked).clone());
+                Reply::Int(ticket.is_some_and(|t| t.unblock(why)) as i64)
+            }
+            Client::Kill(f) => return kill(s, &f).map(Plan::Reply),
+            Client::Pause(d, all) => {
+                s.shared.pause.pause(Instant::now() + d, all);
+                Reply::Ok
+            }
+            Client::Unpause => {
+                s.shared.pause.unpause();
+                Reply::Ok
+            }
+            Client::Reply(mode) => {
+                st.reply.store(mode, Ordering::Relaxed);
+                Reply::Ok
+            }
+            Client::NoEvict(on) => {
+                st.no_evict.store(on, Ordering::Relaxed);
+                Reply::Ok
+            }
+            Client::NoTouch(on) => {
+                st.no_touch.store(on, Ordering::Relaxed);
+                Reply::Ok
+            }
+            Client::GetRedir => Reply::Int(-1),
+            Client::Help => help(
+                "CLIENT",
+                &[
+                    "CACHING (YES|NO)",
+                    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+                    "GETREDIR",
+                    "    Return the client ID we are redirecting to when tracking is enabled.",
+                    "GETNAME",
+                    "    Return the name of the current connection.",
+                    "ID",
+                    "    Return the ID of the current connection.",
+                    "INFO",
+                    "    Return information about the current client connection.",
+                    "KILL <ip:port>",
+                    "    Kill connection made from <ip:port>.",
+                    "KILL <option> <value> [<option> <value> [...]]",
+                    "    Kill connections. Options are:",
+                    "    * ADDR (<ip:port>|<unixsocket>:0)",
+                    "      Kill connections made from the specified address",
+                    "    * LADDR (<ip:port>|<unixsocket>:0)",
+                    "      Kill connections made to specified local address",
+                    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+                    "      Kill connections by type.",
+                    "    * USER <username>",
+                    "      Kill connections authenticated by <username>.",
+                    "    * SKIPME (YES|NO)",
+                    "      Skip killing current connection (default: yes).",
+                    "    * ID <client-id>",
+                    "      Kill connections by client id.",
+                    "    * MAXAGE <maxage>",
+                    "      Kill connections older than the specified age.",
+                    "LIST [options ...]",
+                    "    Return information about client connections. Options:",
+                    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+                    "      Return clients of specified type.",
+                    "UNPAUSE",
+                    "    Stop the current client pause, resuming traffic.",
+                    "PAUSE <timeout> [WRITE|ALL]",
+                    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+                    "REPLY (ON|OFF|SKIP)",
+                    "    Control the replies sent to the current connection.",
+                    "SETNAME <name>",
+                    "    Assign the name <name> to the current connection.",
+                    "SETINFO <option> <value>",
+                    "    Set client meta attr. Options are:",
+                    "    * LIB-NAME: the client lib name.",
+                    "    * LIB-VER: the client lib version.",
+                    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+                    "    Unblock the specified blocked client.",
+                    "NO-EVICT (ON|OFF)",
+                    "    Protect current client connection from eviction.",
+                    "NO-TOUCH (ON|OFF)",
+                    "    Will not touch LRU/LFU stats when this mode is on.",
+                ],
+            ),
+        };
+        Ok(Plan::Reply(reply))
+    }
+}
+
+fn parse_kill(args: &mut Args, s: &Session) -> Result<KillFilter, CommandError> {
+    let mut f = KillFilter {
+        id: None,
+        addr: None,
+        laddr: None,
+        skipme: true,
+        type_matches: true,
+        user: None,
+        max_age: None,
+        old_form: false,
+    };
+    let n = args.remaining();
+    if n == 1 {
+        // The old form, which may kill the caller itself.
+        f.addr = Some(String::from_utf8_lossy(&args.next()?).into_owned());
+        f.old_form = true;
+        f.skipme = false;
+        return Ok(f);
+    }
+    if n % 2 == 1 {
+        return Err(CommandError::Syntax);
+    }
+    while args.remaining() > 0 {
+        let opt = args.next_upper()?;
+        let val = args.next()?;
+        let text = String::from_utf8_lossy(&val).into_owned();
+        match opt.as_str() {
+            "ID" => {
+                let id = crate::args::parse_i64(&val)
+                    .filter(|i| *i > 0)
+                    .ok_or_else(|| {
+                        CommandError::Other("client-id should be greater than 0".into())
+                    })?;
+                f.id = Some(id as u64);
+            }
+            "ADDR" => f.addr = Some(text),
+            "LADDR" => f.laddr = Some(text),
+            "SKIPME" => match text.to_ascii_lowercase().as_str() {
+                "yes" => f.skipme = true,
+                "no" => f.skipme = false,
+                _ => return Err(CommandError::Syntax),
+            },
+            "TYPE" => f.type_matches = client_type(&val)?,
+            "USER" => {
+                if s.shared.acl.user(&text).is_none() {
+                    return Err(CommandError::Other(format!("No such user '{text}'")));
+                }
+                f.user = Some(text);
+            }
+            // Redis 7.4's filter: clients at least this many seconds old.
+            "MAXAGE" => {
+                let age = crate::args::parse_i64(&val).ok_or_else(|| {
+                    CommandError::Other("maxage is not an integer or out of range".into())
+                })?;
+                if age <= 0 {
+                    return Err(CommandError::Other(
+                        "maxage should be greater than 0".into(),
+                    ));
+                }
+                f.max_age = Some(age as u64);
+            }
+            _ => return Err(CommandError::Syntax),
+        }
+    }
+    Ok(f)
+}
+
+fn kill(s: &Session, f: &KillFilter) -> Result<Reply, CommandError> {
+    let clients: Vec<Arc<ClientHandle>> = lock(&s.shared.clients).values().cloned().collect();
+    let mut killed = 0;
+    for c in clients {
+        if f.skipme && c.id == s.client.id {
+            continue;
+        }
+        if !f.type_matches
+            || f.user.as_ref().is_some_and(|u| *u != *lock(&c.user))
+            || f.max_age
+                .is_some_and(|age| c.created.elapsed().as_secs() < age)
+            || f.id.is_some_and(|id| id != c.id)
+            || f.addr.as_ref().is_some_and(|a| *a != c.addr())
+            || f.laddr.as_ref().is_some_and(|a| *a != c.laddr())
+        {
+            continue;
+        }
+        c.killed.store(true, Ordering::SeqCst);
+        c.kill_notify.notify_one();
+        killed += 1;
+    }
+    if f.old_form {
+        if killed == 0 {
+            return Err(CommandError::Other("No such client".into()));
+        }
+        return Ok(Reply::Ok);
+    }
+    Ok(Reply::Int(killed))
+}
+
+/// This family's rows of the command table (see [`super::table`]).
+#[rustfmt::skip]
+pub(super) fn commands() -> Vec<super::Spec> {
+    use super::Spec;
+    vec![
+        Spec::local::<Client>("client", -2, &[], [0, 0, 0], "connection", "A container for client connection commands.")
+            .with_subcommands("CLIENT", &[("getname", 2), ("getredir", 2), ("help", 2), ("id", 2), ("info", 2), ("kill", -3), ("list", -2), ("no-evict", 3), ("no-touch", 3), ("pause", -3), ("reply", 3), ("setinfo", 4), ("setname", 3), ("unblock", -3), ("unpause", 2)]),
+    ]
+}
