@@ -41,6 +41,27 @@ deb:
     cargo build --release -p respite-daemon
     packaging/build-deb.sh target/release/respited target/deb
 
+# The .deb installed for real (apt-get install, upgrade, remove, reinstall,
+# purge) with its maintainer scripts run, respited started as the unit
+# starts it: packaging/test-deb.sh. It changes the machine (a package, the
+# respite user, /etc, /var/lib), so it runs only as root with
+# RESPITE_DEB_TEST=1, on a throwaway machine: CI's. It cleans up after
+# itself. Example: sudo RESPITE_DEB_TEST=1 just deb-test
+deb-test:
+    cargo build -p respite-daemon
+    packaging/test-deb.sh target/debug/respited
+
+# The .deb under a real systemd as PID 1, in a throwaway container booted
+# from this machine's own / with an overlay (packaging/test-deb-systemd.sh,
+# needs systemd-nspawn from systemd-container): `systemctl enable --now`,
+# reload, an upgrade while running, stop, socket activation, remove,
+# purge. Root and RESPITE_DEB_TEST=1 only; the machine is not changed.
+# Skips (exit 0) where no container can be booted, unless
+# RESPITE_REQUIRE_NSPAWN=1.
+deb-test-systemd:
+    cargo build -p respite-daemon
+    packaging/test-deb-systemd.sh target/debug/respited
+
 # systemd-analyze verify on the unit files, ExecStart pointed at a built
 # binary (also checked by the packaging test).
 verify-units BIN="target/debug/respited":

@@ -5,6 +5,11 @@
 #
 #   packaging/build-deb.sh target/release/respited [OUTDIR]
 #
+# RESPITE_DEB_VERSION overrides the version (default: the workspace's, from
+# Cargo.toml), so packaging/test-deb.sh can build a newer package to
+# upgrade to. RESPITE_DEB_COMPRESS is dpkg-deb's -Z (default xz; the tests
+# package the 80 MB debug binary and use none: xz takes a minute there).
+#
 # The layout: /usr/bin/respited, the units in /lib/systemd/system, the
 # default config in /etc/respite (a conffile: an upgrade keeps local
 # edits), sysusers.d and tmpfiles.d entries, and the docs.
@@ -13,7 +18,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 bin="${1:?usage: build-deb.sh BINARY [OUTDIR]}"
 out="${2:-$root/target/deb}"
-version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n1)"
+version="${RESPITE_DEB_VERSION:-$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n1)}"
 arch="$(dpkg --print-architecture 2>/dev/null || echo amd64)"
 
 stage="$(mktemp -d)"
@@ -38,5 +43,5 @@ for script in postinst prerm postrm; do
 done
 mkdir -p "$out"
 deb="$out/respite_${version}_${arch}.deb"
-dpkg-deb --root-owner-group --build "$stage" "$deb" >/dev/null
+dpkg-deb --root-owner-group -Z"${RESPITE_DEB_COMPRESS:-xz}" --build "$stage" "$deb" >/dev/null
 echo "$deb"

@@ -94,12 +94,43 @@ struct Cli {
     /// Password clients must AUTH with.
     #[arg(long)]
     requirepass: Option<String>,
+    /// Protected mode (yes or no): refuse clients from beyond loopback
+    /// while the default user needs no password.
+    #[arg(long, value_parser = yes_no)]
+    protected_mode: Option<bool>,
     /// Most simultaneous clients.
     #[arg(long)]
     maxclients: Option<usize>,
+    /// ACL file: users loaded at start and by ACL LOAD, written by ACL SAVE.
+    #[arg(long)]
+    aclfile: Option<PathBuf>,
+    /// Port of the TLS listener (0 picks a free one); TLS is off without it.
+    #[arg(long)]
+    tls_port: Option<u16>,
+    /// The server's certificate chain (PEM).
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    /// The server's private key (PEM).
+    #[arg(long)]
+    tls_key_file: Option<PathBuf>,
+    /// The CA that signs client certificates (PEM).
+    #[arg(long)]
+    tls_ca_cert_file: Option<PathBuf>,
+    /// Whether TLS clients must present a certificate: yes, optional, no.
+    #[arg(long)]
+    tls_auth_clients: Option<respite_server::tls::AuthClients>,
     /// Log filter, e.g. info or debug.
     #[arg(long)]
     log_level: Option<String>,
+}
+
+/// Parses redis.conf's yes/no.
+fn yes_no(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(format!("'{text}' is not yes or no")),
+    }
 }
 
 impl Cli {
@@ -127,6 +158,7 @@ impl Cli {
             checkpoint_wal_percent,
             wal_checkpoint_bytes,
             maxclients,
+            protected_mode,
             log_level
         );
         if let Some(p) = &self.unixsocket {
@@ -134,6 +166,24 @@ impl Cli {
         }
         if let Some(p) = &self.unixsocketperm {
             c.unixsocketperm = Some(p.clone());
+        }
+        if let Some(p) = &self.aclfile {
+            c.aclfile = Some(p.clone());
+        }
+        if let Some(p) = self.tls_port {
+            c.tls_port = Some(p);
+        }
+        for (flag, field) in [
+            (&self.tls_cert_file, &mut c.tls_cert_file),
+            (&self.tls_key_file, &mut c.tls_key_file),
+            (&self.tls_ca_cert_file, &mut c.tls_ca_cert_file),
+        ] {
+            if let Some(p) = flag {
+                *field = Some(p.clone());
+            }
+        }
+        if let Some(a) = self.tls_auth_clients {
+            c.tls_auth_clients = a;
         }
         if let Some(p) = &self.requirepass {
             c.requirepass = Some(p.clone());
@@ -286,6 +336,15 @@ fn serve(
         }
     };
     let shared = Arc::new(Shared::new(engine, config));
+    if let Some(path) = &shared.config.aclfile {
+        if let Err(e) = shared.acl.load(path) {
+            listeners.remove_socket_files();
+            drop(shared);
+            undo(None);
+            return Err(StartError::Config(format!("cannot load the ACL file: {e}")));
+        }
+        tracing::info!(file = %path.display(), users = shared.acl.users().len(), "ACL file loaded");
+    }
     runtime.block_on(async {
         tokio::spawn(dispatcher.run());
         let server = tokio::spawn(respite_server::run(shared.clone(), listeners));
@@ -394,9 +453,17 @@ fn reload(cli: &Cli, shared: &Shared, set_log_level: &(dyn Fn(&str) -> Result<()
     }
     notify(&states);
     let Some(path) = &cli.config else {
-        tracing::warn!(
-            "SIGHUP received, but respited was started without --config: nothing to reload"
-        );
+        // Certificates are files of their own, renewed whether or not
+        // there is a configuration file.
+        match respite_server::tls::reload(&shared.tls, &shared.config) {
+            Some(Ok(())) => tracing::info!("SIGHUP received: TLS certificates re-read"),
+            Some(Err(e)) => tracing::error!(
+                "SIGHUP received: TLS certificates not reloaded, the old ones stay: {e}"
+            ),
+            None => tracing::warn!(
+                "SIGHUP received, but respited was started without --config: nothing to reload"
+            ),
+        }
         notify(&[NotifyState::Ready]);
         return;
     };

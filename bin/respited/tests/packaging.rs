@@ -2,7 +2,10 @@
 //! ExecStart pointed at the binary cargo built, and the package built by
 //! packaging/build-deb.sh, unpacked into a scratch root with `dpkg -x`.
 //! Each skips where its tool is missing, unless
-//! RESPITE_REQUIRE_SYSTEMD_TOOLS=1 (CI).
+//! RESPITE_REQUIRE_SYSTEMD_TOOLS=1 (CI). The maintainer scripts are only
+//! parsed here: packaging/test-deb.sh (`just deb-test`, run by CI as root
+//! on a throwaway machine) installs, upgrades, removes and purges the
+//! package for real, which no test may do on a developer's machine.
 
 mod common;
 
@@ -48,7 +51,9 @@ fn the_deb_installs_the_binary_units_config_and_system_entries() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
+    // Uncompressed: xz takes most of a minute on the 80 MB debug binary.
     let out = Command::new(repo().join("packaging/build-deb.sh"))
+        .env("RESPITE_DEB_COMPRESS", "none")
         .arg(env!("CARGO_BIN_EXE_respited"))
         .arg(tmp.path())
         .output()
@@ -108,6 +113,19 @@ fn the_deb_installs_the_binary_units_config_and_system_entries() {
     assert_eq!(conffiles.trim(), "/etc/respite/respite.toml");
     let postrm = std::fs::read_to_string(control.join("postrm")).unwrap();
     assert!(postrm.contains("purge") && postrm.contains("rm -rf /var/lib/respite"));
+    // Each maintainer script is a shell script /bin/sh accepts.
+    for script in ["postinst", "prerm", "postrm"] {
+        let check = Command::new("sh")
+            .arg("-n")
+            .arg(control.join(script))
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
     let info = Command::new("dpkg-deb")
         .arg("-f")
         .arg(&deb)

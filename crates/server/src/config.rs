@@ -52,6 +52,10 @@ pub struct Config {
     pub maxclients: usize,
     /// Password for AUTH; unset means no authentication.
     pub requirepass: Option<String>,
+    /// Refuse TCP clients from anything but 127.0.0.1 and ::1 on a
+    /// listener bound beyond loopback while the default user needs no
+    /// password (redis.conf's `protected-mode`; see `protected.rs`).
+    pub protected_mode: bool,
     /// Largest bulk string a client may send, in bytes.
     pub proto_max_bulk_len: usize,
     /// Largest unprocessed input one client may have buffered, in bytes.
@@ -87,6 +91,20 @@ pub struct Config {
     /// Who may run DEBUG (DEBUG SLEEP stalls the writer, for testing the
     /// watchdog).
     pub enable_debug_command: DebugCommand,
+    /// The ACL file: users loaded at start and by ACL LOAD, written by ACL
+    /// SAVE (Redis's `aclfile`; fixed for the server's life).
+    pub aclfile: Option<PathBuf>,
+    /// TCP port of the TLS listener (on `bind`); unset means no TLS, 0
+    /// asks the OS for a free one (see `tls.rs`).
+    pub tls_port: Option<u16>,
+    /// The server's certificate chain, PEM.
+    pub tls_cert_file: Option<PathBuf>,
+    /// The server's private key, PEM.
+    pub tls_key_file: Option<PathBuf>,
+    /// The CA that signs client certificates, PEM.
+    pub tls_ca_cert_file: Option<PathBuf>,
+    /// Whether TLS clients must present a certificate: yes, optional, no.
+    pub tls_auth_clients: crate::tls::AuthClients,
     /// Redis parameters without a key of their own, under their
     /// redis.conf names (`slowlog-log-slower-than = 0`), as CONFIG SET
     /// takes them; CONFIG REWRITE writes here (see `cmd::config`).
@@ -102,11 +120,16 @@ pub struct Config {
 pub const RELOADABLE: &[&str] = &[
     "log_level",
     "requirepass",
+    "protected_mode",
     "maxclients",
     "max_batch",
     "appendfsync",
     "proto_max_bulk_len",
     "client_query_buffer_limit",
+    "tls_cert_file",
+    "tls_key_file",
+    "tls_ca_cert_file",
+    "tls_auth_clients",
     "client_output_buffer_limit",
     "redis",
 ];
@@ -127,6 +150,7 @@ impl Default for Config {
             databases: engine.databases,
             maxclients: 10000,
             requirepass: None,
+            protected_mode: true,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             client_output_buffer_limit: crate::output::DEFAULT_LIMITS.into(),
@@ -142,6 +166,12 @@ impl Default for Config {
             log_level: "info".into(),
             snapshot_file: None,
             enable_debug_command: DebugCommand::No,
+            aclfile: None,
+            tls_port: None,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_ca_cert_file: None,
+            tls_auth_clients: Default::default(),
             redis: Default::default(),
             config_file: None,
         }

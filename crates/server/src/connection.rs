@@ -136,6 +136,12 @@ fn fast_set(
         || args.len() != 3
         || !input[args[0].clone()].eq_ignore_ascii_case(b"SET")
         || !session.authenticated
+        || !session.acl.fast_allowed(
+            &session.shared,
+            crate::cmd::TABLE.set,
+            &input[args[1].clone()],
+            true,
+        )
         || session.multi.is_some()
         || !fast_path_open(session)
     {
@@ -437,6 +443,12 @@ impl Turn {
         if args.len() != 2
             || !input[args[0].clone()].eq_ignore_ascii_case(b"GET")
             || !session.authenticated
+            || !session.acl.fast_allowed(
+                shared,
+                crate::cmd::TABLE.get,
+                &input[args[1].clone()],
+                false,
+            )
             || session.multi.is_some()
             || !fast_path_open(session)
         {
@@ -704,7 +716,7 @@ pub async fn serve<S>(mut stream: S, shared: Arc<Shared>, client: Arc<ClientHand
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let authenticated = shared.requirepass().is_none();
+    let authenticated = shared.acl.default_user_open();
     let mut session = Session {
         shared: shared.clone(),
         client: client.clone(),
@@ -713,6 +725,7 @@ where
         authenticated,
         multi: None,
         watched: Default::default(),
+        acl: crate::acl::SessionAcl::default_user(&shared),
     };
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut framer = Framer::default();

@@ -72,6 +72,10 @@ pub enum CommandError {
     /// An error whose text is built by the command (CONFIG SET, CLIENT).
     #[error("ERR {0}")]
     Other(String),
+    /// An error whose whole text, code included, is built by the caller
+    /// (NOPERM).
+    #[error("{0}")]
+    Raw(String),
     /// The engine refused or failed the operation.
     #[error("{0}")]
     Engine(#[from] EngineError),

@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod acl;
 pub mod args;
 pub mod blocking;
 pub mod cmd;
@@ -26,11 +27,13 @@ pub mod error;
 pub mod listener;
 pub mod long_double;
 pub mod output;
+pub mod protected;
 pub mod reply;
 pub mod request;
 pub mod service;
 pub mod state;
 pub mod stats;
+pub mod tls;
 
 use std::sync::Arc;
 
@@ -45,6 +48,7 @@ pub use state::Shared;
 /// listener bound by then), and its stop timeout is extended while the
 /// drain runs (see [`service`]).
 pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
+    shared.tls.set(listeners.tls_config());
     if let Some(port) = listeners.tcp_port() {
         shared
             .tcp_port

@@ -66,6 +66,9 @@ pub enum ListenError {
     /// LISTEN_FDS and friends could not be read.
     #[error("socket activation: {0}")]
     Environment(std::io::Error),
+    /// The TLS settings do not make a configuration.
+    #[error("{0}")]
+    Tls(#[from] crate::tls::TlsError),
     /// Nothing to listen on.
     #[error("neither a TCP address nor a Unix socket is configured, and no socket was passed by systemd")]
     Nothing,
@@ -144,6 +147,10 @@ pub struct Listeners {
     unix: Vec<UnixBound>,
     /// The first TCP port, for INFO and CONFIG GET port.
     tcp_port: Option<u16>,
+    /// The TLS listener (`tls_port`), if any.
+    tls: Option<TcpListener>,
+    /// Its configuration, read at bind time.
+    tls_config: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Listeners {
@@ -212,6 +219,21 @@ impl Listeners {
                 tcp.push(l);
             }
         }
+        let tls_config = crate::tls::server_config(c)?;
+        let mut tls = None;
+        if let (Some(port), Some(_)) = (c.tls_port, &tls_config) {
+            let addr = format!("{}:{port}", c.bind);
+            let fail = |source| ListenError::Tcp {
+                addr: addr.clone(),
+                source,
+            };
+            let l = TcpListener::bind((c.bind.as_str(), port))
+                .await
+                .map_err(fail)?;
+            let local = l.local_addr().map_err(fail)?;
+            tracing::info!("listening on tls {local}");
+            tls = Some(l);
+        }
         if let Some(path) = &c.unixsocket {
             let covered = unix.iter().any(|u| Path::new(&u.path) == path);
             if !covered {
@@ -229,14 +251,21 @@ impl Listeners {
                 });
             }
         }
-        if tcp.is_empty() && unix.is_empty() {
+        if tcp.is_empty() && unix.is_empty() && tls.is_none() {
             return Err(ListenError::Nothing);
         }
         Ok(Listeners {
             tcp,
             unix,
             tcp_port,
+            tls,
+            tls_config,
         })
+    }
+
+    /// The TLS configuration read at bind time (`None`: no TLS listener).
+    pub fn tls_config(&self) -> Option<Arc<rustls::ServerConfig>> {
+        self.tls_config.clone()
     }
 
     /// The first TCP listener's port (port 0 resolved), if there is one.
@@ -259,6 +288,9 @@ impl Listeners {
         let mut accept_loops = JoinSet::new();
         for l in self.tcp {
             accept_loops.spawn(accept_loop(l, shared.clone(), tasks.clone()));
+        }
+        if let Some(l) = self.tls {
+            accept_loops.spawn(tls_accept_loop(l, shared.clone(), tasks.clone()));
         }
         for u in self.unix {
             let (shared, tasks) = (shared.clone(), tasks.clone());
@@ -322,13 +354,19 @@ fn bind_unix(path: &Path, perm: Option<&str>) -> std::io::Result<UnixListener> {
 /// A listening socket: TCP, or Unix with its path.
 trait Accept: Send + 'static {
     /// The connection type.
-    type Stream: AsyncRead + AsyncWrite + AsFd + Unpin + Send + 'static;
+    type Stream: AsyncRead + AsyncWrite + AsFd + AsRawFd + Unpin + Send + 'static;
+    /// Whether the socket is bound beyond loopback (where protected mode
+    /// applies; see `crate::protected`).
+    fn exposed(&self) -> bool;
     /// Waits for the next client.
     fn accept_peer(&self) -> impl Future<Output = std::io::Result<(Self::Stream, Peer)>> + Send;
 }
 
 impl Accept for TcpListener {
     type Stream = TcpStream;
+    fn exposed(&self) -> bool {
+        self.local_addr().is_ok_and(|a| !a.ip().is_loopback())
+    }
     async fn accept_peer(&self) -> std::io::Result<(TcpStream, Peer)> {
         let (stream, peer) = self.accept().await?;
         // Replies are written once per turn; waiting to coalesce them
@@ -343,6 +381,9 @@ impl Accept for TcpListener {
 
 impl Accept for (UnixListener, String) {
     type Stream = UnixStream;
+    fn exposed(&self) -> bool {
+        false
+    }
     async fn accept_peer(&self) -> std::io::Result<(UnixStream, Peer)> {
         let (stream, _) = self.0.accept().await?;
         Ok((stream, Peer::Unix(self.1.clone())))
@@ -351,15 +392,64 @@ impl Accept for (UnixListener, String) {
 
 /// Accepts clients on one listener until shutdown begins.
 async fn accept_loop<L: Accept>(listener: L, shared: Arc<Shared>, tasks: Arc<Mutex<JoinSet<()>>>) {
+    let exposed = listener.exposed();
     loop {
         let accepted = tokio::select! {
             a = listener.accept_peer() => a,
             _ = shared.wait_for_shutdown() => break,
         };
         match accepted {
-            Ok((stream, peer)) => admit(stream, peer, &shared, &tasks).await,
+            Ok((stream, peer)) => {
+                if matches!(peer, Peer::Tcp(..)) {
+                    keepalive(&stream, &shared);
+                }
+                admit(stream, peer, exposed, &shared, &tasks).await
+            }
             Err(e) => accept_failed(e).await,
         }
+    }
+}
+
+/// Accepts TLS clients until shutdown begins. Each handshake runs in the
+/// client's own task, with the configuration in force when it connected,
+/// under [`crate::tls::HANDSHAKE_TIMEOUT`]; only a finished handshake
+/// makes a client (so protected mode and `maxclients` answer over TLS, as
+/// in Redis).
+async fn tls_accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    tasks: Arc<Mutex<JoinSet<()>>>,
+) {
+    let exposed = listener.exposed();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept_peer() => a,
+            _ = shared.wait_for_shutdown() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                accept_failed(e).await;
+                continue;
+            }
+        };
+        keepalive(&stream, &shared);
+        let Some(config) = shared.tls.current() else {
+            continue;
+        };
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
+        let (shared, tasks2) = (shared.clone(), tasks.clone());
+        let mut set = lock(&tasks);
+        while set.try_join_next().is_some() {}
+        set.spawn(async move {
+            let handshake =
+                tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+            match handshake {
+                Ok(Ok(tls)) => admit(tls, peer, exposed, &shared, &tasks2).await,
+                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
+            }
+        });
     }
 }
 
@@ -373,7 +463,8 @@ async fn accept_failed(e: std::io::Error) {
 /// `tcp-keepalive`, as redis's `anetKeepAlive` sets it: probes after
 /// `secs` idle, every third of that, three of them (0: the kernel's
 /// default, no keepalive).
-fn keepalive(stream: &impl AsFd, secs: u64) {
+fn keepalive(stream: &impl AsFd, shared: &Shared) {
+    let secs: u64 = shared.params.get("tcp-keepalive").parse().unwrap_or(0);
     if secs == 0 {
         return;
     }
@@ -386,23 +477,28 @@ fn keepalive(stream: &impl AsFd, secs: u64) {
     }
 }
 
-/// Registers and starts a connection, or refuses it for `maxclients`.
-async fn admit<S>(mut stream: S, peer: Peer, shared: &Arc<Shared>, tasks: &Arc<Mutex<JoinSet<()>>>)
-where
-    S: AsyncRead + AsyncWrite + AsFd + Unpin + Send + 'static,
+/// Registers and starts a connection, or refuses it for protected mode
+/// (`exposed`: the listener is bound beyond loopback) or `maxclients`.
+async fn admit<S>(
+    mut stream: S,
+    peer: Peer,
+    exposed: bool,
+    shared: &Arc<Shared>,
+    tasks: &Arc<Mutex<JoinSet<()>>>,
+) where
+    S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static,
 {
     // For CLIENT LIST's `fd`.
-    let fd = stream.as_fd().as_raw_fd();
-    if matches!(peer, Peer::Tcp(..)) {
-        keepalive(
-            &stream,
-            shared.params.get("tcp-keepalive").parse().unwrap_or(0),
-        );
-    }
+    let fd = stream.as_raw_fd();
     shared
         .counters
         .connections_received
         .fetch_add(1, Ordering::Relaxed);
+    if crate::protected::refuses(shared, &peer, exposed) {
+        let _ = stream.write_all(crate::protected::DENIED).await;
+        let _ = stream.shutdown().await;
+        return;
+    }
     let max = shared.settings.maxclients.load(Ordering::Relaxed);
     let client = {
         let mut clients = lock(&shared.clients);
@@ -423,6 +519,7 @@ where
                 kill_notify: Default::default(),
                 output_bytes: Default::default(),
                 blocked: Mutex::new(None),
+                user: Mutex::new("default".into()),
                 state: Default::default(),
             });
             handle.state.fd.store(fd, Ordering::Relaxed);

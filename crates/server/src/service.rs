@@ -261,6 +261,12 @@ pub fn reload(
         ));
         changes.push(Change::AppendFsync(new.appendfsync));
     }
+    let old = s.protected_mode.load(Ordering::Relaxed);
+    if old != new.protected_mode {
+        out.applied
+            .push(changed("protected_mode", old, new.protected_mode));
+        changes.push(Change::ProtectedMode(new.protected_mode));
+    }
     if shared.requirepass() != new.requirepass {
         // Never the password itself in the log.
         out.applied.push(
@@ -294,6 +300,13 @@ pub fn reload(
     match crate::cmd::config::apply_table(shared, &new.redis) {
         Ok(applied) => out.applied.extend(applied),
         Err(e) => out.need_restart.push(e),
+    }
+    match crate::tls::reload(&shared.tls, new) {
+        None => {}
+        Some(Ok(())) => out.applied.push("TLS certificates re-read".into()),
+        Some(Err(e)) => out.need_restart.push(format!(
+            "TLS certificates not reloaded, the old ones stay: {e}"
+        )),
     }
     out.need_restart
         .extend(shared.config.restart_only_differences(new));

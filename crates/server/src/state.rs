@@ -30,6 +30,8 @@ pub struct Settings {
     pub client_query_buffer_limit: AtomicUsize,
     /// `requirepass`; `None` means no authentication.
     pub requirepass: RwLock<Option<String>>,
+    /// `protected-mode`.
+    pub protected_mode: AtomicBool,
     /// `appendfsync`, as last set.
     pub appendfsync: Mutex<AppendFsync>,
     /// The log filter in force (changed by a reload).
@@ -73,6 +75,9 @@ pub struct ClientHandle {
     pub killed: AtomicBool,
     /// Wakes the connection loop for a kill.
     pub kill_notify: Notify,
+    /// The ACL user it is logged in as (CLIENT LIST `user=`, CLIENT KILL
+    /// USER).
+    pub user: Mutex<String>,
     /// Reply bytes encoded and not yet taken by the socket (`omem`).
     pub output_bytes: AtomicU64,
     /// The blocking command it waits in (BLPOP...), for CLIENT UNBLOCK
@@ -194,6 +199,12 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// The TCP address actually bound (port 0 resolved), for INFO.
     pub tcp_port: AtomicU32,
+    /// When protected mode last logged a refusal, per source address.
+    pub protected_log: crate::protected::RefusalLog,
+    /// The ACL users, log and counters.
+    pub acl: crate::acl::Acl,
+    /// The TLS configuration new handshakes use (reloaded on SIGHUP).
+    pub tls: crate::tls::TlsState,
 }
 
 impl Shared {
@@ -206,6 +217,7 @@ impl Shared {
                 proto_max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len),
                 client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
                 requirepass: RwLock::new(config.requirepass.clone()),
+                protected_mode: AtomicBool::new(config.protected_mode),
                 appendfsync: Mutex::new(config.appendfsync),
                 log_level: Mutex::new(config.log_level.clone()),
                 output_limits: Mutex::new(config.output_limits().unwrap_or_default()),
@@ -224,6 +236,9 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             tcp_port: AtomicU32::new(config.port as u32),
+            protected_log: Default::default(),
+            tls: Default::default(),
+            acl: crate::acl::Acl::new(config.requirepass.as_deref()),
             config,
         };
         let limits = *lock(&shared.settings.output_limits);

@@ -287,7 +287,7 @@ pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
         })
         .unwrap_or_else(|| "NULL".into());
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={cmd} user={} redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr(),
         c.laddr(),
@@ -297,6 +297,7 @@ pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
         c.idle_secs(),
         c.db.load(Ordering::Relaxed),
         c.output_bytes.load(Ordering::Relaxed),
+        lock(&c.user),
         c.resp.load(Ordering::Relaxed),
         lock(&st.lib_name).clone().unwrap_or_default(),
         lock(&st.lib_ver).clone().unwrap_or_default(),
@@ -324,8 +325,8 @@ pub struct KillFilter {
     skipme: bool,
     /// `TYPE`: false when it names a type no client here has.
     type_matches: bool,
-    /// `USER`: false unless it names the user clients run as.
-    user_matches: bool,
+    /// `USER`: only that user's clients.
+    user: Option<String>,
     max_age: Option<u64>,
     /// The old one-argument form answers OK or an error, not a count.
     old_form: bool,
@@ -378,7 +379,7 @@ fn on_off(arg: &[u8]) -> Result<bool, CommandError> {
 }
 
 impl LocalCommand for Client {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         // Names and arities were checked with the table's subcommand list.
         let sub = subcommand(args)?;
         Ok(match sub.name.as_str() {
@@ -435,7 +436,7 @@ impl LocalCommand for Client {
                 }
                 Client::List(ids, type_matches)
             }
-            "KILL" => Client::Kill(parse_kill(args)?),
+            "KILL" => Client::Kill(parse_kill(args, &s.shared)?),
             "UNBLOCK" => {
                 let id = args.next()?;
                 let why = match args.next_opt().map(|r| upper(&r)) {
@@ -607,14 +608,14 @@ impl LocalCommand for Client {
     }
 }
 
-fn parse_kill(args: &mut Args) -> Result<KillFilter, CommandError> {
+fn parse_kill(args: &mut Args, shared: &Shared) -> Result<KillFilter, CommandError> {
     let mut f = KillFilter {
         id: None,
         addr: None,
         laddr: None,
         skipme: true,
         type_matches: true,
-        user_matches: true,
+        user: None,
         max_age: None,
         old_form: false,
     };
@@ -651,11 +652,10 @@ fn parse_kill(args: &mut Args) -> Result<KillFilter, CommandError> {
             },
             "TYPE" => f.type_matches = client_type(&val)?,
             "USER" => {
-                // Every client runs as `default` until ACL users exist.
-                if text != "default" {
+                if shared.acl.user(&text).is_none() {
                     return Err(CommandError::Other(format!("No such user '{text}'")));
                 }
-                f.user_matches = true;
+                f.user = Some(text);
             }
             // Redis 7.4's filter: clients at least this many seconds old.
             "MAXAGE" => {
@@ -683,7 +683,7 @@ fn kill(s: &Session, f: &KillFilter) -> Result<Reply, CommandError> {
             continue;
         }
         if !f.type_matches
-            || !f.user_matches
+            || f.user.as_ref().is_some_and(|u| *u != *lock(&c.user))
             || f.max_age
                 .is_some_and(|age| c.created.elapsed().as_secs() < age)
             || f.id.is_some_and(|id| id != c.id)

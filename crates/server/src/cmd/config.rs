@@ -209,6 +209,20 @@ static PARAMS: &[Param] = &[
     live("requirepass", Kind::Str, Access::Mutable, |s| {
         s.requirepass().unwrap_or_default()
     }),
+    live("aclfile", Kind::Str, Access::Immutable, |s| {
+        s.config
+            .aclfile
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    }),
+    live("protected-mode", Kind::Bool, Access::Mutable, |s| {
+        if s.settings.protected_mode.load(Ordering::Relaxed) {
+            "yes".into()
+        } else {
+            "no".into()
+        }
+    }),
     // Redis allows up to LONG_MAX; respite up to what one SQLite row holds
     // (`respite_engine::MAX_STRING_LEN`), so a string a client may build
     // can always be stored.
@@ -306,7 +320,6 @@ static PARAMS: &[Param] = &[
     stored("lazyfree-lazy-user-flush", Kind::Bool, "no"),
     stored("lfu-log-factor", Kind::Int(0, INT_MAX), "10"),
     stored("lfu-decay-time", Kind::Int(0, INT_MAX), "1"),
-    stored("protected-mode", Kind::Bool, "yes"),
     stored("replica-read-only", Kind::Bool, "yes"),
     stored("acllog-max-len", Kind::UInt(0, LONG_MAX as u64), "128"),
     stored("list-compress-depth", Kind::Int(0, INT_MAX), "0"),
@@ -412,6 +425,7 @@ static PARAMS: &[Param] = &[
 
 /// The live parameters CONFIG REWRITE writes at their own TOML keys.
 const TOML_KEYS: &[(&str, &str)] = &[
+    ("protected-mode", "protected_mode"),
     ("appendfsync", "appendfsync"),
     ("maxclients", "maxclients"),
     ("requirepass", "requirepass"),
@@ -648,6 +662,7 @@ pub(crate) enum Change {
     OutputLimits([crate::output::ClassLimit; 3]),
     MaxBatch(usize),
     RequirePass(Option<String>),
+    ProtectedMode(bool),
     AppendFsync(AppendFsync),
 }
 
@@ -666,11 +681,13 @@ pub(crate) fn apply_change(sh: &Shared, change: Change) {
             sh.settings.output_limit.store(limits[0]);
         }
         Change::RequirePass(p) => {
+            sh.acl.set_requirepass(p.as_deref());
             *sh.settings
                 .requirepass
                 .write()
                 .unwrap_or_else(|e| e.into_inner()) = p;
         }
+        Change::ProtectedMode(on) => sh.settings.protected_mode.store(on, Ordering::Relaxed),
         Change::AppendFsync(mode) => {
             sh.engine.set_appendfsync(mode);
             *lock(&sh.settings.appendfsync) = mode;
@@ -691,6 +708,7 @@ fn apply(sh: &Shared, p: &'static Param, value: String) {
                 "client-query-buffer-limit" => Change::QueryBufferLimit(n),
                 "max-batch" => Change::MaxBatch(n),
                 "requirepass" => Change::RequirePass(Some(value.clone()).filter(|v| !v.is_empty())),
+                "protected-mode" => Change::ProtectedMode(value == "yes"),
                 "client-output-buffer-limit" => {
                     let current = *lock(&sh.settings.output_limits);
                     match crate::output::parse_limits(&value, current) {
@@ -845,6 +863,7 @@ impl LocalCommand for Config {
             }
             Config::ResetStat => {
                 sh.counters.reset();
+                sh.acl.denied.reset();
                 sh.engine.reset_stats();
                 sh.stats.reset();
                 Reply::Ok
@@ -1058,12 +1077,13 @@ fn rewrite(sh: &Shared) -> Result<(), String> {
             lines.retain(|l| line_key(l) != Some(key) || l.trim_start().starts_with('#'));
             continue;
         }
-        set_line(
-            &mut lines,
-            None,
-            key,
-            &toml_literal(&v, *name != "requirepass" && *name != "appendfsync"),
-        );
+        let literal = match *name {
+            // A TOML boolean.
+            "protected-mode" => (v == "yes").to_string(),
+            "requirepass" | "appendfsync" | "client-output-buffer-limit" => toml_literal(&v, false),
+            _ => toml_literal(&v, true),
+        };
+        set_line(&mut lines, None, key, &literal);
     }
     for p in PARAMS {
         if !matches!(p.source, Source::Stored) || p.access != Access::Mutable {

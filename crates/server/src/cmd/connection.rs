@@ -54,25 +54,6 @@ impl LocalCommand for Echo {
     }
 }
 
-/// Checks a password against `requirepass`.
-fn check_password(s: &Session, user: Option<&[u8]>, pass: &[u8]) -> Result<(), CommandError> {
-    let Some(expected) = s.shared.requirepass() else {
-        if user.is_none() {
-            return Err(CommandError::AuthNotConfigured);
-        }
-        // With no password, the default user accepts any password.
-        return if user == Some(b"default") {
-            Ok(())
-        } else {
-            Err(CommandError::WrongPass)
-        };
-    };
-    if user.is_some_and(|u| u != b"default") || pass != expected.as_bytes() {
-        return Err(CommandError::WrongPass);
-    }
-    Ok(())
-}
-
 /// `AUTH [username] password`
 pub struct Auth {
     /// The username (only `default` exists).
@@ -96,8 +77,18 @@ impl LocalCommand for Auth {
         }
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        check_password(s, self.user.as_deref(), &self.pass)?;
-        s.authenticated = true;
+        let user = match &self.user {
+            Some(u) => u.clone(),
+            None => {
+                // Redis's answer to the old form when the default user has
+                // no password.
+                if s.shared.acl.user("default").is_some_and(|u| u.is_nopass()) {
+                    return Err(CommandError::AuthNotConfigured);
+                }
+                Bytes::from_static(b"default")
+            }
+        };
+        super::acl::log_in(s, b"AUTH", &user, &self.pass)?;
         Ok(Plan::Reply(Reply::Ok))
     }
 }
@@ -149,8 +140,7 @@ impl LocalCommand for Hello {
             }
         }
         if let Some((user, pass)) = &self.auth {
-            check_password(s, Some(user), pass)?;
-            s.authenticated = true;
+            super::acl::log_in(s, b"HELLO", user, pass)?;
         }
         if !s.authenticated {
             return Ok(Plan::Reply(Reply::error(
@@ -231,7 +221,10 @@ impl LocalCommand for Reset {
         s.resp3 = false;
         s.client.resp.store(2, Ordering::Relaxed);
         *lock(&s.client.name) = None;
-        s.authenticated = s.shared.requirepass().is_none();
+        // Back to the default user, logged in only if it needs no password.
+        s.acl = crate::acl::SessionAcl::default_user(&s.shared);
+        *lock(&s.client.user) = "default".into();
+        s.authenticated = s.shared.acl.default_user_open();
         s.multi = None;
         Ok(s.reply_ending_watches(Reply::Simple("RESET")))
     }

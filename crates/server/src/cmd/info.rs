@@ -456,6 +456,10 @@ fn stats(sh: &Shared, out: &mut String) {
         "protocol_errors" => c.protocol_errors.load(Ordering::Relaxed),
         // redis 7.4's name for it.
         "client_output_buffer_limit_disconnections" => c.output_limit_closes.load(Ordering::Relaxed),
+    );
+    // ACL refusals (redis 7.2's fields).
+    out.push_str(&super::acl::info_stats(sh));
+    fields!(out,
         "read_cache_hits" => cache.hits,
         "read_cache_misses" => cache.misses,
         "read_cache_entries" => cache.entries,

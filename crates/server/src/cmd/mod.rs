@@ -28,6 +28,7 @@
 //! reads or writes (its `readonly` or `write` flag, and where it runs) is
 //! never written down twice.
 
+pub mod acl;
 pub mod bitmaps;
 pub mod client;
 pub mod config;
@@ -108,6 +109,8 @@ pub struct Session {
     pub multi: Option<transactions::Queue>,
     /// The keys this connection WATCHes.
     pub watched: transactions::WatchList,
+    /// The ACL user it runs as.
+    pub acl: crate::acl::SessionAcl,
 }
 
 /// A command whose `apply` reads the keyspace on the read pool.
@@ -439,6 +442,7 @@ pub struct Table {
 impl Table {
     fn build() -> Table {
         let mut specs: Vec<Spec> = [
+            acl::commands(),
             bitmaps::commands(),
             client::commands(),
             config::commands(),
@@ -521,6 +525,7 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 /// Turns one request into a plan: looks the command up, checks arity and
 /// authentication, and parses it.
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
+    session.acl.refresh(&session.shared);
     let reply_mode = client::reply_mode(&session.client.state);
     let plan = dispatch_inner(session, request);
     client::note_multi(
@@ -556,12 +561,19 @@ fn dispatch_inner(session: &mut Session, request: Vec<Bytes>) -> Plan {
 /// `crate::stats`), a refusal by `check` against the command at once.
 fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
     let found = lookup_index(&request[0]);
-    let (index, spec) = check(session, &request, found).inspect_err(|e| {
-        if let (Some(index), false) = (found, matches!(e, CommandError::UnknownSubcommand { .. })) {
-            let stats = &session.shared.stats;
-            stats.rejected(stats.row_of(index, request.get(1).map(|b| &b[..])));
-        }
-    })?;
+    let (index, spec) = check(session, &request, found)
+        .inspect_err(|e| {
+            if let (Some(index), false) =
+                (found, matches!(e, CommandError::UnknownSubcommand { .. }))
+            {
+                let stats = &session.shared.stats;
+                stats.rejected(stats.row_of(index, request.get(1).map(|b| &b[..])));
+            }
+        })
+        .map_err(|e| match found {
+            Some(i) if TABLE[i].name == "exec" => transactions::exec_abort(e),
+            _ => e,
+        })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let mut tracking = crate::stats::Tracking::new(session, index, &request);
     let started = std::time::Instant::now();
@@ -574,7 +586,7 @@ fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, Comm
 }
 
 /// What can be refused without running the command: an unknown name, no
-/// authentication, a wrong number of arguments. (Inside MULTI these doom
+/// authentication, a wrong number of arguments, an ACL refusal. (Inside MULTI these doom
 /// the transaction; everything else is found when it runs.)
 fn check(
     session: &Session,
@@ -609,6 +621,9 @@ fn check(
             return Err(CommandError::WrongArity(format!("{}|{name}", spec.name)));
         }
     }
+    // Last, so a refusal is counted and logged only for a command that
+    // could have run (as in Redis).
+    crate::acl::authorize(session, index, request)?;
     Ok((index, spec))
 }
 
@@ -639,6 +654,11 @@ impl Sub {
             "unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
             String::from_utf8_lossy(&self.raw)
         ))
+    }
+
+    /// The subcommand as sent.
+    pub(crate) fn raw_bytes(&self) -> &[u8] {
+        &self.raw
     }
 
     /// `ERR unknown subcommand '...'. Try CMD HELP.`

@@ -61,12 +61,31 @@ impl Queue {
     }
 }
 
+/// EXEC refused before it runs (no authentication, a NOPERM, an arity
+/// error): Redis answers with the reason behind EXECABORT, inside MULTI or
+/// not.
+pub(super) fn exec_abort(e: CommandError) -> CommandError {
+    // Redis formats the bare reason here: an arity error without its ERR.
+    let text = e.to_string();
+    let reason = text.strip_prefix("ERR ").unwrap_or(&text);
+    CommandError::Raw(format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    ))
+}
+
 /// What the connection does with a request while a transaction is open.
 pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
     let index = lookup_index(&request[0]);
     // Redis refuses here what it can tell without running the command:
     // unknown names, wrong arity, no authentication.
     if let Err(e) = super::check(session, &request, index) {
+        if index.is_some_and(|i| TABLE[i].name == "exec") {
+            // EXEC itself refused (a NOPERM, an arity error): Redis
+            // discards the transaction and says why.
+            session.multi = None;
+            let abort = Reply::from(exec_abort(e));
+            return Ok(session.reply_ending_watches(abort));
+        }
         if let Some(q) = session.multi.as_mut() {
             q.doomed = true;
         }
@@ -104,16 +123,19 @@ pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, 
 /// the version EXEC compares.
 #[derive(Default)]
 pub struct WatchList {
-    keys: Arc<Mutex<Vec<WatchedKey>>>,
+    keys: Arc<Mutex<WatchedKeys>>,
     /// A WATCH was sent and no UNWATCH/EXEC/DISCARD/RESET since: ending the
     /// watches needs a trip to the writer.
     active: bool,
 }
 
-/// One watched key.
+/// A connection's watched keys, by database and name: watching a key again
+/// is a lookup, so WATCH of 100,000 keys costs linear time (a list scanned
+/// for each key made it quadratic: a 9.6 s stall of the writer).
+type WatchedKeys = std::collections::HashMap<(u32, Bytes), WatchedKey>;
+
+/// What WATCH learned of one key.
 struct WatchedKey {
-    db: u32,
-    key: Bytes,
     /// Its version when WATCH ran.
     version: u64,
     /// It existed when WATCH ran: if it has expired since, EXEC fails,
@@ -121,29 +143,29 @@ struct WatchedKey {
     live: bool,
 }
 
-fn lock_keys(keys: &Mutex<Vec<WatchedKey>>) -> std::sync::MutexGuard<'_, Vec<WatchedKey>> {
+fn lock_keys(keys: &Mutex<WatchedKeys>) -> std::sync::MutexGuard<'_, WatchedKeys> {
     keys.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Ends every watch of the list (on the writer).
-fn unwatch(watches: &Watches, keys: &Mutex<Vec<WatchedKey>>) {
-    for w in lock_keys(keys).drain(..) {
-        watches.unwatch(w.db, &w.key);
+fn unwatch(watches: &Watches, keys: &Mutex<WatchedKeys>) {
+    for ((db, key), _) in lock_keys(keys).drain() {
+        watches.unwatch(db, &key);
     }
 }
 
 /// Whether any watched key was written since it was watched.
-fn broken(watches: &Watches, keys: &Mutex<Vec<WatchedKey>>) -> bool {
+fn broken(watches: &Watches, keys: &Mutex<WatchedKeys>) -> bool {
     lock_keys(keys)
         .iter()
-        .any(|w| watches.changed(w.db, &w.key, w.version))
+        .any(|((db, key), w)| watches.changed(*db, key, w.version))
 }
 
 /// Whether a key that existed when it was watched is gone without a write:
 /// it expired (a deletion would have moved its version).
-fn expired(txn: &Txn<'_, '_>, keys: &Mutex<Vec<WatchedKey>>) -> Result<bool, EngineError> {
-    for w in lock_keys(keys).iter().filter(|w| w.live) {
-        if !txn.exists(w.db, &w.key)? {
+fn expired(txn: &Txn<'_, '_>, keys: &Mutex<WatchedKeys>) -> Result<bool, EngineError> {
+    for ((db, key), _) in lock_keys(keys).iter().filter(|(_, w)| w.live) {
+        if !txn.exists(*db, key)? {
             return Ok(true);
         }
     }
@@ -204,15 +226,11 @@ impl LocalCommand for Watch {
             let mut list = lock_keys(&list);
             for key in self.keys {
                 // Watching a key twice is watching it once.
-                if !list.iter().any(|w| w.db == db && w.key == key) {
-                    let live = txn.exists(db, &key)?;
-                    let version = watches.watch(db, &key);
-                    list.push(WatchedKey {
-                        db,
-                        key,
-                        version,
-                        live,
-                    });
+                if let std::collections::hash_map::Entry::Vacant(slot) = list.entry((db, key)) {
+                    let key = &slot.key().1;
+                    let live = txn.exists(db, key)?;
+                    let version = watches.watch(db, key);
+                    slot.insert(WatchedKey { version, live });
                 }
             }
             Ok(Reply::Ok)
@@ -303,6 +321,10 @@ impl LocalCommand for Exec {
             s.watched.active = true;
             return Ok(s.reply_ending_watches(Reply::NilArray));
         }
+        // Permissions are checked again as each queued command is planned
+        // (they may have changed since it was queued), with Redis's
+        // EXEC-time refusal text.
+        s.acl.in_exec = true;
         let steps: Vec<Step> = queue
             .requests
             .into_iter()
@@ -322,6 +344,7 @@ impl LocalCommand for Exec {
                 Err(e) => Step::Reply(e.into()),
             })
             .collect();
+        s.acl.in_exec = false;
         if !watching {
             // Nothing touches the data: no need to wait for the writer.
             let answered: Option<Vec<Reply>> = steps
