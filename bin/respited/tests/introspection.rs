@@ -918,6 +918,7 @@ fn slowlog_matches_redis() {
         vec!["SET", "big", &long],
         del,
         vec!["AUTH", "user", "secret"],
+        vec!["ACL", "SETUSER", "bob", ">secret", "on"],
         vec!["CONFIG", "SET", "requirepass", ""],
     ];
     let mut problems = Vec::new();
@@ -935,6 +936,9 @@ fn slowlog_matches_redis() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     let (entries, len) = &results[0];
     assert_eq!(*len, Value::Int(6));
+    assert!(entries
+        .iter()
+        .any(|(argv, _)| argv == &["ACL", "SETUSER", "(redacted)", "(redacted)", "(redacted)"]));
     assert!(entries
         .iter()
         .any(|(argv, _)| argv == &["AUTH", "(redacted)", "(redacted)"]));
