@@ -102,6 +102,12 @@ pub struct EngineConfig {
     /// Where SAVE and BGSAVE write their snapshot; `None` means beside the
     /// database, as `<path>.snapshot` (see [`EngineConfig::snapshot_path`]).
     pub snapshot: Option<PathBuf>,
+    /// A budget in bytes for the database's live pages plus its WAL; over
+    /// it, writes that add data are refused (see `disk.rs`). 0: none.
+    pub maxdisk: u64,
+    /// Bytes set aside beside the database, released when the disk fills
+    /// up so that deletions can still be written (see `disk.rs`).
+    pub disk_reserve_bytes: u64,
 }
 
 impl EngineConfig {
@@ -131,6 +137,8 @@ impl Default for EngineConfig {
             expire_chunk: 256,
             read_cache_bytes: 64 * 1024 * 1024,
             snapshot: None,
+            maxdisk: 0,
+            disk_reserve_bytes: 16 * 1024 * 1024,
         }
     }
 }

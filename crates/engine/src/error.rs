@@ -60,6 +60,14 @@ pub enum EngineError {
     /// I/O error). Nothing of the batch was applied.
     #[error("ERR commit failed, nothing of this command was applied: {0}")]
     CommitFailed(String),
+    /// A write that may add data, refused because the database is over its
+    /// `maxdisk` budget (Redis's OOM error, worded for disk).
+    #[error("OOM command not allowed when used disk > 'maxdisk'.")]
+    OverMaxDisk,
+    /// A write that may add data, refused because the disk filled up (see
+    /// `disk.rs`): deletions still run.
+    #[error("OOM command not allowed when the disk is full.")]
+    DiskFull,
     /// A writer, reader or checkpointer thread could not be started.
     #[error("ERR cannot start a thread: {0}")]
     Thread(#[source] std::io::Error),

@@ -40,6 +40,7 @@ pub mod blocking;
 pub mod cache;
 pub mod checkpointer;
 pub mod config;
+pub mod disk;
 pub mod error;
 pub mod glob;
 pub mod hash;
@@ -78,6 +79,7 @@ pub const MAX_STRING_LEN: usize = (i32::MAX as usize) / 2 - 64 * 1024;
 pub use blocking::{Blocking, Waiter};
 pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, EngineConfig};
+pub use disk::Disk;
 pub use error::{EngineError, Result};
 pub use keyspace::{DbCounts, Entry, KeyRow, ScanPage, Slot};
 pub use owner::{OwnerError, OwnerLock};
@@ -207,6 +209,8 @@ pub struct Engine<R: Send + 'static> {
     /// its loop (at least every 100 ms while idle): a watchdog that sees it
     /// stand still knows the writer is stuck.
     progress: Arc<AtomicU64>,
+    /// The disk budget, the reserve, and storage errors (see `disk.rs`).
+    disk: Arc<Disk>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Released last, after every thread using the file has stopped.
     _owner: OwnerLock,
@@ -266,6 +270,11 @@ impl<R: Send + 'static> Engine<R> {
         let watches = Arc::new(Watches::default());
         let blocking = Arc::new(Blocking::default());
         let progress = Arc::new(AtomicU64::new(0));
+        let disk = Arc::new(Disk::new(
+            &config.path,
+            config.disk_reserve_bytes,
+            config.maxdisk,
+        ));
         let pool =
             read_pool::ReadPool::start(&config.path, config.readers, cache.clone(), deliver_reads)?;
         // Unbounded here: the server bounds operations in flight with an
@@ -290,6 +299,8 @@ impl<R: Send + 'static> Engine<R> {
             watches: watches.clone(),
             blocking: blocking.clone(),
             progress: progress.clone(),
+            disk: disk.clone(),
+            page_size: u64::from(page_size),
         };
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
@@ -332,6 +343,7 @@ impl<R: Send + 'static> Engine<R> {
             snapshots: Arc::new(Snapshots::new(&config.path, &config.snapshot_path())),
             snapshot_path: config.snapshot_path(),
             progress,
+            disk,
             threads: Mutex::new(threads),
             _owner: owner,
         })
@@ -358,6 +370,12 @@ impl<R: Send + 'static> Engine<R> {
     /// read pool, when it holds the key (see [`cache`]).
     pub fn cache(&self) -> &ValueCache {
         &self.cache
+    }
+
+    /// The disk budget, the reserve and storage-error counts (see
+    /// [`disk`]).
+    pub fn disk(&self) -> &Disk {
+        &self.disk
     }
 
     /// The registry of WATCHed keys (see [`watch`]).

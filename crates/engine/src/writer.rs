@@ -132,6 +132,10 @@ pub(crate) struct WriterSettings {
     /// Raised at every operation and every turn of the loop (see
     /// `Engine::writer_progress`).
     pub progress: Arc<std::sync::atomic::AtomicU64>,
+    /// The disk budget and reserve (see `disk.rs`).
+    pub disk: Arc<crate::disk::Disk>,
+    /// The database's page size, for measuring its live pages.
+    pub page_size: u64,
 }
 
 /// How often the writer looks for expired keys and everysec work when idle.
@@ -193,6 +197,8 @@ struct Writer<'s, 'c, R> {
     unsynced: bool,
     /// How long the last commit took, in µs (see [`group_cap`]).
     last_commit_micros: u64,
+    /// When the disk was last measured (see `measure_disk`).
+    last_measure: Instant,
     /// Blocked clients served in the open transaction, told once it ends.
     served: Vec<Arc<dyn Waiter>>,
 }
@@ -223,7 +229,9 @@ pub(crate) fn run<R: Send + 'static>(
         unsynced: false,
         last_commit_micros: 0,
         served: Vec::new(),
+        last_measure: Instant::now(),
     };
+    w.measure_disk();
     loop {
         w.settings.progress.fetch_add(1, Ordering::Relaxed);
         let first = match rx.recv_timeout(TICK) {
@@ -314,6 +322,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             let index = self.pending.len() - 1;
             if self.in_txn.is_empty() {
                 if let Err(e) = self.exec("BEGIN IMMEDIATE") {
+                    self.settings.disk.storage_failed(&e);
                     // Nothing can be applied now; answer this op and go on.
                     self.pending[index]
                         .results
@@ -353,6 +362,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 return Err(EngineError::Internal(msg));
             }
         };
+        if let Err(EngineError::Storage(e)) = &result {
+            self.settings.disk.storage_failed(e);
+        }
         let touched = txn.take_touched();
         // WATCH and EXEC run on this thread too, so raising the versions
         // here, as the write happens, orders them exactly (see `watch.rs`).
@@ -435,7 +447,10 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         let started = Instant::now();
         let commit = match self.poisoned.take() {
-            None => self.commit().map_err(|e| e.to_string()),
+            None => self.commit().map_err(|e| {
+                self.settings.disk.storage_failed(&e);
+                e.to_string()
+            }),
             Some(cause) => {
                 self.touched = Touched::default();
                 Err(format!(
@@ -453,6 +468,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                     .record_commit(ops, self.failed_in_txn, micros, true);
                 self.unsynced = true;
                 self.settings.checkpointer.nudge();
+                // With a budget, every commit is measured: the refusal
+                // must follow the data closely.
+                if self.settings.disk.maxdisk() > 0 {
+                    self.measure_disk();
+                }
                 for waiter in served {
                     waiter.finish(Ok(()));
                 }
@@ -531,9 +551,32 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
     }
 
+    /// Measures the database's live pages plus its WAL for `maxdisk` and
+    /// INFO (two page-count reads from the header and a `stat`).
+    fn measure_disk(&mut self) {
+        self.last_measure = Instant::now();
+        let count = |pragma: &'static str| {
+            self.stmts
+                .get(pragma)
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+                .unwrap_or(0)
+                .max(0) as u64
+        };
+        let live = count("PRAGMA page_count").saturating_sub(count("PRAGMA freelist_count"));
+        self.settings
+            .disk
+            .set_used(live * self.settings.page_size + self.wal_size());
+    }
+
     /// Work done between batches: expiry sweep, WAL fsync for everysec, and
     /// checkpointing.
     fn housekeeping(&mut self) {
+        if self.last_measure.elapsed() >= Duration::from_secs(1) {
+            self.measure_disk();
+            // A full disk: room again once deletions and a checkpoint
+            // made some (see `disk.rs`).
+            self.settings.disk.try_recover();
+        }
         if (self.sweep_again || self.last_sweep.elapsed() >= TICK)
             && self.settings.active_expire.load(Ordering::Relaxed)
         {
@@ -619,6 +662,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             }
             Err(e) => {
                 let _ = self.exec("ROLLBACK");
+                if let EngineError::Storage(e) = &e {
+                    self.settings.disk.storage_failed(e);
+                }
                 tracing::warn!(error = %e, "expiry sweep failed");
                 self.sweep_again = false;
             }

@@ -63,6 +63,12 @@ pub struct Config {
     /// Redis's `client-output-buffer-limit`: `<class> <hard> <soft>
     /// <seconds>` groups; respite applies the `normal` class.
     pub client_output_buffer_limit: String,
+    /// A budget in bytes for the database's live pages plus its WAL: over
+    /// it, commands that may add data get an OOM error (0: no budget).
+    pub maxdisk: u64,
+    /// Bytes set aside beside the database and released when the disk
+    /// fills up, so deletions can still be written (0: no reserve).
+    pub disk_reserve_bytes: u64,
     /// Pending connections the kernel queues for `listen` (redis.conf's
     /// `tcp-backlog`; the kernel caps it at `net.core.somaxconn`).
     pub tcp_backlog: u32,
@@ -155,6 +161,8 @@ impl Default for Config {
             client_query_buffer_limit: 1024 * 1024 * 1024,
             client_output_buffer_limit: crate::output::DEFAULT_LIMITS.into(),
             tcp_backlog: 511,
+            maxdisk: 0,
+            disk_reserve_bytes: engine.disk_reserve_bytes,
             page_size: engine.page_size,
             checkpoint_wal_bytes: engine.checkpoint_wal_bytes,
             checkpoint_wal_percent: engine.checkpoint_wal_percent,
@@ -310,6 +318,8 @@ impl Config {
             expire_chunk: self.expire_chunk,
             read_cache_bytes: self.read_cache_bytes,
             snapshot: self.snapshot_file.clone(),
+            maxdisk: self.maxdisk,
+            disk_reserve_bytes: self.disk_reserve_bytes,
         }
     }
 }
