@@ -667,7 +667,9 @@ fn config_get_and_set_match_redis_for_shared_parameters() {
                     "checkpoint-wal-percent",
                     "journal-size-limit",
                     "expire-chunk",
-                    "read-cache-bytes"
+                    "read-cache-bytes",
+                    "maxdisk",
+                    "disk-reserve-bytes",
                 ]
                 .contains(&name.as_str()),
                 "{name} unknown to redis"

@@ -421,6 +421,12 @@ static PARAMS: &[Param] = &[
     live("read-cache-bytes", Kind::Str, Access::Immutable, |s| {
         s.config.read_cache_bytes.to_string()
     }),
+    live("maxdisk", Kind::Str, Access::Immutable, |s| {
+        s.config.maxdisk.to_string()
+    }),
+    live("disk-reserve-bytes", Kind::Str, Access::Immutable, |s| {
+        s.config.disk_reserve_bytes.to_string()
+    }),
 ];
 
 /// The live parameters CONFIG REWRITE writes at their own TOML keys.
