@@ -354,7 +354,15 @@ fn a_failed_commit_applies_nothing_and_the_server_goes_on() {
     // The file-size limit makes the WAL unable to grow past ~600 KB: writes
     // beyond it fail with EFBIG (SIGXFSZ is ignored, so the process lives),
     // which is what a full disk looks like to SQLite.
-    let server = Respited::start_under_shell("trap '' XFSZ; ulimit -f 1200", &[]);
+    // No disk reserve: its 16 MiB file could not be made under the limit
+    // (that case, a full disk at start, is tested in disk.rs).
+    let conf = tempfile::tempdir().unwrap();
+    let path = conf.path().join("respite.toml");
+    std::fs::write(&path, "disk_reserve_bytes = 0\n").unwrap();
+    let server = Respited::start_under_shell(
+        "trap '' XFSZ; ulimit -f 1200",
+        &["--config", path.to_str().unwrap()],
+    );
     let mut con = server.client();
     let _: () = redis::cmd("SET")
         .arg("small")

@@ -667,7 +667,9 @@ fn config_get_and_set_match_redis_for_shared_parameters() {
                     "checkpoint-wal-percent",
                     "journal-size-limit",
                     "expire-chunk",
-                    "read-cache-bytes"
+                    "read-cache-bytes",
+                    "maxdisk",
+                    "disk-reserve-bytes",
                 ]
                 .contains(&name.as_str()),
                 "{name} unknown to redis"
@@ -918,6 +920,7 @@ fn slowlog_matches_redis() {
         vec!["SET", "big", &long],
         del,
         vec!["AUTH", "user", "secret"],
+        vec!["ACL", "SETUSER", "bob", ">secret", "on"],
         vec!["CONFIG", "SET", "requirepass", ""],
     ];
     let mut problems = Vec::new();
@@ -935,6 +938,9 @@ fn slowlog_matches_redis() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     let (entries, len) = &results[0];
     assert_eq!(*len, Value::Int(6));
+    assert!(entries
+        .iter()
+        .any(|(argv, _)| argv == &["ACL", "SETUSER", "(redacted)", "(redacted)", "(redacted)"]));
     assert!(entries
         .iter()
         .any(|(argv, _)| argv == &["AUTH", "(redacted)", "(redacted)"]));

@@ -354,7 +354,7 @@ fn bind_unix(path: &Path, perm: Option<&str>) -> std::io::Result<UnixListener> {
 /// A listening socket: TCP, or Unix with its path.
 trait Accept: Send + 'static {
     /// The connection type.
-    type Stream: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static;
+    type Stream: AsyncRead + AsyncWrite + AsFd + AsRawFd + Unpin + Send + 'static;
     /// Whether the socket is bound beyond loopback (where protected mode
     /// applies; see `crate::protected`).
     fn exposed(&self) -> bool;
@@ -399,7 +399,12 @@ async fn accept_loop<L: Accept>(listener: L, shared: Arc<Shared>, tasks: Arc<Mut
             _ = shared.wait_for_shutdown() => break,
         };
         match accepted {
-            Ok((stream, peer)) => admit(stream, peer, exposed, &shared, &tasks).await,
+            Ok((stream, peer)) => {
+                if matches!(peer, Peer::Tcp(..)) {
+                    keepalive(&stream, &shared);
+                }
+                admit(stream, peer, exposed, &shared, &tasks).await
+            }
             Err(e) => accept_failed(e).await,
         }
     }
@@ -428,6 +433,7 @@ async fn tls_accept_loop(
                 continue;
             }
         };
+        keepalive(&stream, &shared);
         let Some(config) = shared.tls.current() else {
             continue;
         };
@@ -457,7 +463,8 @@ async fn accept_failed(e: std::io::Error) {
 /// `tcp-keepalive`, as redis's `anetKeepAlive` sets it: probes after
 /// `secs` idle, every third of that, three of them (0: the kernel's
 /// default, no keepalive).
-fn keepalive(stream: &impl AsFd, secs: u64) {
+fn keepalive(stream: &impl AsFd, shared: &Shared) {
+    let secs: u64 = shared.params.get("tcp-keepalive").parse().unwrap_or(0);
     if secs == 0 {
         return;
     }
@@ -481,16 +488,8 @@ async fn admit<S>(
 ) where
     S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static,
 {
-    // For CLIENT LIST's `fd` (a TLS stream gives its socket's).
+    // For CLIENT LIST's `fd`.
     let fd = stream.as_raw_fd();
-    if matches!(peer, Peer::Tcp(..)) {
-        // SAFETY: `fd` is the stream's own socket, open for this call.
-        let socket = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-        keepalive(
-            &socket,
-            shared.params.get("tcp-keepalive").parse().unwrap_or(0),
-        );
-    }
     shared
         .counters
         .connections_received

@@ -294,19 +294,19 @@ pub fn reload(
             )),
         }
     }
-    match crate::tls::reload(&shared.tls, new) {
-        None => {}
-        Some(Ok(())) => out.applied.push("TLS certificates re-read".into()),
-        Some(Err(e)) => out.need_restart.push(format!(
-            "TLS certificates not reloaded, the old ones stay: {e}"
-        )),
-    }
     // The [redis] table: parameters under their redis names, applied as
     // CONFIG SET would (a parameter dropped from the file keeps its value
     // until a restart, as CONFIG SET's does).
     match crate::cmd::config::apply_table(shared, &new.redis) {
         Ok(applied) => out.applied.extend(applied),
         Err(e) => out.need_restart.push(e),
+    }
+    match crate::tls::reload(&shared.tls, new) {
+        None => {}
+        Some(Ok(())) => out.applied.push("TLS certificates re-read".into()),
+        Some(Err(e)) => out.need_restart.push(format!(
+            "TLS certificates not reloaded, the old ones stay: {e}"
+        )),
     }
     out.need_restart
         .extend(shared.config.restart_only_differences(new));

@@ -685,13 +685,23 @@ pub fn cache_hit(
     }
 }
 
-/// Hides passwords from the slow log, as redis's
+/// Hides passwords from the slow log and MONITOR, as redis's
 /// `redactClientCommandArgument` does: every argument of AUTH, the two
-/// after HELLO's AUTH, the value of CONFIG SET requirepass.
+/// after HELLO's AUTH, ACL SETUSER's name and rules, the value of CONFIG
+/// SET requirepass.
 fn redact(name: &str, argv: &mut [Bytes]) {
     const REDACTED: Bytes = Bytes::from_static(b"(redacted)");
     match name {
         "auth" => argv.iter_mut().skip(1).for_each(|a| *a = REDACTED),
+        // ACL SETUSER: the user's name and every rule (passwords among
+        // them).
+        "acl"
+            if argv
+                .get(1)
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"setuser")) =>
+        {
+            argv.iter_mut().skip(2).for_each(|a| *a = REDACTED)
+        }
         "hello" => {
             if let Some(at) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
                 argv.iter_mut()

@@ -436,7 +436,7 @@ impl LocalCommand for Client {
                 }
                 Client::List(ids, type_matches)
             }
-            "KILL" => Client::Kill(parse_kill(args, s)?),
+            "KILL" => Client::Kill(parse_kill(args, &s.shared)?),
             "UNBLOCK" => {
                 let id = args.next()?;
                 let why = match args.next_opt().map(|r| upper(&r)) {
@@ -608,7 +608,7 @@ impl LocalCommand for Client {
     }
 }
 
-fn parse_kill(args: &mut Args, s: &Session) -> Result<KillFilter, CommandError> {
+fn parse_kill(args: &mut Args, shared: &Shared) -> Result<KillFilter, CommandError> {
     let mut f = KillFilter {
         id: None,
         addr: None,
@@ -652,7 +652,7 @@ fn parse_kill(args: &mut Args, s: &Session) -> Result<KillFilter, CommandError> 
             },
             "TYPE" => f.type_matches = client_type(&val)?,
             "USER" => {
-                if s.shared.acl.user(&text).is_none() {
+                if shared.acl.user(&text).is_none() {
                     return Err(CommandError::Other(format!("No such user '{text}'")));
                 }
                 f.user = Some(text);

@@ -209,19 +209,19 @@ static PARAMS: &[Param] = &[
     live("requirepass", Kind::Str, Access::Mutable, |s| {
         s.requirepass().unwrap_or_default()
     }),
-    live("protected-mode", Kind::Bool, Access::Mutable, |s| {
-        if s.settings.protected_mode.load(Ordering::Relaxed) {
-            "yes".into()
-        } else {
-            "no".into()
-        }
-    }),
     live("aclfile", Kind::Str, Access::Immutable, |s| {
         s.config
             .aclfile
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_default()
+    }),
+    live("protected-mode", Kind::Bool, Access::Mutable, |s| {
+        if s.settings.protected_mode.load(Ordering::Relaxed) {
+            "yes".into()
+        } else {
+            "no".into()
+        }
     }),
     // Redis allows up to LONG_MAX; respite up to what one SQLite row holds
     // (`respite_engine::MAX_STRING_LEN`), so a string a client may build
@@ -429,10 +429,14 @@ static PARAMS: &[Param] = &[
     live("read-cache-bytes", Kind::Str, Access::Immutable, |s| {
         s.config.read_cache_bytes.to_string()
     }),
+    live("disk-reserve-bytes", Kind::Str, Access::Immutable, |s| {
+        s.config.disk_reserve_bytes.to_string()
+    }),
 ];
 
 /// The live parameters CONFIG REWRITE writes at their own TOML keys.
 const TOML_KEYS: &[(&str, &str)] = &[
+    ("protected-mode", "protected_mode"),
     ("appendfsync", "appendfsync"),
     ("maxclients", "maxclients"),
     ("requirepass", "requirepass"),
@@ -440,6 +444,7 @@ const TOML_KEYS: &[(&str, &str)] = &[
     ("client-query-buffer-limit", "client_query_buffer_limit"),
     ("client-output-buffer-limit", "client_output_buffer_limit"),
     ("max-batch", "max_batch"),
+    ("maxdisk", "maxdisk"),
 ];
 
 fn find(name: &[u8]) -> Option<&'static Param> {
@@ -873,6 +878,7 @@ impl LocalCommand for Config {
             }
             Config::ResetStat => {
                 sh.counters.reset();
+                sh.acl.denied.reset();
                 sh.engine.reset_stats();
                 sh.stats.reset();
                 sh.acl.denied.reset();
@@ -1087,12 +1093,13 @@ fn rewrite(sh: &Shared) -> Result<(), String> {
             lines.retain(|l| line_key(l) != Some(key) || l.trim_start().starts_with('#'));
             continue;
         }
-        set_line(
-            &mut lines,
-            None,
-            key,
-            &toml_literal(&v, *name != "requirepass" && *name != "appendfsync"),
-        );
+        let literal = match *name {
+            // A TOML boolean.
+            "protected-mode" => (v == "yes").to_string(),
+            "requirepass" | "appendfsync" | "client-output-buffer-limit" => toml_literal(&v, false),
+            _ => toml_literal(&v, true),
+        };
+        set_line(&mut lines, None, key, &literal);
     }
     for p in PARAMS {
         if !matches!(p.source, Source::Stored) || p.access != Access::Mutable {

@@ -561,16 +561,19 @@ fn dispatch_inner(session: &mut Session, request: Vec<Bytes>) -> Plan {
 /// `crate::stats`), a refusal by `check` against the command at once.
 fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
     let found = lookup_index(&request[0]);
-    let (index, spec) = check(session, &request, found).map_err(|e| {
-        if let (Some(index), false) = (found, matches!(e, CommandError::UnknownSubcommand { .. })) {
-            let stats = &session.shared.stats;
-            stats.rejected(stats.row_of(index, request.get(1).map(|b| &b[..])));
-        }
-        match found {
+    let (index, spec) = check(session, &request, found)
+        .inspect_err(|e| {
+            if let (Some(index), false) =
+                (found, matches!(e, CommandError::UnknownSubcommand { .. }))
+            {
+                let stats = &session.shared.stats;
+                stats.rejected(stats.row_of(index, request.get(1).map(|b| &b[..])));
+            }
+        })
+        .map_err(|e| match found {
             Some(i) if TABLE[i].name == "exec" => transactions::exec_abort(e),
             _ => e,
-        }
-    })?;
+        })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let mut tracking = crate::stats::Tracking::new(session, index, &request);
     let started = std::time::Instant::now();
@@ -652,11 +655,6 @@ pub(crate) struct Sub {
 }
 
 impl Sub {
-    /// The subcommand as sent.
-    pub(crate) fn raw_bytes(&self) -> &[u8] {
-        &self.raw
-    }
-
     /// `ERR unknown subcommand or wrong number of arguments for '...'. Try
     /// CMD HELP.` (redis's `addReplySubcommandSyntaxError`).
     pub(crate) fn syntax(&self, cmd: &'static str) -> CommandError {
@@ -664,6 +662,11 @@ impl Sub {
             "unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
             String::from_utf8_lossy(&self.raw)
         ))
+    }
+
+    /// The subcommand as sent.
+    pub(crate) fn raw_bytes(&self) -> &[u8] {
+        &self.raw
     }
 
     /// `ERR unknown subcommand '...'. Try CMD HELP.`

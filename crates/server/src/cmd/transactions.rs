@@ -49,18 +49,6 @@ pub struct Queue {
     doomed: bool,
 }
 
-/// EXEC refused before it runs (no authentication, a NOPERM, an arity
-/// error): Redis answers with the reason behind EXECABORT, inside MULTI or
-/// not.
-pub(super) fn exec_abort(e: CommandError) -> CommandError {
-    // Redis formats the bare reason here: an arity error without its ERR.
-    let text = e.to_string();
-    let reason = text.strip_prefix("ERR ").unwrap_or(&text);
-    CommandError::Raw(format!(
-        "EXECABORT Transaction discarded because of: {reason}"
-    ))
-}
-
 impl Queue {
     /// How many commands are queued (CLIENT LIST's `multi`).
     pub fn len(&self) -> usize {
@@ -71,6 +59,18 @@ impl Queue {
     pub fn is_empty(&self) -> bool {
         self.requests.is_empty()
     }
+}
+
+/// EXEC refused before it runs (no authentication, a NOPERM, an arity
+/// error): Redis answers with the reason behind EXECABORT, inside MULTI or
+/// not.
+pub(super) fn exec_abort(e: CommandError) -> CommandError {
+    // Redis formats the bare reason here: an arity error without its ERR.
+    let text = e.to_string();
+    let reason = text.strip_prefix("ERR ").unwrap_or(&text);
+    CommandError::Raw(format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    ))
 }
 
 /// What the connection does with a request while a transaction is open.
