@@ -513,3 +513,17 @@ bench-lists N="200000" ROUNDS="3" REDKA="" REDLITE="":
     fi
     echo
     echo "elements left in one list (every pop above found one): respite $(redis-cli -p 7501 llen list:000000000001), redis $(redis-cli -p 7503 llen list:000000000001)"
+
+# Issue 13's load runs (docs/durability.md, "Under load"): 1,000
+# connections running the mixed profile for SECS against a release
+# respited, with RSS, database, WAL and key count sampled every 5 s; fails
+# on any error reply. Heavy: run it on a quiet machine.
+soak-mixed SECS="60" CONNS="1000":
+    cargo build --release -p respite-daemon -p respite-loadgen
+    scripts/soak.sh mixed {{SECS}} {{CONNS}}
+
+# TTL churn: SET of random keys with EX 1 at full speed for SECS, sampled
+# as above: the database file, WAL and key count must stay bounded.
+soak-ttl SECS="60" CONNS="50":
+    cargo build --release -p respite-daemon -p respite-loadgen
+    scripts/soak.sh ttl {{SECS}} {{CONNS}}
