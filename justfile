@@ -527,3 +527,19 @@ soak-mixed SECS="60" CONNS="1000":
 soak-ttl SECS="60" CONNS="50":
     cargo build --release -p respite-daemon -p respite-loadgen
     scripts/soak.sh ttl {{SECS}} {{CONNS}}
+
+# Long commands (docs/benchmarks.md, "Long commands"): MSET and DEL of N
+# keys against a release respited on a fresh database, with a probe client
+# doing SET meanwhile; the writer thread's CPU time is read from /proc.
+long-commands N="1000000":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release -p respite-daemon
+    dir=$(mktemp -d)
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    target/release/respited --port "$port" --db "$dir/respite.db" 2>"$dir/log" &
+    pid=$!
+    trap 'kill $pid; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+    for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
+    scripts/long_commands.py {{N}} "$port" MSET,DEL "$pid"
+    scripts/long_commands.py {{N}} "$port" MSET,DEL "$pid"
