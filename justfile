@@ -513,3 +513,33 @@ bench-lists N="200000" ROUNDS="3" REDKA="" REDLITE="":
     fi
     echo
     echo "elements left in one list (every pop above found one): respite $(redis-cli -p 7501 llen list:000000000001), redis $(redis-cli -p 7503 llen list:000000000001)"
+
+# Issue 13's load runs (docs/durability.md, "Under load"): 1,000
+# connections running the mixed profile for SECS against a release
+# respited, with RSS, database, WAL and key count sampled every 5 s; fails
+# on any error reply. Heavy: run it on a quiet machine.
+soak-mixed SECS="60" CONNS="1000":
+    cargo build --release -p respite-daemon -p respite-loadgen
+    scripts/soak.sh mixed {{SECS}} {{CONNS}}
+
+# TTL churn: SET of random keys with EX 1 at full speed for SECS, sampled
+# as above: the database file, WAL and key count must stay bounded.
+soak-ttl SECS="60" CONNS="50":
+    cargo build --release -p respite-daemon -p respite-loadgen
+    scripts/soak.sh ttl {{SECS}} {{CONNS}}
+
+# Long commands (docs/benchmarks.md, "Long commands"): MSET and DEL of N
+# keys against a release respited on a fresh database, with a probe client
+# doing SET meanwhile; the writer thread's CPU time is read from /proc.
+long-commands N="1000000":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release -p respite-daemon
+    dir=$(mktemp -d)
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    target/release/respited --port "$port" --db "$dir/respite.db" 2>"$dir/log" &
+    pid=$!
+    trap 'kill $pid; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+    for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
+    scripts/long_commands.py {{N}} "$port" MSET,DEL "$pid"
+    scripts/long_commands.py {{N}} "$port" MSET,DEL "$pid"

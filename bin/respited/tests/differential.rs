@@ -649,6 +649,14 @@ const MULTI_KEY: &[&str] = &[
     "MSETNX z",
     "MSETNX n 1 n 2",
     "GET n",
+    // MSET and DEL apply their keys sorted and once each: the result is
+    // Redis's argument-order one.
+    "MSET c 1 b 2 a 3 b 4 c 5 c 6",
+    "MGET a b c",
+    "DEL c b a b c a nosuch",
+    "MGET a b c",
+    "MSETNX q 1 p 2 q 3",
+    "MGET p q",
     "SET t v EX 100",
     "MSET t v2",
     "TTL t",

@@ -130,23 +130,27 @@ fn watch_prevents_lost_updates() {
 
 #[test]
 fn a_watched_key_that_expires_fails_exec_before_the_sweep_deletes_it() {
-    // The sweep deletes one key per pass, earliest expiry first, and 50
-    // keys expire before the watched one: it is still in the table, past
-    // its expiry, when EXEC runs.
+    // The sweep deletes one key per round and at most 16 rounds per pass
+    // (one pass per 100 ms tick when idle), earliest expiry first, and 800
+    // keys, written in one transaction, expire just before the watched one:
+    // it is still in the table, past its expiry, when EXEC runs.
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("respite.toml");
     std::fs::write(&config, "expire_chunk = 1\n").unwrap();
     let server = Respited::start(&["--config", config.to_str().unwrap()]);
     let mut con = server.client();
-    for i in 0..50 {
-        let _: () = redis::cmd("SET")
+    let mut early = redis::pipe();
+    early.atomic();
+    for i in 0..800 {
+        early
+            .cmd("SET")
             .arg(format!("early:{i}"))
             .arg("v")
             .arg("PX")
-            .arg(1)
-            .query(&mut con)
-            .unwrap();
+            .arg(150)
+            .ignore();
     }
+    let _: () = early.query(&mut con).unwrap();
     let _: () = redis::cmd("SET")
         .arg("w")
         .arg("v")
@@ -171,7 +175,7 @@ fn a_watched_key_that_expires_fails_exec_before_the_sweep_deletes_it() {
     // The key was still there for the sweep to delete: this was the expiry
     // rule, not a write.
     let swept: f64 = common::info_field(&mut con, "stats", "expired_keys");
-    assert!(swept < 51.0, "the sweep already deleted w ({swept} keys)");
+    assert!(swept < 801.0, "the sweep already deleted w ({swept} keys)");
     // A key missing at WATCH that stays missing does not fail EXEC.
     let _: () = redis::cmd("WATCH").arg("absent").query(&mut con).unwrap();
     assert_eq!(exec(&mut con, 2), Some(vec!["OK".to_string()]));

@@ -94,7 +94,8 @@ pub struct EngineConfig {
     /// regrowing a long WAL at every restart costs the writer an
     /// `ftruncate` each time).
     pub journal_size_limit: i64,
-    /// The most expired keys the writer deletes in one sweep between batches.
+    /// Expired keys the writer deletes per round of a sweep between
+    /// batches (a sweep runs up to 16 rounds while they come back full).
     pub expire_chunk: usize,
     /// Bytes of memory the value cache of hot strings may use; 0 turns it
     /// off (every GET then goes to the read pool).

@@ -43,10 +43,17 @@ pub struct Del {
 
 impl WriteCommand for Del {
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
-        Ok(Del {
-            db: s.db,
-            keys: args.rest(),
-        })
+        // In key order, once each: deleting walks the keys' b-tree from
+        // one end to the other, each page visited once, where argument
+        // order may jump back and forth and have the writer read evicted
+        // pages again (a million keys right after their MSET: 3.4 to 5.8 s
+        // of writer CPU in argument order, 1.5 to 2.0 s sorted).
+        // The sort runs here, on the connection's thread, not the writer's;
+        // the reply is the same, a repeated key is deleted only once.
+        let mut keys = args.rest();
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(Del { db: s.db, keys })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut n = 0;

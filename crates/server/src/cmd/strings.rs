@@ -565,10 +565,25 @@ fn parse_pairs(args: &mut Args, name: &str) -> Result<Vec<(Bytes, Bytes)>, Comma
         return Err(CommandError::WrongArity(name.into()));
     }
     let rest = args.rest();
-    Ok(rest
+    let mut pairs: Vec<(Bytes, Bytes)> = rest
         .chunks_exact(2)
         .map(|kv| (kv[0].clone(), kv[1].clone()))
-        .collect())
+        .collect();
+    // In key order, once each, keeping the last value of a repeated key
+    // (Redis's "a later pair wins"): writing walks the keys' b-tree from
+    // one end to the other, each page visited once, where argument order
+    // may jump back and forth and have the writer read evicted pages again.
+    // The result is the same; the sort runs here, on the connection's
+    // thread, not the writer's.
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    pairs.dedup_by(|later, kept| {
+        if later.0 != kept.0 {
+            return false;
+        }
+        std::mem::swap(&mut later.1, &mut kept.1);
+        true
+    });
+    Ok(pairs)
 }
 
 impl WriteCommand for MSet {
