@@ -229,6 +229,31 @@ fn plan_local<C: LocalCommand>(s: &mut Session, args: Args) -> Result<Plan, Comm
     cmd.apply(s)
 }
 
+/// A row's plan: parse, then say where the command runs (or run it, for a
+/// local command).
+type PlanFn = fn(&mut Session, Args) -> Result<Plan, CommandError>;
+
+/// The parse step of a row alone: what [`parse_only`] runs. A local
+/// command's plan runs it at once (CONFIG SET, SHUTDOWN), so the parse
+/// needs a way in of its own; the others get one for uniformity.
+type ParseFn = fn(&Session, Args) -> Result<(), CommandError>;
+
+fn parse_read<C: ReadCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
+    parse_all(args, s, C::parse).map(drop)
+}
+
+fn parse_write<C: WriteCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
+    parse_all(args, s, C::parse).map(drop)
+}
+
+fn parse_block<C: BlockingCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
+    parse_all(args, s, C::parse).map(drop)
+}
+
+fn parse_local<C: LocalCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
+    parse_all(args, s, C::parse).map(drop)
+}
+
 /// Where a command's `apply` runs, as the trait it implements says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -264,6 +289,8 @@ pub struct Spec {
     pub summary: &'static str,
     /// Parses and plans the command.
     pub plan: fn(&mut Session, Args) -> Result<Plan, CommandError>,
+    /// Only parses it (see [`parse_only`]).
+    parse: ParseFn,
     /// For a container command whose subcommands Redis checks before
     /// queueing (OBJECT): its upper-case name and each subcommand's arity.
     pub subcommands: Option<(&'static str, &'static [(&'static str, i32)])>,
@@ -280,7 +307,7 @@ impl Spec {
         keys: [i32; 3],
         group: &'static str,
         summary: &'static str,
-        plan: fn(&mut Session, Args) -> Result<Plan, CommandError>,
+        (plan, parse): (PlanFn, ParseFn),
     ) -> Spec {
         Spec {
             name,
@@ -293,6 +320,7 @@ impl Spec {
             group,
             summary,
             plan,
+            parse,
             subcommands: None,
         }
     }
@@ -327,7 +355,7 @@ impl Spec {
             keys,
             group,
             summary,
-            plan_read::<C>,
+            (plan_read::<C>, parse_read::<C>),
         )
     }
 
@@ -348,7 +376,7 @@ impl Spec {
             keys,
             group,
             summary,
-            plan_write::<C>,
+            (plan_write::<C>, parse_write::<C>),
         )
     }
 
@@ -369,7 +397,7 @@ impl Spec {
             keys,
             group,
             summary,
-            plan_block::<C>,
+            (plan_block::<C>, parse_block::<C>),
         )
     }
 
@@ -390,7 +418,7 @@ impl Spec {
             keys,
             group,
             summary,
-            plan_local::<C>,
+            (plan_local::<C>, parse_local::<C>),
         )
     }
 
@@ -571,6 +599,22 @@ fn check(
     // could have run (as in Redis).
     crate::acl::authorize(session, index, request)?;
     Ok((index, spec))
+}
+
+/// Checks and parses a request as [`dispatch`] does (lookup, arity,
+/// authentication, ACL, then the command's own parse), without planning or
+/// running it; answers the command's name. For fuzzing every command's
+/// parser against arbitrary arguments (fuzz/).
+pub fn parse_only(session: &Session, request: Vec<Bytes>) -> Result<&'static str, CommandError> {
+    if request.is_empty() {
+        return Err(CommandError::Syntax);
+    }
+    let found = lookup_index(&request[0]);
+    let (_, spec) = check(session, &request, found)?;
+    let mut args = request.into_iter();
+    args.next();
+    (spec.parse)(session, Args::new(args))?;
+    Ok(spec.name)
 }
 
 /// Parses a subcommand name for container commands (CLIENT, CONFIG,
