@@ -695,6 +695,80 @@ mod tests {
         }
     }
 
+    /// A session on a fresh engine, as the fuzz target builds one.
+    pub(crate) fn session(dir: &std::path::Path) -> Session {
+        let config = crate::Config {
+            db: dir.join("t.db"),
+            readers: 1,
+            ..crate::Config::default()
+        };
+        let engine = respite_engine::Engine::<Reply>::open(config.engine()).expect("engine");
+        let shared = Arc::new(Shared::new(engine, config));
+        let client = Arc::new(ClientHandle {
+            id: 1,
+            peer: crate::state::Peer::Unix("test".into()),
+            name: Default::default(),
+            db: Default::default(),
+            resp: 2.into(),
+            last_cmd: usize::MAX.into(),
+            created: std::time::Instant::now(),
+            last_active_ms: Default::default(),
+            killed: Default::default(),
+            kill_notify: Default::default(),
+            output_bytes: Default::default(),
+            blocked: Default::default(),
+            user: std::sync::Mutex::new("default".into()),
+        });
+        Session {
+            acl: crate::acl::SessionAcl::default_user(&shared),
+            shared,
+            client,
+            db: 0,
+            resp3: false,
+            authenticated: true,
+            multi: None,
+            watched: Default::default(),
+        }
+    }
+
+    fn request(args: &[&str]) -> Vec<Bytes> {
+        args.iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn parse_only_checks_and_parses_without_running() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = session(dir.path());
+        let parse = |args: &[&str]| parse_only(&s, request(args));
+        assert!(matches!(parse(&["set", "k", "v", "EX", "10"]), Ok("set")));
+        assert!(matches!(
+            parse(&["SET", "k", "v", "EX", "x"]),
+            Err(CommandError::NotInteger)
+        ));
+        assert!(matches!(parse(&["get"]), Err(CommandError::WrongArity(n)) if n == "get"));
+        assert!(matches!(
+            parse(&["nosuch", "a"]),
+            Err(CommandError::UnknownCommand { .. })
+        ));
+        assert!(matches!(parse(&[]), Err(CommandError::Syntax)));
+        // A local command is parsed, not run: the setting stays, and the
+        // server does not begin to stop.
+        let before = s.shared.settings.maxclients.load(Ordering::Relaxed);
+        assert!(matches!(
+            parse(&["config", "set", "maxclients", "5"]),
+            Ok("config")
+        ));
+        assert_eq!(s.shared.settings.maxclients.load(Ordering::Relaxed), before);
+        assert!(matches!(parse(&["shutdown", "nosave"]), Ok("shutdown")));
+        assert!(!s.shared.shutting_down.load(Ordering::Relaxed));
+        assert!(matches!(
+            parse(&["shutdown", "later"]),
+            Err(CommandError::Syntax)
+        ));
+    }
+
     /// docs/commands.md lists exactly the commands of the table, each once.
     #[test]
     fn commands_md_lists_exactly_the_table() {
