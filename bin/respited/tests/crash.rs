@@ -690,7 +690,7 @@ impl Run {
         let started = Instant::now();
         let mut left = (0u64, 0u64);
         let (mut recoveries, mut startup_kills) = (0u64, 0u64);
-        let (mut max_recovery_ms, mut max_wal) = (0u64, 0u64);
+        let (mut max_recovery_ms, mut max_wal, mut frames_recovered) = (0u64, 0u64, 0u64);
         for cycle in 0..=self.cycles {
             let fsync = self.fsync_of(cycle).to_string();
             let small_checkpoints = cycle % 2 == 1;
@@ -736,6 +736,10 @@ impl Run {
                     "{frames} frames recovered of {}: {done}",
                     left.1
                 );
+                if done.contains("complete=true") {
+                    assert_eq!(log_field(done, "copied"), Some(frames), "{done}");
+                }
+                frames_recovered += frames;
                 let ms = log_field(done, "ms").expect("ms in the recovery line");
                 max_recovery_ms = max_recovery_ms.max(ms);
                 max_wal = max_wal.max(left.0);
@@ -789,7 +793,8 @@ impl Run {
         eprintln!(
             "crash run done: {} cycles (appendfsync {}) in {:.1} s; {} writes acknowledged \
              ({} of 1 MB, {} MULTI/EXEC), all present; {} in doubt at a kill, {} of them applied; \
-             {} recoveries of a WAL left by a kill (largest {} bytes, slowest {} ms); \
+             {} recoveries of a WAL left by a kill ({} committed frames in all, largest WAL {} bytes, \
+             slowest {} ms); \
              {} kills during start-up; integrity_check ok after every kill",
             self.cycles,
             self.fsync,
@@ -800,12 +805,14 @@ impl Run {
             total.in_doubt,
             total.in_doubt_applied,
             recoveries,
+            frames_recovered,
             max_wal,
             max_recovery_ms,
             startup_kills,
         );
         assert!(total.acked > 0, "no write was acknowledged");
         assert!(recoveries > 0, "no kill left a WAL to recover");
+        assert!(frames_recovered > 0, "no recovery found a committed frame");
     }
 }
 

@@ -194,12 +194,22 @@ fn recover(conn: &rusqlite::Connection, found: WalFound, started: std::time::Ins
         wal_page_size = found.page_size,
         "the last run did not stop cleanly: recovering the commits in its WAL"
     );
-    let copied = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, i64>(2)?,
-        ))
+    // A PASSIVE checkpoint first, for the counts: it reports the frames
+    // recovery kept and how many it copied, where a TRUNCATE reports the
+    // emptied WAL (0 and 0). With no reader yet it copies everything, and
+    // the TRUNCATE after it only empties the file.
+    let checkpoint = |mode: &str| {
+        conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+    };
+    let copied = checkpoint("PASSIVE").and_then(|(_, frames, copied)| {
+        let (busy, _, _) = checkpoint("TRUNCATE")?;
+        Ok((busy, frames, copied))
     });
     match copied {
         Ok((busy, frames, copied)) => tracing::info!(
