@@ -36,6 +36,7 @@ use respite_server::{Config, Reply};
 
 /// The words of Redis 7.0's commands (every `token` in src/commands/*.json,
 /// and the container commands' subcommands).
+#[rustfmt::skip]
 const TOKENS: &[&str] = &[
     "$", "*", "=", "ABORT", "ABSTTL", "ACLCAT", "ADDR", "ADDSLOTS", "ADDSLOTSRANGE",
     "AFTER", "AGGREGATE", "ALL", "ALPHA", "ANY", "APPEND", "ARGS", "ASC", "ASYNC",
@@ -75,6 +76,7 @@ const TOKENS: &[&str] = &[
 /// What else the parsers look for: CONFIG parameters and values, ACL
 /// rules, numbers at and past their edges, float spellings, range bounds,
 /// patterns.
+#[rustfmt::skip]
 const WORDS: &[&str] = &[
     "maxclients", "proto-max-bulk-len", "client-query-buffer-limit",
     "client-output-buffer-limit", "appendfsync", "requirepass", "protected-mode",
