@@ -570,15 +570,18 @@ impl Model {
 /// The WAL a killed process left: its size and whole frames (the WAL
 /// header's page size at offset 8, then frames of 24 bytes plus a page).
 fn wal_left(db: &Path) -> (u64, u64) {
+    use std::io::Read;
     let wal = db.with_file_name("respite.db-wal");
-    let Ok(bytes) = std::fs::read(&wal) else {
+    let Ok(mut file) = std::fs::File::open(&wal) else {
         return (0, 0);
     };
-    if bytes.len() < 32 {
-        return (bytes.len() as u64, 0);
+    let len = file.metadata().map_or(0, |m| m.len());
+    let mut header = [0u8; 32];
+    if file.read_exact(&mut header).is_err() {
+        return (len, 0);
     }
-    let page = u32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as u64;
-    (bytes.len() as u64, (bytes.len() as u64 - 32) / (page + 24))
+    let page = u32::from_be_bytes([header[8], header[9], header[10], header[11]]) as u64;
+    (len, (len - 32) / (page + 24))
 }
 
 /// Copies the database and WAL a killed process left into `scratch` and
