@@ -35,6 +35,36 @@ lint:
 # build and unpack the .deb from the debug binary).
 ci: lint test-redis
 
+# Crash safety (bin/respited/tests/crash.rs) for N cycles: writer
+# clients record every acknowledged write while respited is SIGKILLed at
+# random moments, restarted on the same files and checked (every
+# acknowledged write present, every MULTI/EXEC whole or absent,
+# integrity_check ok, the recovery reported in the log). FSYNC is always,
+# everysec, no, or mixed (each in turn); SEED replays a run. A release
+# build, for speed; `just ci` runs the same test for 21 cycles in debug.
+# Example: just crash 300 everysec. Prints what it checked.
+crash N="200" FSYNC="mixed" SEED="":
+    RESPITE_CRASH_CYCLES={{N}} RESPITE_CRASH_FSYNC={{FSYNC}} RESPITE_CRASH_SEED={{SEED}} \
+        cargo test --release -p respite-daemon --test crash -- --nocapture
+
+# Runs each fuzz target (fuzz/README.md; all of them without TARGETS) for
+# SECS seconds from its corpus in fuzz/corpus, with nightly and cargo-fuzz
+# (`cargo install cargo-fuzz`). What libFuzzer finds new goes to a scratch
+# directory, so the checkout stays as it is; a crash stops the run and is
+# saved under fuzz/artifacts. CI runs `just fuzz 20`.
+fuzz SECS="60" *TARGETS:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cd fuzz
+    targets="{{TARGETS}}"
+    [ -n "$targets" ] || targets=$(cargo +nightly fuzz list)
+    for t in $targets; do
+        scratch=$(mktemp -d)
+        trap 'rm -rf "$scratch"' EXIT
+        cargo +nightly fuzz run "$t" "$scratch" "corpus/$t" -- -max_total_time={{SECS}} -timeout=10 -print_final_stats=1
+        rm -rf "$scratch"
+    done
+
 # The Debian package from a release build: target/deb/respite_*.deb
 # (packaging/build-deb.sh, with dpkg-deb; see docs/operations.md).
 deb:

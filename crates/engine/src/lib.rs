@@ -127,24 +127,91 @@ fn process_write_bytes() -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// What a WAL file held when the engine found it, before SQLite opened it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct WalFound {
+    /// The file's size in bytes.
+    bytes: u64,
+    /// The page size its header names (0 if the header is short or bad).
+    page_size: u32,
+    /// Whole frames the file holds after its 32-byte header. An upper
+    /// bound on what recovery keeps: a WAL that was started over after a
+    /// checkpoint keeps the older frames behind the new ones until it is
+    /// overwritten, and recovery stops at the first frame whose checksum
+    /// or salt does not follow on (the end of the last complete commit).
+    frames: u64,
+}
+
+impl WalFound {
+    /// Reads the size and header of the WAL at `path` (None: no file or
+    /// an empty one, which is what a clean stop leaves).
+    fn read(path: &std::path::Path) -> Option<WalFound> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(path).ok()?;
+        let bytes = file.metadata().ok()?.len();
+        if bytes == 0 {
+            return None;
+        }
+        let mut header = [0u8; 32];
+        let page_size = match file.read_exact(&mut header) {
+            // The WAL format (sqlite.org/fileformat.html, "WAL File
+            // Format"): a big-endian magic number, the format version, then
+            // the page size at offset 8.
+            Ok(()) => u32::from_be_bytes([header[8], header[9], header[10], header[11]]),
+            Err(_) => 0,
+        };
+        Some(WalFound::from_header(bytes, page_size))
+    }
+
+    fn from_header(bytes: u64, page_size: u32) -> WalFound {
+        // A valid page size is a power of two from 512 to 65536; anything
+        // else is a torn or foreign header, and SQLite will ignore the file.
+        let valid = page_size.is_power_of_two() && (512..=65536).contains(&page_size);
+        let frames = if valid {
+            bytes.saturating_sub(32) / (u64::from(page_size) + 24)
+        } else {
+            0
+        };
+        WalFound {
+            bytes,
+            page_size: if valid { page_size } else { 0 },
+            frames,
+        }
+    }
+}
+
 /// After an unclean stop: SQLite's own recovery rebuilds the WAL index from
 /// the WAL's checksummed frames when the file is first read (a commit is in
 /// the WAL whole or not at all; frames of a commit that never finished are
 /// ignored), and nothing else in respite's layout needs rebuilding. This
 /// copies the recovered commits into the database and empties the WAL
-/// before any client connects, and says so in the log.
-fn recover(conn: &rusqlite::Connection, wal_bytes: u64) {
+/// before any client connects, and says so in the log: what the file held
+/// (`found`), the frames SQLite kept as committed, and how long the open,
+/// recovery and copy took together (`started` is taken before the open,
+/// since SQLite recovers the WAL on the open's first read).
+fn recover(conn: &rusqlite::Connection, found: WalFound, started: std::time::Instant) {
     tracing::warn!(
-        wal_bytes,
+        wal_bytes = found.bytes,
+        wal_frames = found.frames,
+        wal_page_size = found.page_size,
         "the last run did not stop cleanly: recovering the commits in its WAL"
     );
-    let started = std::time::Instant::now();
-    let copied = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, i64>(2)?,
-        ))
+    // A PASSIVE checkpoint first, for the counts: it reports the frames
+    // recovery kept and how many it copied, where a TRUNCATE reports the
+    // emptied WAL (0 and 0). With no reader yet it copies everything, and
+    // the TRUNCATE after it only empties the file.
+    let checkpoint = |mode: &str| {
+        conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+    };
+    let copied = checkpoint("PASSIVE").and_then(|(_, frames, copied)| {
+        let (busy, _, _) = checkpoint("TRUNCATE")?;
+        Ok((busy, frames, copied))
     });
     match copied {
         Ok((busy, frames, copied)) => tracing::info!(
@@ -159,6 +226,7 @@ fn recover(conn: &rusqlite::Connection, wal_bytes: u64) {
         // checkpointer, e.g. once a full disk has room again.
         Err(e) => tracing::warn!(
             error = %e,
+            ms = started.elapsed().as_millis() as u64,
             "the recovered WAL could not be copied into the database yet; serving from the WAL"
         ),
     }
@@ -252,7 +320,8 @@ impl<R: Send + 'static> Engine<R> {
         let mut wal = config.path.clone().into_os_string();
         wal.push("-wal");
         let wal_path = PathBuf::from(wal);
-        let unclean_wal = std::fs::metadata(&wal_path).map_or(0, |m| m.len());
+        let unclean_wal = WalFound::read(&wal_path);
+        let opening = std::time::Instant::now();
         let conn = schema::open_writer(
             &config.path,
             config.appendfsync,
@@ -260,8 +329,8 @@ impl<R: Send + 'static> Engine<R> {
             config.page_size,
         )?;
         let page_size: u32 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
-        if unclean_wal > 0 {
-            recover(&conn, unclean_wal);
+        if let Some(found) = unclean_wal {
+            recover(&conn, found, opening);
         }
         let stats = Arc::new(Stats::new());
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
@@ -509,5 +578,39 @@ impl<R: Send + 'static> Drop for Engine<R> {
         for t in threads {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WalFound;
+
+    #[test]
+    fn wal_frames_are_counted_from_the_header_page_size() {
+        // 32-byte header, then frames of a 24-byte header and one page.
+        let found = WalFound::from_header(32 + 3 * (512 + 24), 512);
+        assert_eq!(found.frames, 3);
+        assert_eq!(found.page_size, 512);
+        // A frame cut short by the crash is not counted.
+        assert_eq!(WalFound::from_header(32 + 2 * 4120 + 100, 4096).frames, 2);
+        // A header that names no valid page size counts nothing.
+        assert_eq!(WalFound::from_header(10_000, 1000).frames, 0);
+        assert_eq!(WalFound::from_header(10_000, 0).page_size, 0);
+        assert_eq!(WalFound::from_header(20, 512).frames, 0);
+    }
+
+    #[test]
+    fn a_missing_or_empty_wal_is_not_found() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.db-wal");
+        assert_eq!(WalFound::read(&path), None);
+        std::fs::write(&path, b"").expect("write");
+        assert_eq!(WalFound::read(&path), None);
+        let mut header = vec![0u8; 32];
+        header[8..12].copy_from_slice(&1024u32.to_be_bytes());
+        header.extend(std::iter::repeat_n(0u8, 2 * (1024 + 24)));
+        std::fs::write(&path, &header).expect("write");
+        let found = WalFound::read(&path).expect("found");
+        assert_eq!((found.bytes, found.frames), (32 + 2 * 1048, 2));
     }
 }

@@ -239,6 +239,31 @@ fn plan_local<C: LocalCommand>(s: &mut Session, args: Args) -> Result<Plan, Comm
     cmd.apply(s)
 }
 
+/// A row's plan: parse, then say where the command runs (or run it, for a
+/// local command).
+type PlanFn = fn(&mut Session, Args) -> Result<Plan, CommandError>;
+
+/// The parse step of a row alone: what [`parse_only`] runs. A local
+/// command's plan runs it at once (CONFIG SET, SHUTDOWN), so the parse
+/// needs a way in of its own; the others get one for uniformity.
+type ParseFn = fn(&Session, Args) -> Result<(), CommandError>;
+
+fn parse_read<C: ReadCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
+    parse_all(args, s, C::parse).map(drop)
+}
+
+fn parse_write<C: WriteCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
+    parse_all(args, s, C::parse).map(drop)
+}
+
+fn parse_block<C: BlockingCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
+    parse_all(args, s, C::parse).map(drop)
+}
+
+fn parse_local<C: LocalCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
+    parse_all(args, s, C::parse).map(drop)
+}
+
 /// Where a command's `apply` runs, as the trait it implements says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -274,6 +299,8 @@ pub struct Spec {
     pub summary: &'static str,
     /// Parses and plans the command.
     pub plan: fn(&mut Session, Args) -> Result<Plan, CommandError>,
+    /// Only parses it (see [`parse_only`]).
+    parse: ParseFn,
     /// For a container command whose subcommands Redis checks before
     /// queueing (OBJECT): its upper-case name and each subcommand's arity.
     pub subcommands: Option<(&'static str, &'static [(&'static str, i32)])>,
@@ -290,7 +317,7 @@ impl Spec {
         keys: [i32; 3],
         group: &'static str,
         summary: &'static str,
-        plan: fn(&mut Session, Args) -> Result<Plan, CommandError>,
+        (plan, parse): (PlanFn, ParseFn),
     ) -> Spec {
         Spec {
             name,
@@ -303,6 +330,7 @@ impl Spec {
             group,
             summary,
             plan,
+            parse,
             subcommands: None,
         }
     }
@@ -337,7 +365,7 @@ impl Spec {
             keys,
             group,
             summary,
-            plan_read::<C>,
+            (plan_read::<C>, parse_read::<C>),
         )
     }
 
@@ -358,7 +386,7 @@ impl Spec {
             keys,
             group,
             summary,
-            plan_write::<C>,
+            (plan_write::<C>, parse_write::<C>),
         )
     }
 
@@ -379,7 +407,7 @@ impl Spec {
             keys,
             group,
             summary,
-            plan_block::<C>,
+            (plan_block::<C>, parse_block::<C>),
         )
     }
 
@@ -400,7 +428,7 @@ impl Spec {
             keys,
             group,
             summary,
-            plan_local::<C>,
+            (plan_local::<C>, parse_local::<C>),
         )
     }
 
@@ -635,6 +663,22 @@ fn check(
     Ok((index, spec))
 }
 
+/// Checks and parses a request as [`dispatch`] does (lookup, arity,
+/// authentication, ACL, then the command's own parse), without planning or
+/// running it; answers the command's name. For fuzzing every command's
+/// parser against arbitrary arguments (fuzz/).
+pub fn parse_only(session: &Session, request: Vec<Bytes>) -> Result<&'static str, CommandError> {
+    if request.is_empty() {
+        return Err(CommandError::Syntax);
+    }
+    let found = lookup_index(&request[0]);
+    let (_, spec) = check(session, &request, found)?;
+    let mut args = request.into_iter();
+    args.next();
+    (spec.parse)(session, Args::new(args))?;
+    Ok(spec.name)
+}
+
 /// Parses a subcommand name for container commands (CLIENT, CONFIG,
 /// COMMAND).
 pub(crate) fn subcommand(args: &mut Args) -> Result<Sub, CommandError> {
@@ -720,6 +764,80 @@ mod tests {
                 !spec.extra_flags.contains(&"write") && !spec.extra_flags.contains(&"readonly")
             );
         }
+    }
+
+    /// A session on a fresh engine, as the fuzz target builds one.
+    pub(crate) fn session(dir: &std::path::Path) -> Session {
+        let config = crate::Config {
+            db: dir.join("t.db"),
+            readers: 1,
+            ..crate::Config::default()
+        };
+        let engine = respite_engine::Engine::<Reply>::open(config.engine()).expect("engine");
+        let shared = Arc::new(Shared::new(engine, config));
+        let client = Arc::new(ClientHandle {
+            id: 1,
+            peer: crate::state::Peer::Unix("test".into()),
+            name: Default::default(),
+            db: Default::default(),
+            resp: 2.into(),
+            last_cmd: usize::MAX.into(),
+            created: std::time::Instant::now(),
+            last_active_ms: Default::default(),
+            killed: Default::default(),
+            kill_notify: Default::default(),
+            output_bytes: Default::default(),
+            blocked: Default::default(),
+            user: std::sync::Mutex::new("default".into()),
+        });
+        Session {
+            acl: crate::acl::SessionAcl::default_user(&shared),
+            shared,
+            client,
+            db: 0,
+            resp3: false,
+            authenticated: true,
+            multi: None,
+            watched: Default::default(),
+        }
+    }
+
+    fn request(args: &[&str]) -> Vec<Bytes> {
+        args.iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn parse_only_checks_and_parses_without_running() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = session(dir.path());
+        let parse = |args: &[&str]| parse_only(&s, request(args));
+        assert!(matches!(parse(&["set", "k", "v", "EX", "10"]), Ok("set")));
+        assert!(matches!(
+            parse(&["SET", "k", "v", "EX", "x"]),
+            Err(CommandError::NotInteger)
+        ));
+        assert!(matches!(parse(&["get"]), Err(CommandError::WrongArity(n)) if n == "get"));
+        assert!(matches!(
+            parse(&["nosuch", "a"]),
+            Err(CommandError::UnknownCommand { .. })
+        ));
+        assert!(matches!(parse(&[]), Err(CommandError::Syntax)));
+        // A local command is parsed, not run: the setting stays, and the
+        // server does not begin to stop.
+        let before = s.shared.settings.maxclients.load(Ordering::Relaxed);
+        assert!(matches!(
+            parse(&["config", "set", "maxclients", "5"]),
+            Ok("config")
+        ));
+        assert_eq!(s.shared.settings.maxclients.load(Ordering::Relaxed), before);
+        assert!(matches!(parse(&["shutdown", "nosave"]), Ok("shutdown")));
+        assert!(!s.shared.shutting_down.load(Ordering::Relaxed));
+        assert!(matches!(
+            parse(&["shutdown", "later"]),
+            Err(CommandError::Syntax)
+        ));
     }
 
     /// docs/commands.md lists exactly the commands of the table, each once.
