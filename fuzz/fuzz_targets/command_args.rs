@@ -23,8 +23,7 @@
 #![no_main]
 
 use std::cell::RefCell;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
@@ -132,21 +131,7 @@ fn session() -> Session {
     // what it has open.
     drop(dir);
     let shared = Arc::new(Shared::new(engine, config));
-    let client = Arc::new(ClientHandle {
-        id: 1,
-        peer: Peer::Unix("fuzz".into()),
-        name: Mutex::new(None),
-        db: Default::default(),
-        resp: 2.into(),
-        last_cmd: usize::MAX.into(),
-        created: Instant::now(),
-        last_active_ms: Default::default(),
-        killed: Default::default(),
-        kill_notify: Default::default(),
-        output_bytes: Default::default(),
-        blocked: Mutex::new(None),
-        user: Mutex::new("default".into()),
-    });
+    let client = Arc::new(ClientHandle::new(1, Peer::Unix("fuzz".into())));
     Session {
         acl: respite_server::acl::SessionAcl::default_user(&shared),
         shared,

@@ -18,7 +18,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use std::future::Future;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -506,22 +505,7 @@ async fn admit<S>(
             None
         } else {
             let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
-            let handle = Arc::new(ClientHandle {
-                id,
-                peer,
-                name: Mutex::new(None),
-                db: Default::default(),
-                resp: 2.into(),
-                last_cmd: usize::MAX.into(),
-                created: Instant::now(),
-                last_active_ms: Default::default(),
-                killed: Default::default(),
-                kill_notify: Default::default(),
-                output_bytes: Default::default(),
-                blocked: Mutex::new(None),
-                user: Mutex::new("default".into()),
-                state: Default::default(),
-            });
+            let handle = Arc::new(ClientHandle::new(id, peer));
             handle.state.fd.store(fd, Ordering::Relaxed);
             clients.insert(id, handle.clone());
             Some(handle)

@@ -88,6 +88,28 @@ pub struct ClientHandle {
 }
 
 impl ClientHandle {
+    /// A client just connected from `peer`, logged in as `default`, in
+    /// database 0, speaking RESP2 (the listener, tests and the fuzzers make
+    /// theirs here, so a new field is added in one place).
+    pub fn new(id: u64, peer: Peer) -> ClientHandle {
+        ClientHandle {
+            id,
+            peer,
+            name: Mutex::new(None),
+            db: Default::default(),
+            resp: 2.into(),
+            last_cmd: usize::MAX.into(),
+            created: Instant::now(),
+            last_active_ms: Default::default(),
+            killed: Default::default(),
+            kill_notify: Default::default(),
+            output_bytes: Default::default(),
+            blocked: Mutex::new(None),
+            user: Mutex::new("default".into()),
+            state: Default::default(),
+        }
+    }
+
     /// `addr` as CLIENT LIST prints it.
     pub fn addr(&self) -> String {
         match &self.peer {

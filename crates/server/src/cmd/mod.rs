@@ -775,21 +775,10 @@ mod tests {
         };
         let engine = respite_engine::Engine::<Reply>::open(config.engine()).expect("engine");
         let shared = Arc::new(Shared::new(engine, config));
-        let client = Arc::new(ClientHandle {
-            id: 1,
-            peer: crate::state::Peer::Unix("test".into()),
-            name: Default::default(),
-            db: Default::default(),
-            resp: 2.into(),
-            last_cmd: usize::MAX.into(),
-            created: std::time::Instant::now(),
-            last_active_ms: Default::default(),
-            killed: Default::default(),
-            kill_notify: Default::default(),
-            output_bytes: Default::default(),
-            blocked: Default::default(),
-            user: std::sync::Mutex::new("default".into()),
-        });
+        let client = Arc::new(ClientHandle::new(
+            1,
+            crate::state::Peer::Unix("test".into()),
+        ));
         Session {
             acl: crate::acl::SessionAcl::default_user(&shared),
             shared,
