@@ -759,6 +759,21 @@ where
     tokio::pin!(killed);
     let stopping = shutdown.wait_for(|down| *down);
     tokio::pin!(stopping);
+    // Writes every reply gathered so far (see `Turn::finish`): at the end
+    // of each turn, and before a command that waits (a pause, a blocking
+    // pop), whose client may be waiting for those replies meanwhile.
+    macro_rules! answer_gathered {
+        () => {{
+            let mut sender = Sender {
+                stream: &mut stream,
+                killed: killed.as_mut(),
+                client: &client,
+                shared: &shared,
+                over_soft_since: &mut over_soft_since,
+            };
+            turn.finish(&shared, &mut out, &mut sender).await
+        }};
+    }
     'conn: loop {
         if !std::mem::take(&mut more_buffered) {
             let read = tokio::select! {
@@ -836,14 +851,7 @@ where
                     if shared.pause.holds(&request[0]) {
                         // CLIENT PAUSE: what came before is answered, then
                         // this command waits for the pause to end.
-                        let mut sender = Sender {
-                            stream: &mut stream,
-                            killed: killed.as_mut(),
-                            client: &client,
-                            shared: &shared,
-                            over_soft_since: &mut over_soft_since,
-                        };
-                        if turn.finish(&shared, &mut out, &mut sender).await.is_err() {
+                        if answer_gathered!().is_err() {
                             break 'conn;
                         }
                         tokio::select! {
@@ -856,14 +864,7 @@ where
                     if let Plan::Block(blocker) = plan {
                         // What came before is answered first: the client
                         // may be waiting for those replies while it blocks.
-                        let mut sender = Sender {
-                            stream: &mut stream,
-                            killed: killed.as_mut(),
-                            client: &client,
-                            shared: &shared,
-                            over_soft_since: &mut over_soft_since,
-                        };
-                        if turn.finish(&shared, &mut out, &mut sender).await.is_err() {
+                        if answer_gathered!().is_err() {
                             break 'conn;
                         }
                         let waited = block(
@@ -922,14 +923,7 @@ where
             .counters
             .commands_processed
             .fetch_add(processed, Ordering::Relaxed);
-        let mut sender = Sender {
-            stream: &mut stream,
-            killed: killed.as_mut(),
-            client: &client,
-            shared: &shared,
-            over_soft_since: &mut over_soft_since,
-        };
-        if turn.finish(&shared, &mut out, &mut sender).await.is_err() {
+        if answer_gathered!().is_err() {
             break 'conn;
         }
         // Give back memory a large reply left behind.
