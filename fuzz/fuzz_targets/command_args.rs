@@ -132,16 +132,7 @@ fn session() -> Session {
     drop(dir);
     let shared = Arc::new(Shared::new(engine, config));
     let client = Arc::new(ClientHandle::new(1, Peer::Unix("fuzz".into())));
-    Session {
-        acl: respite_server::acl::SessionAcl::default_user(&shared),
-        shared,
-        client,
-        db: 0,
-        resp3: false,
-        authenticated: true,
-        multi: None,
-        watched: Default::default(),
-    }
+    Session::new(shared, client)
 }
 
 thread_local! {

@@ -718,17 +718,7 @@ pub async fn serve<S>(mut stream: S, shared: Arc<Shared>, client: Arc<ClientHand
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let authenticated = shared.acl.default_user_open();
-    let mut session = Session {
-        shared: shared.clone(),
-        client: client.clone(),
-        db: 0,
-        resp3: false,
-        authenticated,
-        multi: None,
-        watched: Default::default(),
-        acl: crate::acl::SessionAcl::default_user(&shared),
-    };
+    let mut session = Session::new(shared.clone(), client.clone());
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut framer = Framer::default();
     let mut out = BytesMut::with_capacity(16 * 1024);

@@ -113,6 +113,23 @@ pub struct Session {
     pub acl: crate::acl::SessionAcl,
 }
 
+impl Session {
+    /// A new connection's session: database 0, RESP2, no transaction, the
+    /// `default` user; authenticated unless that user needs a password.
+    pub fn new(shared: Arc<Shared>, client: Arc<ClientHandle>) -> Session {
+        Session {
+            authenticated: shared.acl.default_user_open(),
+            acl: crate::acl::SessionAcl::default_user(&shared),
+            shared,
+            client,
+            db: 0,
+            resp3: false,
+            multi: None,
+            watched: Default::default(),
+        }
+    }
+}
+
 /// A command whose `apply` reads the keyspace on the read pool.
 pub trait ReadCommand: Sized + Send + 'static {
     /// Whether `apply` runs more than one statement and needs them to see
@@ -779,16 +796,7 @@ mod tests {
             1,
             crate::state::Peer::Unix("test".into()),
         ));
-        Session {
-            acl: crate::acl::SessionAcl::default_user(&shared),
-            shared,
-            client,
-            db: 0,
-            resp3: false,
-            authenticated: true,
-            multi: None,
-            watched: Default::default(),
-        }
+        Session::new(shared, client)
     }
 
     fn request(args: &[&str]) -> Vec<Bytes> {
