@@ -336,9 +336,21 @@ fn wal_stays_bounded_under_load() {
         // Reads keep going while the WAL grows.
         let _: Option<Vec<u8>> = redis::cmd("GET").arg("w0:0").query(&mut reader).unwrap();
     }
-    // ~8 MB were written; the WAL must have been kept far below that.
-    let wal = info_field(&mut con, "persistence", "wal_size_bytes");
-    assert!(wal < 4.0 * 1048576.0, "WAL is {wal} bytes");
+    // ~8 MB were written; the WAL must be kept far below that. The writer
+    // truncates it between batches once it passes the hard bound and, if
+    // the background checkpointer holds the lock, tries again after the
+    // next batch or idle tick; on a starved machine that can take a while,
+    // so the bound is asserted once the writes are done, within a
+    // deadline, rather than at one instant.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let wal = info_field(&mut con, "persistence", "wal_size_bytes");
+        if wal < 4.0 * 1048576.0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "WAL is {wal} bytes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // The writer's own checkpoint runs between batches, and yields when the
     // background checkpointer is busy copying, so it may land just after
     // the last reply: wait for it rather than race it.
