@@ -304,8 +304,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let set_log_level = logging::init(&config.log_level);
-    match serve(&cli, config, &*set_log_level) {
+    let set_log_level: respite_server::state::LogFilter =
+        Arc::from(logging::init(&config.log_level));
+    match serve(&cli, config, &set_log_level) {
         Ok(()) => {
             tracing::info!("respited stopped cleanly");
             ExitCode::SUCCESS
@@ -327,7 +328,7 @@ fn main() -> ExitCode {
 fn serve(
     cli: &Cli,
     config: Config,
-    set_log_level: &(dyn Fn(&str) -> Result<(), String> + Sync),
+    set_log_level: &respite_server::state::LogFilter,
 ) -> Result<(), StartError> {
     let leftovers = Leftovers::note(&config);
     raise_open_files_limit(config.maxclients);
@@ -404,6 +405,8 @@ fn serve(
         }
     };
     let shared = Arc::new(Shared::new(engine, config));
+    // CONFIG SET loglevel swaps the filter as SIGHUP does.
+    let _ = shared.log_filter.set(set_log_level.clone());
     if let Some(path) = &shared.config.aclfile {
         if let Err(e) = shared.acl.load(path) {
             listeners.remove_socket_files();
@@ -416,7 +419,7 @@ fn serve(
     runtime.block_on(async {
         tokio::spawn(dispatcher.run());
         let server = tokio::spawn(respite_server::run(shared.clone(), listeners));
-        signals.run(cli, &shared, set_log_level, server).await;
+        signals.run(cli, &shared, &**set_log_level, server).await;
     });
     Ok(())
 }

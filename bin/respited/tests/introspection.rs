@@ -1829,3 +1829,56 @@ fn tcp_keepalive_applies_to_new_connections() {
         "{shown}"
     );
 }
+
+/// CONFIG SET loglevel swaps the log filter at run time (redis's levels on
+/// tracing's: debug and verbose show debug lines, notice is info, warning
+/// is warn): a protocol error, logged at debug, shows only once the level
+/// is debug, and not again after warning.
+#[test]
+fn config_set_loglevel_changes_what_is_logged() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    let protocol_error = || {
+        let mut s = common::raw_for(server.port);
+        std::io::Write::write_all(&mut s, b"*x\r\n").unwrap();
+        common::read_until_quiet(&mut s, std::time::Duration::from_secs(2));
+    };
+    let logged = |needle: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        let mut seen = false;
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match server.log.recv_timeout(left) {
+                Ok(line) => seen |= line.contains(needle),
+                Err(_) => break,
+            }
+        }
+        seen
+    };
+    protocol_error();
+    assert!(
+        !logged("protocol error"),
+        "a debug line at the default level"
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("loglevel")
+        .arg("debug")
+        .query(&mut con)
+        .unwrap();
+    let got: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("loglevel")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(got, vec!["loglevel", "debug"]);
+    protocol_error();
+    server.wait_log("protocol error", std::time::Duration::from_secs(5));
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("loglevel")
+        .arg("warning")
+        .query(&mut con)
+        .unwrap();
+    protocol_error();
+    assert!(!logged("protocol error"), "a debug line at warning");
+}

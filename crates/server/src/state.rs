@@ -185,6 +185,9 @@ impl Counters {
     }
 }
 
+/// Swaps the process's log filter (tracing's `EnvFilter` syntax).
+pub type LogFilter = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
 /// Everything connections share.
 pub struct Shared {
     /// The storage engine.
@@ -205,6 +208,9 @@ pub struct Shared {
     pub stats: crate::stats::CommandStats,
     /// CONFIG's stored parameters.
     pub params: crate::cmd::config::Params,
+    /// Swaps the log filter (set by the daemon once logging is up; CONFIG
+    /// SET loglevel uses it, as SIGHUP does for `log_level`).
+    pub log_filter: std::sync::OnceLock<LogFilter>,
     /// `timeout`: seconds a client may stay idle (0: forever).
     pub idle_timeout_secs: AtomicU64,
     /// CLIENT PAUSE.
@@ -251,6 +257,7 @@ impl Shared {
             counters: Counters::default(),
             stats: crate::stats::CommandStats::new(),
             params: Default::default(),
+            log_filter: std::sync::OnceLock::new(),
             idle_timeout_secs: AtomicU64::new(0),
             pause: Default::default(),
             monitors: Default::default(),

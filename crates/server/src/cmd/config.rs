@@ -768,6 +768,21 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
                 .filter_map(|w| w.parse().ok())
                 .collect();
         }
+        // redis's levels on tracing's filters (the file's `log_level`);
+        // from the next log line on. A SIGHUP puts the file's back.
+        "loglevel" => {
+            let filter = match value {
+                "debug" | "verbose" => "debug",
+                "notice" => "info",
+                "warning" => "warn",
+                _ => "off",
+            };
+            if let Some(set) = sh.log_filter.get() {
+                if set(filter).is_ok() {
+                    *lock(&sh.settings.log_level) = filter.into();
+                }
+            }
+        }
         "timeout" => sh
             .idle_timeout_secs
             .store(value.parse().unwrap_or(0), Ordering::Relaxed),
