@@ -108,10 +108,10 @@ impl Respited {
                 .is_ok_and(|s| s.success())
         });
         let Some(flags) = unshare else {
-            if std::env::var("RESPITE_REQUIRE_SYSTEMD_TOOLS").is_ok_and(|v| v == "1") {
-                panic!("cannot mount a tmpfs in a mount namespace (unshare)");
-            }
-            eprintln!("skipping: cannot mount a tmpfs in a mount namespace");
+            skip_unless_required(
+                "cannot mount a tmpfs in a mount namespace (unshare)",
+                "RESPITE_REQUIRE_SYSTEMD_TOOLS",
+            );
             return None;
         };
         let mut cmd = Command::new("unshare");
@@ -250,6 +250,15 @@ pub fn signal(pid: u32, name: &str) {
         .status();
 }
 
+/// A test that needs something this machine lacks: skipped (saying why),
+/// unless `require_var=1` (set by `.ci/run`) makes that a failure.
+pub fn skip_unless_required(why: &str, require_var: &str) {
+    if std::env::var(require_var).is_ok_and(|v| v == "1") {
+        panic!("{why} but {require_var}=1");
+    }
+    eprintln!("skipping: {why}");
+}
+
 /// Whether a systemd tool (systemd-socket-activate, systemd-analyze,
 /// dpkg-deb) is installed. Where it is not, the test skips, unless
 /// `RESPITE_REQUIRE_SYSTEMD_TOOLS=1` (set by `.ci/run`, which installs
@@ -262,10 +271,10 @@ pub fn have_tool(name: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !found {
-        if std::env::var("RESPITE_REQUIRE_SYSTEMD_TOOLS").is_ok_and(|v| v == "1") {
-            panic!("{name} not found but RESPITE_REQUIRE_SYSTEMD_TOOLS=1");
-        }
-        eprintln!("skipping: {name} not found");
+        skip_unless_required(
+            &format!("{name} not found"),
+            "RESPITE_REQUIRE_SYSTEMD_TOOLS",
+        );
     }
     found
 }
@@ -408,10 +417,7 @@ impl RedisServer {
             .status()
             .is_ok_and(|s| s.success());
         if !found {
-            if std::env::var("RESPITE_REQUIRE_REDIS").is_ok_and(|v| v == "1") {
-                panic!("redis-server not found but RESPITE_REQUIRE_REDIS=1");
-            }
-            eprintln!("skipping: redis-server not found");
+            skip_unless_required("redis-server not found", "RESPITE_REQUIRE_REDIS");
             return None;
         }
         // A free port can be taken by a parallel test's server between the
