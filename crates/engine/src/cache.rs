@@ -63,6 +63,9 @@ pub struct Touched {
     /// Whole databases were emptied (FLUSHDB, FLUSHALL): the cache drops
     /// everything.
     all: bool,
+    /// Indexes into `keys` of the entries that deleted their key (for the
+    /// access table, `access.rs`), in order.
+    gone: Vec<usize>,
     /// The writes among `keys` that stored a whole string whose value is
     /// known (SET, INCR...), in order: candidates for
     /// [`ValueCache::write_through`].
@@ -82,6 +85,24 @@ impl Touched {
     /// Records one key.
     pub(crate) fn key(&mut self, db: u32, key: &[u8]) {
         self.keys.push((db, Bytes::copy_from_slice(key)));
+    }
+
+    /// Marks the key recorded last as deleted by its change.
+    pub(crate) fn gone(&mut self) {
+        if let Some(last) = self.keys.len().checked_sub(1) {
+            if self.gone.last() != Some(&last) {
+                self.gone.push(last);
+            }
+        }
+    }
+
+    /// Each key recorded, in order, with whether that change deleted it.
+    pub(crate) fn events(&self) -> impl Iterator<Item = (u32, &[u8], bool)> + '_ {
+        let mut gone = self.gone.iter().peekable();
+        self.keys.iter().enumerate().map(move |(i, (db, key))| {
+            let deleted = gone.next_if(|&&g| g == i).is_some();
+            (*db, key.as_ref(), deleted)
+        })
     }
 
     /// Records a key set to a whole string value with an expiry.
@@ -113,6 +134,7 @@ impl Touched {
     pub(crate) fn absorb(&mut self, other: Touched) {
         self.all |= other.all;
         let base = self.keys.len();
+        self.gone.extend(other.gone.into_iter().map(|g| g + base));
         self.puts.extend(other.puts.into_iter().map(|p| Put {
             at: p.at + base,
             ..p

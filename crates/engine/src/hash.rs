@@ -39,6 +39,7 @@ impl View<'_, '_> {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, Option<Vec<u8>>>(1)?))
             })
             .optional()?;
+        self.seen(db, key, row.is_some());
         match row {
             None => Ok(None),
             Some((code, value)) => {

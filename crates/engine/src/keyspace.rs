@@ -307,6 +307,16 @@ pub(crate) fn scan_start(cursor: u64) -> Vec<u8> {
 impl View<'_, '_> {
     /// The live key's type, expiry and size, or `None` if it does not exist.
     pub fn entry(&self, db: u32, key: &[u8]) -> Result<Option<Entry>> {
+        self.entry_row(db, key, true)
+    }
+
+    /// [`View::entry`], not noted as a lookup (see `access.rs`): for a
+    /// command that looks without using (DEBUG OBJECT).
+    pub fn peek_entry(&self, db: u32, key: &[u8]) -> Result<Option<Entry>> {
+        self.entry_row(db, key, false)
+    }
+
+    fn entry_row(&self, db: u32, key: &[u8], seen: bool) -> Result<Option<Entry>> {
         let mut stmt = self.stmt(
             "SELECT type, expire_at, count, value FROM keys
              WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
@@ -321,6 +331,9 @@ impl View<'_, '_> {
                 ))
             })
             .optional()?;
+        if seen {
+            self.seen(db, key, row.is_some());
+        }
         let Some((code, expire_at, count, flags)) = row else {
             return Ok(None);
         };
@@ -350,6 +363,18 @@ impl View<'_, '_> {
     /// The row of a live key of type `kind`: `None` if it does not exist,
     /// WRONGTYPE if it holds another type. The read side's gate.
     pub fn live(&self, db: u32, key: &[u8], kind: Kind) -> Result<Option<KeyRow>> {
+        self.live_row(db, key, kind, true)
+    }
+
+    /// [`View::live`], noted as a lookup (see `access.rs`) when `seen`:
+    /// not when the command has looked the key up already.
+    pub(crate) fn live_row(
+        &self,
+        db: u32,
+        key: &[u8],
+        kind: Kind,
+        seen: bool,
+    ) -> Result<Option<KeyRow>> {
         let mut stmt = self.stmt(
             "SELECT type, id, count, value, expire_at FROM keys
              WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
@@ -357,6 +382,9 @@ impl View<'_, '_> {
         let row = stmt
             .query_row(params![db, key, self.now], key_columns)
             .optional()?;
+        if seen {
+            self.seen(db, key, row.is_some());
+        }
         let Some((code, id, count, flags, expire_at)) = row else {
             return Ok(None);
         };
@@ -545,6 +573,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         row.flags |= flags;
         if row.count <= 0 {
             // Its elements are all gone already.
+            self.touched.gone();
             self.stmt("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
                 .execute(params![slot.db, slot.key])?;
             slot.row = None;
@@ -559,6 +588,7 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// freeing, its elements.
     pub(crate) fn drop_stored(&mut self, db: u32, key: &[u8], stored: &Stored) -> Result<()> {
         self.changing(db, key);
+        self.touched.gone();
         self.stmt("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
             .execute(params![db, key])?;
         if let Some(id) = stored.id {
@@ -637,6 +667,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             return Ok(false);
         }
         self.changing(db, from);
+        self.touched.gone();
         self.purge(db, to)?;
         self.changing(db, to);
         self.stmt("UPDATE keys SET key = ?3 WHERE db = ?1 AND key = ?2")?
@@ -703,6 +734,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             return Ok(false);
         }
         self.changing(db, key);
+        self.touched.gone();
         // An expired row may still sit at the destination.
         self.purge(dst_db, key)?;
         self.changing(dst_db, key);

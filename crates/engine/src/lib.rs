@@ -36,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod blocking;
 pub mod cache;
 pub mod checkpointer;
@@ -76,6 +77,7 @@ use crossbeam_channel::Sender;
 /// refuses a `proto-max-bulk-len` above this.
 pub const MAX_STRING_LEN: usize = (i32::MAX as usize) / 2 - 64 * 1024;
 
+pub use access::Access;
 pub use blocking::{Blocking, Waiter};
 pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, EngineConfig};
@@ -269,6 +271,8 @@ pub struct Engine<R: Send + 'static> {
     io_base: std::sync::atomic::AtomicU64,
     copy_threshold: Arc<std::sync::atomic::AtomicU64>,
     cache: Arc<ValueCache>,
+    /// Last access and frequency per key, keyspace hits and misses.
+    access: Arc<Access>,
     watches: Arc<Watches>,
     blocking: Arc<Blocking>,
     snapshots: Arc<Snapshots>,
@@ -336,6 +340,7 @@ impl<R: Send + 'static> Engine<R> {
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
         let active_expire = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
+        let access = Arc::new(Access::new());
         let watches = Arc::new(Watches::default());
         let blocking = Arc::new(Blocking::default());
         let progress = Arc::new(AtomicU64::new(0));
@@ -344,8 +349,13 @@ impl<R: Send + 'static> Engine<R> {
             config.disk_reserve_bytes,
             config.maxdisk,
         ));
-        let pool =
-            read_pool::ReadPool::start(&config.path, config.readers, cache.clone(), deliver_reads)?;
+        let pool = read_pool::ReadPool::start(
+            &config.path,
+            config.readers,
+            cache.clone(),
+            access.clone(),
+            deliver_reads,
+        )?;
         // Unbounded here: the server bounds operations in flight with an
         // async semaphore, so connection tasks wait without blocking a thread.
         let (write_tx, write_rx) = crossbeam_channel::unbounded();
@@ -365,6 +375,7 @@ impl<R: Send + 'static> Engine<R> {
             wal_checkpoint_bytes: config.wal_checkpoint_bytes,
             expire_chunk: config.expire_chunk,
             cache: cache.clone(),
+            access: access.clone(),
             watches: watches.clone(),
             blocking: blocking.clone(),
             progress: progress.clone(),
@@ -407,6 +418,7 @@ impl<R: Send + 'static> Engine<R> {
             io_base: std::sync::atomic::AtomicU64::new(process_write_bytes().unwrap_or(0)),
             copy_threshold,
             cache,
+            access,
             watches,
             blocking,
             snapshots: Arc::new(Snapshots::new(&config.path, &config.snapshot_path())),
@@ -439,6 +451,12 @@ impl<R: Send + 'static> Engine<R> {
     /// read pool, when it holds the key (see [`cache`]).
     pub fn cache(&self) -> &ValueCache {
         &self.cache
+    }
+
+    /// The access table: OBJECT IDLETIME and FREQ, keyspace hits and
+    /// misses (see [`access`]).
+    pub fn access(&self) -> &Arc<Access> {
+        &self.access
     }
 
     /// The disk budget, the reserve and storage-error counts (see
@@ -489,6 +507,7 @@ impl<R: Send + 'static> Engine<R> {
     pub fn reset_stats(&self) {
         self.stats.reset();
         self.cache.reset_stats();
+        self.access.reset_stats();
         self.io_base
             .store(process_write_bytes().unwrap_or(0), Ordering::Relaxed);
     }

@@ -34,6 +34,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 use rusqlite::Connection;
 
+use crate::access::Access;
 use crate::cache::ValueCache;
 use crate::error::Result;
 use crate::schema::open_reader;
@@ -103,6 +104,7 @@ impl ReadPool {
         path: &Path,
         size: usize,
         cache: Arc<ValueCache>,
+        access: Arc<Access>,
         deliver: DeliverReads,
     ) -> Result<ReadPool> {
         let (tx, rx) = crossbeam_channel::unbounded::<ReadRequest>();
@@ -111,10 +113,11 @@ impl ReadPool {
             let conn = open_reader(path)?;
             let rx = rx.clone();
             let cache = cache.clone();
+            let access = access.clone();
             let deliver = deliver.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("respite-reader-{i}"))
-                .spawn(move || reader_loop(conn, rx, cache, deliver))
+                .spawn(move || reader_loop(conn, rx, cache, access, deliver))
                 .map_err(crate::EngineError::Thread)?;
             threads.push(handle);
         }
@@ -126,6 +129,7 @@ fn reader_loop(
     conn: Connection,
     rx: Receiver<ReadRequest>,
     cache: Arc<ValueCache>,
+    access: Arc<Access>,
     deliver: DeliverReads,
 ) {
     let stmts = Statements::new(&conn);
@@ -143,7 +147,7 @@ fn reader_loop(
             // Nothing waits behind a job that may take long.
             hand_back(&mut held);
         }
-        if let Some(done) = run(&stmts, &cache, request) {
+        if let Some(done) = run(&stmts, &cache, &access, request) {
             held.push(done);
         }
         if !quick || held.len() >= MAX_HELD {
@@ -163,7 +167,12 @@ fn reader_loop(
 
 /// Runs one job in its own read transaction (or statement). `None` if the
 /// job panicked: its caller sees its result channel dropped.
-fn run(stmts: &Statements<'_>, cache: &ValueCache, request: ReadRequest) -> Option<ReadDone> {
+fn run(
+    stmts: &Statements<'_>,
+    cache: &ValueCache,
+    access: &Access,
+    request: ReadRequest,
+) -> Option<ReadDone> {
     let ReadRequest { job, needs } = request;
     let snapshot = needs.snapshot;
     // Taken before the snapshot starts: a value read here may enter the
@@ -174,7 +183,7 @@ fn run(stmts: &Statements<'_>, cache: &ValueCache, request: ReadRequest) -> Opti
     let began = snapshot && stmts.get("BEGIN").and_then(|mut s| s.execute([])).is_ok();
     // A panicking job (a bug in a command) must not take the thread with
     // it: the pool would shrink with every such bug.
-    let view = View::filling(stmts, cache, since);
+    let view = View::filling(stmts, cache, since, access);
     let done = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&view))) {
         Ok(done) => Some(done),
         Err(payload) => {

@@ -45,6 +45,7 @@ impl View<'_, '_> {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?))
             })
             .optional()?;
+        self.seen(db, key, row.is_some());
         match row {
             None => Ok(false),
             Some((code, found)) => {

@@ -18,6 +18,23 @@ impl View<'_, '_> {
     /// A string key's value with its expiry; `Ok(None)` if the key does not
     /// exist, [`EngineError::WrongType`] if it holds another type.
     pub fn string_entry(&self, db: u32, key: &[u8]) -> Result<Option<(Vec<u8>, Option<i64>)>> {
+        self.string_row(db, key, true)
+    }
+
+    /// A string key's value, not noted as a lookup (see `access.rs`): for
+    /// a command that looked the key up already, or that looks without
+    /// using (DEBUG OBJECT).
+    pub fn peek_string(&self, db: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.string_row(db, key, false)?.map(|(v, _)| v))
+    }
+
+    /// [`View::string_entry`], noted as a lookup when `seen`.
+    fn string_row(
+        &self,
+        db: u32,
+        key: &[u8],
+        seen: bool,
+    ) -> Result<Option<(Vec<u8>, Option<i64>)>> {
         let mut stmt = self.stmt(
             "SELECT type, value, expire_at FROM keys
              WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
@@ -35,6 +52,9 @@ impl View<'_, '_> {
                 Ok((code, value, r.get::<_, Option<i64>>(2)?))
             })
             .optional()?;
+        if seen {
+            self.seen(db, key, row.is_some());
+        }
         match row {
             None => Ok(None),
             Some((code, value, expire_at)) => {

@@ -12,6 +12,9 @@
 //! SCAN, DBSIZE) in `keyspace.rs`, string reads in `string.rs`, hash and set
 //! reads in `hash.rs` and `set.rs`. This file holds what they share.
 
+use std::cell::Cell;
+
+use crate::access::Access;
 use crate::cache::ValueCache;
 use crate::stmt_cache::{CachedStmt, Statements};
 
@@ -24,6 +27,14 @@ pub struct View<'s, 'c> {
     /// fill it. `None` on the writer's view, whose reads include
     /// uncommitted writes.
     pub(crate) fill: Option<(&'s ValueCache, u64)>,
+    /// On a read-pool view: the access table its key lookups count hits
+    /// and misses in and touch (see `access.rs`). `None` on the writer's
+    /// view: a write's keys are noted once it commits.
+    access: Option<&'s Access>,
+    /// Whether a lookup of an existing key counts as an access: off for
+    /// redis's `LOOKUP_NOTOUCH` commands (TYPE, TTL...) and for a client
+    /// in CLIENT NO-TOUCH mode. Set by the command before it reads.
+    touch: Cell<bool>,
 }
 
 /// The current wall-clock time in Unix milliseconds.
@@ -41,16 +52,40 @@ impl<'s, 'c> View<'s, 'c> {
             stmts,
             now: now_ms(),
             fill: None,
+            access: None,
+            touch: Cell::new(true),
         }
     }
 
-    /// A read-pool view that offers the strings it reads to `cache`;
-    /// `since` is [`ValueCache::read_started`], taken before any read.
-    pub(crate) fn filling(stmts: &'s Statements<'c>, cache: &'s ValueCache, since: u64) -> Self {
+    /// A read-pool view that offers the strings it reads to `cache`
+    /// (`since` is [`ValueCache::read_started`], taken before any read)
+    /// and notes its lookups in `access`.
+    pub(crate) fn filling(
+        stmts: &'s Statements<'c>,
+        cache: &'s ValueCache,
+        since: u64,
+        access: &'s Access,
+    ) -> Self {
         View {
             stmts,
             now: now_ms(),
             fill: Some((cache, since)),
+            access: Some(access),
+            touch: Cell::new(true),
+        }
+    }
+
+    /// Whether this view's lookups of existing keys count as accesses
+    /// from now on (see the field).
+    pub fn set_touch(&self, on: bool) {
+        self.touch.set(on);
+    }
+
+    /// Notes a read command's lookup of a key, `found` or not: redis's
+    /// keyspace hit or miss, and an access (see `access.rs`).
+    pub(crate) fn seen(&self, db: u32, key: &[u8], found: bool) {
+        if let Some(access) = self.access {
+            access.read(db, key, found, self.touch.get());
         }
     }
 

@@ -127,6 +127,8 @@ pub(crate) struct WriterSettings {
     pub wal_checkpoint_bytes: u64,
     pub expire_chunk: usize,
     pub cache: Arc<ValueCache>,
+    /// Told of the keys each commit changed (see `access.rs`).
+    pub access: Arc<crate::access::Access>,
     pub watches: Arc<Watches>,
     pub blocking: Arc<Blocking>,
     /// Raised at every operation and every turn of the loop (see
@@ -547,6 +549,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         cache.commit_done();
         if result.is_ok() {
             cache.write_through(&touched, &was_cached);
+            self.settings.access.committed(&touched);
         }
         result
     }

@@ -275,11 +275,12 @@ impl View<'_, '_> {
             return Ok(None);
         };
         match entry.kind {
-            Kind::ZSet => match self.live(db, key, Kind::ZSet)? {
+            // Looked up once already, by `entry`.
+            Kind::ZSet => match self.live_row(db, key, Kind::ZSet, false)? {
                 Some(row) => Ok(Some(self.zset_all(row.id)?)),
                 None => Ok(None),
             },
-            Kind::Set => match self.live(db, key, Kind::Set)? {
+            Kind::Set => match self.live_row(db, key, Kind::Set, false)? {
                 Some(row) => Ok(Some(
                     self.set_members(row.id)?
                         .into_iter()

@@ -467,6 +467,10 @@ impl Turn {
         let name = &input[args[0].clone()];
         match cache.get(session.db, key, respite_engine::now_ms) {
             Some(value) => {
+                shared
+                    .engine
+                    .access()
+                    .read(session.db, key, true, session.touches());
                 self.held += value.len();
                 self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
                 crate::stats::cache_hit(session, index, started, || {
@@ -479,7 +483,8 @@ impl Turn {
                 let argv = crate::stats::Tracking::slowlog_on(session)
                     .then(|| vec![name_bytes(name), key.clone()]);
                 let tracking = crate::stats::Tracking::fast(session, index, argv);
-                let (f, needs) = Cached::Get(Get::new(session.db, key)).into_read();
+                let (f, needs) =
+                    Cached::Get(Get::new(session.db, key, session.touches())).into_read();
                 let plan = crate::stats::track(Plan::Read(f, needs), started, tracking);
                 Some(Some(plan))
             }
@@ -492,7 +497,9 @@ impl Turn {
     /// hold its value, so settled writes need no care.)
     fn try_cache(&self, read: &Cached, shared: &Shared) -> Option<Reply> {
         let cache = shared.engine.cache();
-        self.cache_usable(cache).then(|| read.cached_reply(cache))?
+        let access = shared.engine.access();
+        self.cache_usable(cache)
+            .then(|| read.cached_reply(cache, access))?
     }
 
     /// Whether this turn may answer from the value cache: it is on, and no

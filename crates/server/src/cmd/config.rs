@@ -786,6 +786,19 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
         "timeout" => sh
             .idle_timeout_secs
             .store(value.parse().unwrap_or(0), Ordering::Relaxed),
+        "lfu-log-factor" | "lfu-decay-time" => {
+            let get = |n: &str, default| {
+                let v = if n == name {
+                    value.to_string()
+                } else {
+                    sh.params.get(n)
+                };
+                v.parse().unwrap_or(default)
+            };
+            sh.engine
+                .access()
+                .set_lfu(get("lfu-log-factor", 10), get("lfu-decay-time", 1));
+        }
         _ => {}
     }
 }

@@ -407,6 +407,7 @@ fn stats(sh: &Shared, out: &mut String) {
     let c = &sh.counters;
     let engine = sh.engine.stats();
     let cache = sh.engine.cache().stats();
+    let (hits, misses) = sh.engine.access().hits_misses();
     let rates = sh.stats.instantaneous();
     out.push_str("# Stats\r\n");
     fields!(out,
@@ -433,8 +434,8 @@ fn stats(sh: &Shared, out: &mut String) {
         "evicted_clients" => 0,
         "total_eviction_exceeded_time" => 0,
         "current_eviction_exceeded_time" => 0,
-        "keyspace_hits" => 0,
-        "keyspace_misses" => 0,
+        "keyspace_hits" => hits,
+        "keyspace_misses" => misses,
         "pubsub_channels" => 0,
         "pubsub_patterns" => 0,
         "pubsubshard_channels" => 0,

@@ -2,9 +2,11 @@
 
 use bytes::Bytes;
 use respite_engine::schema::KINDS;
-use respite_engine::{now_ms, Kind, Txn, View};
+use std::sync::Arc;
 
-use super::{ReadCommand, Session, WriteCommand};
+use respite_engine::{now_ms, Access, Kind, Txn, View};
+
+use super::{ReadCommand, Session, Touching, WriteCommand};
 use crate::args::{upper, Args};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
@@ -66,19 +68,34 @@ impl WriteCommand for Del {
     }
 }
 
-/// `EXISTS key [key ...]`: counts a key once per mention.
-pub struct Exists {
+/// `EXISTS key [key ...]` (TOUCH = false) and `TOUCH key [key ...]`
+/// (TOUCH = true): counts a key once per mention. EXISTS looks without
+/// using (redis's `LOOKUP_NOTOUCH`); TOUCH uses every key it finds, even
+/// for a client in CLIENT NO-TOUCH mode.
+pub struct ExistsGeneric<const TOUCH: bool> {
     /// Selected database.
     db: u32,
     /// Keys to test.
     keys: Vec<Bytes>,
 }
 
-impl ReadCommand for Exists {
+/// `EXISTS key [key ...]`
+pub type Exists = ExistsGeneric<false>;
+
+/// `TOUCH key [key ...]`: the number of existing keys, each now last
+/// used (OBJECT IDLETIME 0).
+pub type Touch = ExistsGeneric<true>;
+
+impl<const TOUCH: bool> ReadCommand for ExistsGeneric<TOUCH> {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
+    const TOUCHING: Touching = if TOUCH {
+        Touching::Always
+    } else {
+        Touching::Never
+    };
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
-        Ok(Exists {
+        Ok(ExistsGeneric {
             db: s.db,
             keys: args.rest(),
         })
@@ -94,10 +111,6 @@ impl ReadCommand for Exists {
     }
 }
 
-/// `TOUCH key [key ...]`: the number of existing keys. respite keeps no
-/// access times, so this only counts.
-pub type Touch = Exists;
-
 /// `TYPE key`
 pub struct Type {
     /// Selected database.
@@ -108,6 +121,7 @@ pub struct Type {
 
 impl ReadCommand for Type {
     const QUICK: bool = true;
+    const TOUCHING: Touching = Touching::Never;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(Type {
             db: s.db,
@@ -286,6 +300,7 @@ pub type PExpireTime = TtlGeneric<3>;
 
 impl<const KIND: u8> ReadCommand for TtlGeneric<KIND> {
     const QUICK: bool = true;
+    const TOUCHING: Touching = Touching::Never;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(TtlGeneric {
             db: s.db,
@@ -522,8 +537,10 @@ impl ReadCommand for Scan {
 /// ENCODING answers what redis-server 7.0 would use for the same value by
 /// its default thresholds: `int`, `embstr` (up to 44 bytes) or `raw` for a
 /// string; `listpack` or `hashtable` for a hash; `intset` or `hashtable`
-/// for a set. respite keeps no reference counts or access times:
-/// REFCOUNT answers 1 and IDLETIME 0.
+/// for a set. IDLETIME and FREQ come from the engine's access table
+/// (`respite_engine::access`): seconds since the key was last used, and
+/// redis's logarithmic access counter. respite shares no values between
+/// keys: REFCOUNT answers 1.
 pub struct Object {
     /// Selected database.
     db: u32,
@@ -532,8 +549,13 @@ pub struct Object {
     /// The key (not for HELP).
     key: Bytes,
     /// `maxmemory-policy` is an LFU one: FREQ answers, IDLETIME refuses
-    /// (redis's rule; respite tracks neither, see docs/commands.md).
+    /// (redis's rule; respite keeps both figures whatever the policy).
     lfu: bool,
+    /// Where IDLETIME and FREQ are read.
+    access: Arc<Access>,
+    /// For DEBUG OBJECT, which reads redis's dictionary directly: the
+    /// lookup counts no keyspace hit or miss.
+    quiet: bool,
 }
 
 /// OBJECT's subcommands.
@@ -560,7 +582,11 @@ fn string_encoding(value: &[u8]) -> &'static str {
 impl Object {
     /// OBJECT parsed from `args` for database `db`, for another command
     /// that reports what OBJECT would (DEBUG OBJECT).
-    pub(crate) fn probe(args: &mut Args, db: u32) -> Result<Object, CommandError> {
+    pub(crate) fn probe(
+        args: &mut Args,
+        db: u32,
+        access: Arc<Access>,
+    ) -> Result<Object, CommandError> {
         let sub = super::subcommand(args)?;
         let kind = match sub.name.as_str() {
             "ENCODING" => ObjectSub::Encoding,
@@ -571,12 +597,15 @@ impl Object {
             sub: kind,
             key: args.next()?,
             lfu: false,
+            access,
+            quiet: true,
         })
     }
 }
 
 impl ReadCommand for Object {
     const QUICK: bool = true;
+    const TOUCHING: Touching = Touching::Never;
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         let sub = super::subcommand(args)?;
         let (kind, name) = match sub.name.as_str() {
@@ -597,6 +626,8 @@ impl ReadCommand for Object {
             sub: kind,
             key,
             lfu: s.shared.params.get("maxmemory-policy").ends_with("lfu"),
+            access: s.shared.engine.access().clone(),
+            quiet: false,
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -625,14 +656,20 @@ impl ReadCommand for Object {
                     .collect(),
             ));
         }
-        let Some(entry) = view.entry(self.db, &self.key)? else {
+        let entry = if self.quiet {
+            view.peek_entry(self.db, &self.key)?
+        } else {
+            view.entry(self.db, &self.key)?
+        };
+        let Some(entry) = entry else {
             return Ok(Reply::Nil);
         };
         let big = entry.flags & respite_engine::schema::ENC_BIG != 0;
         Ok(match self.sub {
             ObjectSub::Encoding => Reply::bulk(match entry.kind {
                 Kind::String => {
-                    let value = view.get_string(self.db, &self.key)?.unwrap_or_default();
+                    // Looked up already, just above.
+                    let value = view.peek_string(self.db, &self.key)?.unwrap_or_default();
                     string_encoding(&value)
                 }
                 Kind::Hash if big => "hashtable",
@@ -647,8 +684,12 @@ impl ReadCommand for Object {
             ObjectSub::IdleTime if self.lfu => {
                 return Err(CommandError::Other("An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.".into()))
             }
-            ObjectSub::IdleTime => Reply::Int(0),
-            ObjectSub::Freq if self.lfu => Reply::Int(0),
+            ObjectSub::IdleTime => {
+                Reply::Int(self.access.figures(self.db, &self.key).idle_secs as i64)
+            }
+            ObjectSub::Freq if self.lfu => {
+                Reply::Int(i64::from(self.access.figures(self.db, &self.key).freq))
+            }
             ObjectSub::Freq => {
                 return Err(CommandError::Other("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.".into()))
             }

@@ -114,6 +114,16 @@ pub struct Session {
 }
 
 impl Session {
+    /// Whether this client's reads count as accesses: not in CLIENT
+    /// NO-TOUCH mode.
+    pub fn touches(&self) -> bool {
+        !self
+            .client
+            .state
+            .no_touch
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A new connection's session: database 0, RESP2, no transaction, the
     /// `default` user; authenticated unless that user needs a password.
     pub fn new(shared: Arc<Shared>, client: Arc<ClientHandle>) -> Session {
@@ -130,6 +140,19 @@ impl Session {
     }
 }
 
+/// Whether a read command's lookups of existing keys count as accesses
+/// (OBJECT IDLETIME and FREQ; see the engine's `access.rs`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Touching {
+    /// They do, unless the client is in CLIENT NO-TOUCH mode.
+    Yes,
+    /// Never: redis's `LOOKUP_NOTOUCH` commands (TYPE, EXISTS, TTL and
+    /// its kin, OBJECT), which look at a key without using it.
+    Never,
+    /// Always, even in NO-TOUCH mode: TOUCH, whose whole point it is.
+    Always,
+}
+
 /// A command whose `apply` reads the keyspace on the read pool.
 pub trait ReadCommand: Sized + Send + 'static {
     /// Whether `apply` runs more than one statement and needs them to see
@@ -138,6 +161,8 @@ pub trait ReadCommand: Sized + Send + 'static {
     /// Whether it reads a bounded amount: some keys by name, not the whole
     /// keyspace (see [`ReadNeeds::quick`]).
     const QUICK: bool = false;
+    /// Whether its lookups count as accesses.
+    const TOUCHING: Touching = Touching::Yes;
     /// Parses the arguments (after the command name).
     fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
     /// Runs against a read snapshot.
@@ -184,20 +209,36 @@ fn parse_all<C>(
     Ok(cmd)
 }
 
-/// A parsed read command as a job for the read pool, with what it needs.
-pub(crate) fn read_job<C: ReadCommand>(cmd: C) -> (ReadFn, ReadNeeds) {
+/// A parsed read command as a job for the read pool, with what it needs,
+/// for the client of `session`.
+pub(crate) fn read_job<C: ReadCommand>(cmd: C, session: &Session) -> (ReadFn, ReadNeeds) {
+    read_job_touching(cmd, session.touches())
+}
+
+/// [`read_job`] for a client that is (`touches`) or is not in CLIENT
+/// NO-TOUCH mode.
+pub(crate) fn read_job_touching<C: ReadCommand>(cmd: C, touches: bool) -> (ReadFn, ReadNeeds) {
     let needs = ReadNeeds {
         snapshot: C::MULTI_STATEMENT,
         quick: C::QUICK,
     };
+    let touch = match C::TOUCHING {
+        Touching::Yes => touches,
+        Touching::Never => false,
+        Touching::Always => true,
+    };
     (
-        Box::new(move |view| cmd.apply(view).unwrap_or_else(Reply::from)),
+        Box::new(move |view| {
+            view.set_touch(touch);
+            cmd.apply(view).unwrap_or_else(Reply::from)
+        }),
         needs,
     )
 }
 
 fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
-    let (f, needs) = read_job(parse_all(args, s, C::parse)?);
+    let cmd = parse_all(args, s, C::parse)?;
+    let (f, needs) = read_job(cmd, s);
     Ok(Plan::Read(f, needs))
 }
 

@@ -305,8 +305,14 @@ impl LocalCommand for Debug {
             }
             Debug::Object(key) => {
                 let db = s.db;
+                let access = s.shared.engine.access().clone();
                 Ok(Plan::Read(
-                    Box::new(move |view| debug_object(view, db, key).unwrap_or_else(Reply::from)),
+                    Box::new(move |view| {
+                        // DEBUG OBJECT looks without using (redis reads
+                        // the dictionary directly).
+                        view.set_touch(false);
+                        debug_object(view, db, key, &access).unwrap_or_else(Reply::from)
+                    }),
                     respite_engine::ReadNeeds {
                         snapshot: true,
                         quick: true,
@@ -345,25 +351,29 @@ impl LocalCommand for Debug {
 
 /// DEBUG OBJECT's line: redis's fields, with the encoding OBJECT ENCODING
 /// reports and the value's size for `serializedlength`.
-fn debug_object(view: &View<'_, '_>, db: u32, key: Bytes) -> Result<Reply, CommandError> {
-    let Some(entry) = view.entry(db, &key)? else {
+fn debug_object(
+    view: &View<'_, '_>,
+    db: u32,
+    key: Bytes,
+    access: &std::sync::Arc<respite_engine::Access>,
+) -> Result<Reply, CommandError> {
+    let Some(entry) = view.peek_entry(db, &key)? else {
         return Err(CommandError::Other("no such key".into()));
     };
     let mut args = Args::new(vec![Bytes::from_static(b"ENCODING"), key.clone()].into_iter());
-    let probe = super::keys::Object::probe(&mut args, db)?;
+    let probe = super::keys::Object::probe(&mut args, db, access.clone())?;
     let encoding = match probe.apply(view)? {
         Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
         _ => "unknown".into(),
     };
     let length = match entry.kind {
-        respite_engine::Kind::String => view.get_string(db, &key)?.map_or(0, |v| v.len() as i64),
+        respite_engine::Kind::String => view.peek_string(db, &key)?.map_or(0, |v| v.len() as i64),
         _ => entry.count,
     };
-    let lru = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() & ((1 << 24) - 1));
+    let seen = access.figures(db, &key);
     Ok(Reply::Status(format!(
-        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{length} lru:{lru} lru_seconds_idle:0"
+        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{length} lru:{} lru_seconds_idle:{}",
+        seen.lru, seen.idle_secs
     )))
 }
 

@@ -384,7 +384,7 @@ fn plan_sort(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     if sort.store.is_some() {
         Ok(Plan::Write(write_op(sort)))
     } else {
-        let (f, needs) = read_job(sort);
+        let (f, needs) = read_job(sort, s);
         Ok(Plan::Read(f, needs))
     }
 }

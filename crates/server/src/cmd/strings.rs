@@ -8,7 +8,7 @@
 //! read and the write are one atomic step and see every earlier write.
 
 use bytes::Bytes;
-use respite_engine::{now_ms, EngineError, Txn, ValueCache, View};
+use respite_engine::{now_ms, Access, EngineError, Txn, ValueCache, View};
 
 use super::keys::{absolute_expire, ExpireUnit};
 use super::{ReadCommand, Session, WriteCommand};
@@ -23,6 +23,8 @@ pub struct Get {
     db: u32,
     /// The key to read.
     key: Bytes,
+    /// Whether the read counts as an access (not in CLIENT NO-TOUCH mode).
+    touches: bool,
 }
 
 impl ReadCommand for Get {
@@ -31,6 +33,7 @@ impl ReadCommand for Get {
         Ok(Get {
             db: s.db,
             key: args.next()?,
+            touches: s.touches(),
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -41,18 +44,21 @@ impl ReadCommand for Get {
 }
 
 impl Get {
-    /// A GET of `key` in database `db` (for the connection's fast path,
-    /// which has checked the arguments itself).
-    pub fn new(db: u32, key: Bytes) -> Get {
-        Get { db, key }
+    /// A GET of `key` in database `db` by a client that `touches` (for
+    /// the connection's fast path, which has checked the arguments itself).
+    pub fn new(db: u32, key: Bytes, touches: bool) -> Get {
+        Get { db, key, touches }
     }
 
     /// The reply, if the value cache holds the key. Only a string is ever
     /// cached, so a hit is the same reply `apply` would give; a miss (the
     /// key absent, of another type, expired, or just not cached) goes to the
-    /// read pool. The caller must have no write of its own in flight.
-    pub fn cached_reply(&self, cache: &ValueCache) -> Option<Reply> {
-        cache.get(self.db, &self.key, now_ms).map(Reply::Bulk)
+    /// read pool. The caller must have no write of its own in flight. A hit
+    /// is a keyspace hit and an access, noted in `access`.
+    pub fn cached_reply(&self, cache: &ValueCache, access: &Access) -> Option<Reply> {
+        let value = cache.get(self.db, &self.key, now_ms)?;
+        access.read(self.db, &self.key, true, self.touches);
+        Some(Reply::Bulk(value))
     }
 }
 
@@ -69,22 +75,30 @@ impl Cached {
     /// `apply` would give, since only strings are cached; a miss (a key
     /// absent, of another type, expired, or just not cached) goes to the read
     /// pool. The caller must have no write of its own in flight.
-    pub fn cached_reply(&self, cache: &ValueCache) -> Option<Reply> {
+    pub fn cached_reply(&self, cache: &ValueCache, access: &Access) -> Option<Reply> {
         match self {
-            Cached::Get(get) => get.cached_reply(cache),
-            Cached::MGet(mget) => cache
-                .get_all(mget.db, &mget.keys, now_ms)
-                .map(|values| Reply::Array(values.into_iter().map(Reply::Bulk).collect())),
+            Cached::Get(get) => get.cached_reply(cache, access),
+            Cached::MGet(mget) => {
+                let values = cache.get_all(mget.db, &mget.keys, now_ms)?;
+                for key in &mget.keys {
+                    access.read(mget.db, key, true, mget.touches);
+                }
+                Some(Reply::Array(values.into_iter().map(Reply::Bulk).collect()))
+            }
         }
     }
 
     /// The read for the pool, when the cache could not answer.
     pub fn into_read(self) -> (super::ReadFn, super::ReadNeeds) {
         match self {
-            Cached::Get(get) => super::read_job(get),
+            Cached::Get(get) => {
+                let touches = get.touches;
+                super::read_job_touching(get, touches)
+            }
             Cached::MGet(mget) => {
                 let bounded = mget.keys.len() <= super::QUICK_READ_LIMIT;
-                let (f, mut needs) = super::read_job(mget);
+                let touches = mget.touches;
+                let (f, mut needs) = super::read_job_touching(mget, touches);
                 needs.quick &= bounded;
                 (f, needs)
             }
@@ -98,6 +112,8 @@ pub struct MGet {
     db: u32,
     /// The keys, in reply order.
     keys: Vec<Bytes>,
+    /// Whether the reads count as accesses (not in CLIENT NO-TOUCH mode).
+    touches: bool,
 }
 
 impl ReadCommand for MGet {
@@ -107,6 +123,7 @@ impl ReadCommand for MGet {
         Ok(MGet {
             db: s.db,
             keys: args.rest(),
+            touches: s.touches(),
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {

@@ -1,0 +1,278 @@
+//! Access tracking against a real redis-server: OBJECT IDLETIME and FREQ,
+//! TOUCH, CLIENT NO-TOUCH, DEBUG OBJECT's idle time, and INFO's
+//! keyspace_hits and keyspace_misses.
+//!
+//! The same commands go to both servers side by side and their answers
+//! are compared, with one wait of a little over two seconds shared by
+//! every idle-time check (the clocks are whole seconds). CLIENT NO-TOUCH
+//! is redis 7.2's, so its checks run against respited alone, after the
+//! rules of redis 7.2's own tests (`tests/unit/introspection-2.tcl`).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{info_field, RedisServer, Respited};
+
+/// Runs a command; a server error comes back as its text.
+fn run(con: &mut redis::Connection, args: &[&str]) -> Result<redis::Value, String> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query::<redis::Value>(con).map_err(|e| {
+        format!(
+            "{} {}",
+            e.code().unwrap_or("?"),
+            e.detail().unwrap_or_default()
+        )
+    })
+}
+
+fn int(con: &mut redis::Connection, args: &[&str]) -> i64 {
+    match run(con, args) {
+        Ok(redis::Value::Int(n)) => n,
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
+fn idle(con: &mut redis::Connection, key: &str) -> i64 {
+    int(con, &["OBJECT", "IDLETIME", key])
+}
+
+/// The keys the idle-time checks use, each set up one way; after the wait
+/// each is probed one way and its idle time is compared.
+fn set_up(con: &mut redis::Connection) {
+    for args in [
+        &["SET", "looked", "v"][..],
+        &["SET", "touched", "v"],
+        &["SET", "got", "v"],
+        &["SET", "cached", "v"],
+        &["HSET", "hash", "f", "v"],
+        &["SADD", "set", "a"],
+        &["RPUSH", "list", "a", "b"],
+        &["ZADD", "zset", "1", "a"],
+        &["SET", "written", "v"],
+        &["SADD", "grown", "a"],
+        &["SET", "renamed", "v"],
+    ] {
+        run(con, args).unwrap();
+    }
+    // Read once now, so respite's value cache holds it and the GET after
+    // the wait is answered from the cache, not the read pool.
+    run(con, &["GET", "cached"]).unwrap();
+}
+
+/// After the wait: what each key's probe does to its idle time.
+fn probe(con: &mut redis::Connection) -> Vec<(&'static str, i64)> {
+    // TYPE, EXISTS, TTL, PTTL, EXPIRETIME, OBJECT look without using.
+    for args in [
+        &["TYPE", "looked"][..],
+        &["EXISTS", "looked"],
+        &["TTL", "looked"],
+        &["PTTL", "looked"],
+        &["EXPIRETIME", "looked"],
+        &["PEXPIRETIME", "looked"],
+        &["OBJECT", "ENCODING", "looked"],
+        &["OBJECT", "FREQ", "looked"],
+    ] {
+        let _ = run(con, args);
+    }
+    assert_eq!(int(con, &["TOUCH", "touched", "nosuch"]), 1);
+    run(con, &["GET", "got"]).unwrap();
+    run(con, &["GET", "cached"]).unwrap();
+    run(con, &["HGET", "hash", "f"]).unwrap();
+    run(con, &["SISMEMBER", "set", "a"]).unwrap();
+    run(con, &["LRANGE", "list", "0", "-1"]).unwrap();
+    run(con, &["ZSCORE", "zset", "a"]).unwrap();
+    run(con, &["SET", "written", "w"]).unwrap();
+    run(con, &["SADD", "grown", "b"]).unwrap();
+    [
+        "looked", "touched", "got", "cached", "hash", "set", "list", "zset", "written", "grown",
+    ]
+    .into_iter()
+    .map(|k| (k, idle(con, k)))
+    .collect()
+}
+
+#[test]
+fn idle_time_follows_redis_lookups() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    set_up(&mut ours);
+    set_up(&mut theirs);
+    assert_eq!(idle(&mut ours, "looked"), 0);
+    std::thread::sleep(Duration::from_millis(2_100));
+    let (a, b) = (probe(&mut ours), probe(&mut theirs));
+    for ((key, ours), (_, theirs)) in a.iter().zip(&b) {
+        // Both are whole seconds since the last use: 0 if the probe used
+        // the key, 2 (3 on a slow second) if it did not.
+        assert_eq!(
+            (*ours >= 2),
+            (*theirs >= 2),
+            "{key}: respited {ours}, redis {theirs}"
+        );
+    }
+    let looked = a.iter().find(|(k, _)| *k == "looked").map(|p| p.1);
+    assert!(looked >= Some(2), "{a:?}");
+    let used: Vec<_> = a.iter().filter(|(k, _)| *k != "looked").collect();
+    assert!(used.iter().all(|(_, idle)| *idle <= 1), "{a:?}");
+    // Missing keys answer nil in both.
+    for args in [
+        &["OBJECT", "IDLETIME", "nosuch"][..],
+        &["OBJECT", "FREQ", "nosuch"],
+    ] {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+}
+
+#[test]
+fn no_touch_clients_leave_idle_time_alone_except_for_touch() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let mut con = server.client();
+    run(&mut con, &["SET", "foo", "bar"]).unwrap();
+    run(&mut con, &["HSET", "h", "f", "v"]).unwrap();
+    run(&mut con, &["SET", "t", "v"]).unwrap();
+    run(&mut con, &["CLIENT", "NO-TOUCH", "ON"]).unwrap();
+    let lru = |con: &mut redis::Connection, key: &str| -> (i64, i64) {
+        let line = match run(con, &["DEBUG", "OBJECT", key]) {
+            Ok(redis::Value::SimpleString(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        let field = |name: &str| -> i64 {
+            line.split(' ')
+                .find_map(|f| f.strip_prefix(name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{name} in {line}"))
+        };
+        (field("lru:"), field("lru_seconds_idle:"))
+    };
+    let (old, _) = lru(&mut con, "foo");
+    std::thread::sleep(Duration::from_millis(1_100));
+    // Reads in NO-TOUCH mode: through the cache, the pool, a collection.
+    run(&mut con, &["GET", "foo"]).unwrap();
+    run(&mut con, &["GET", "foo"]).unwrap();
+    run(&mut con, &["MGET", "foo", "t"]).unwrap();
+    run(&mut con, &["HGET", "h", "f"]).unwrap();
+    assert_eq!(lru(&mut con, "foo").0, old);
+    assert!(lru(&mut con, "foo").1 >= 1);
+    assert!(idle(&mut con, "h") >= 1);
+    // TOUCH still touches.
+    assert_eq!(int(&mut con, &["TOUCH", "t"]), 1);
+    assert_eq!(idle(&mut con, "t"), 0);
+    run(&mut con, &["CLIENT", "NO-TOUCH", "OFF"]).unwrap();
+    run(&mut con, &["GET", "foo"]).unwrap();
+    let (new, idle_now) = lru(&mut con, "foo");
+    assert!(new > old, "{old} -> {new}");
+    assert_eq!(idle_now, 0);
+}
+
+/// OBJECT FREQ under an LFU policy: a new key starts at 5 (redis's
+/// LFU_INIT_VAL), the first use always counts, a deleted and re-created
+/// key starts again, and a hot key climbs logarithmically.
+#[test]
+fn lfu_counter_matches_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    let script: &[&[&str]] = &[
+        &["OBJECT", "FREQ", "k"],
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+        &["SET", "k", "v"],
+        &["OBJECT", "FREQ", "k"],
+        &["GET", "k"],
+        &["OBJECT", "FREQ", "k"],
+        &["HSET", "h", "a", "1", "b", "2"],
+        &["OBJECT", "FREQ", "h"],
+        &["HGET", "h", "a"],
+        &["OBJECT", "FREQ", "h"],
+        &["DEL", "k"],
+        &["SET", "k", "again"],
+        &["OBJECT", "FREQ", "k"],
+        &["OBJECT", "IDLETIME", "k"],
+        &["OBJECT", "FREQ", "nosuch"],
+        &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+        &["OBJECT", "FREQ", "k"],
+    ];
+    for args in script {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+    for con in [&mut ours, &mut theirs] {
+        run(con, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]).unwrap();
+        run(con, &["SET", "hot", "v"]).unwrap();
+        let mut pipe = redis::pipe();
+        for _ in 0..2_000 {
+            pipe.cmd("GET").arg("hot").ignore();
+        }
+        pipe.query::<()>(con).unwrap();
+    }
+    // 2,000 uses at lfu-log-factor 10: redis's table puts the counter
+    // near 20 (its growth is random, so the two need not agree exactly).
+    let (a, b) = (
+        int(&mut ours, &["OBJECT", "FREQ", "hot"]),
+        int(&mut theirs, &["OBJECT", "FREQ", "hot"]),
+    );
+    assert!(
+        (12..=35).contains(&a) && (12..=35).contains(&b),
+        "respited {a}, redis {b}"
+    );
+    assert!((a - b).abs() <= 8, "respited {a}, redis {b}");
+}
+
+/// INFO's keyspace_hits and keyspace_misses count read lookups as redis
+/// does: one per key looked up, found or not, by read commands.
+#[test]
+fn keyspace_hits_and_misses_match_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    let script: &[&[&str]] = &[
+        &["SET", "k", "v"],
+        &["HSET", "h", "f", "v"],
+        &["RPUSH", "l", "a"],
+        &["CONFIG", "RESETSTAT"],
+        &["GET", "k"],
+        &["GET", "k"],
+        &["GET", "nosuch"],
+        &["MGET", "k", "nosuch", "k"],
+        &["EXISTS", "k", "nosuch"],
+        &["TYPE", "nosuch"],
+        &["TTL", "k"],
+        &["HGET", "h", "f"],
+        &["HGETALL", "nosuch"],
+        &["LRANGE", "l", "0", "-1"],
+        &["SMEMBERS", "nosuch"],
+        &["STRLEN", "k"],
+        &["TOUCH", "k", "nosuch"],
+        &["OBJECT", "ENCODING", "k"],
+        &["GET", "h"],
+    ];
+    for args in script {
+        let _ = run(&mut ours, args);
+        let _ = run(&mut theirs, args);
+    }
+    for field in ["keyspace_hits", "keyspace_misses"] {
+        assert_eq!(
+            info_field(&mut ours, "stats", field),
+            info_field(&mut theirs, "stats", field),
+            "{field}"
+        );
+    }
+    assert!(info_field(&mut ours, "stats", "keyspace_hits") >= 10.0);
+    run(&mut ours, &["CONFIG", "RESETSTAT"]).unwrap();
+    assert_eq!(info_field(&mut ours, "stats", "keyspace_hits"), 0.0);
+    assert_eq!(info_field(&mut ours, "stats", "keyspace_misses"), 0.0);
+}
