@@ -276,3 +276,62 @@ fn keyspace_hits_and_misses_match_redis() {
     assert_eq!(info_field(&mut ours, "stats", "keyspace_hits"), 0.0);
     assert_eq!(info_field(&mut ours, "stats", "keyspace_misses"), 0.0);
 }
+
+/// A relative expiry counts from when the write takes effect: a PTTL right
+/// after `SET k v PX 10000` answers 10000 (or 9999 when a millisecond
+/// ticks over between the reply and the read, as it can for redis-server
+/// too), never more than was set; inside one EXEC it is exactly 10000.
+#[test]
+fn pttl_right_after_a_relative_expiry_reads_the_whole_ttl() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    let mut seen = std::collections::BTreeMap::new();
+    for i in 0..200 {
+        let key = format!("k{i}");
+        let (_, pttl): ((), i64) = redis::pipe()
+            .cmd("SET")
+            .arg(&key)
+            .arg("v")
+            .arg("PX")
+            .arg(10_000)
+            .cmd("PTTL")
+            .arg(&key)
+            .query(&mut con)
+            .unwrap();
+        *seen.entry(pttl).or_insert(0) += 1;
+        let ttl: i64 = redis::cmd("TTL").arg(&key).query(&mut con).unwrap();
+        assert_eq!(ttl, 10);
+    }
+    assert!(
+        seen.keys().all(|p| (9_990..=10_000).contains(p)),
+        "{seen:?}"
+    );
+    for unit in ["PX", "EX"] {
+        let n = if unit == "PX" { 10_000 } else { 10 };
+        let (_, pttl): ((), i64) = redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg("e")
+            .arg("v")
+            .arg(unit)
+            .arg(n)
+            .cmd("PTTL")
+            .arg("e")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(pttl, 10_000, "{unit}");
+    }
+    let (_, _, pttl): ((), i64, i64) = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("x")
+        .arg("v")
+        .cmd("PEXPIRE")
+        .arg("x")
+        .arg(5_000)
+        .cmd("PTTL")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(pttl, 5_000);
+}

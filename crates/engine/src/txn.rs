@@ -52,8 +52,14 @@ impl<'s, 'c> Deref for Txn<'s, 'c> {
 
 impl<'s, 'c> Txn<'s, 'c> {
     pub(crate) fn new(stmts: &'s Statements<'c>, watches: &'s Watches) -> Self {
+        Self::at(stmts, watches, crate::view::now_ms())
+    }
+
+    /// A `Txn` whose clock reads `now` (Unix milliseconds): the writer's
+    /// clock, which stands at the group's expected commit (`writer.rs`).
+    pub(crate) fn at(stmts: &'s Statements<'c>, watches: &'s Watches, now: i64) -> Self {
         Txn {
-            view: View::new(stmts),
+            view: View::at(stmts, now),
             changes: 0,
             touched: Touched::default(),
             watches,

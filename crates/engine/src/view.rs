@@ -46,11 +46,11 @@ pub fn now_ms() -> i64 {
 }
 
 impl<'s, 'c> View<'s, 'c> {
-    /// A view over `conn` at the current time.
-    pub(crate) fn new(stmts: &'s Statements<'c>) -> Self {
+    /// A view over `conn` whose clock reads `now` (Unix milliseconds).
+    pub(crate) fn at(stmts: &'s Statements<'c>, now: i64) -> Self {
         View {
             stmts,
-            now: now_ms(),
+            now,
             fill: None,
             access: None,
             touch: Cell::new(true),

@@ -24,14 +24,44 @@ pub enum ExpireUnit {
     UnixMillis,
 }
 
-/// Turns an expiry argument into absolute Unix milliseconds; `None` on
-/// overflow (Redis's "invalid expire time").
-pub fn absolute_expire(n: i64, unit: ExpireUnit) -> Option<i64> {
-    match unit {
-        ExpireUnit::Seconds => n.checked_mul(1000)?.checked_add(now_ms()),
-        ExpireUnit::Millis => n.checked_add(now_ms()),
-        ExpireUnit::UnixSeconds => n.checked_mul(1000),
-        ExpireUnit::UnixMillis => Some(n),
+/// An expiry as a command gives it. A relative one (EX, PX, EXPIRE,
+/// SETEX...) is turned into a time only when the command runs on the
+/// writer, from the writer's clock ([`View::now`]), not when the
+/// connection parsed it: the time a write waits in the queue is not taken
+/// from its TTL, and the writer's clock stands at the moment its group is
+/// expected to commit (see the engine's `writer.rs`), so a PTTL right
+/// after `SET k v PX 10000` answers 10000 as redis-server's does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deadline {
+    /// Absolute Unix milliseconds (EXAT, PXAT, EXPIREAT, PEXPIREAT).
+    At(i64),
+    /// This many milliseconds after the command runs.
+    After(i64),
+}
+
+impl Deadline {
+    /// The expiry argument `n` in `unit`; `None` on overflow (Redis's
+    /// "invalid expire time"), judged against the clock now: the command
+    /// runs a few milliseconds later at most.
+    pub fn parse(n: i64, unit: ExpireUnit) -> Option<Deadline> {
+        let deadline = match unit {
+            ExpireUnit::Seconds => Deadline::After(n.checked_mul(1000)?),
+            ExpireUnit::Millis => Deadline::After(n),
+            ExpireUnit::UnixSeconds => Deadline::At(n.checked_mul(1000)?),
+            ExpireUnit::UnixMillis => Deadline::At(n),
+        };
+        if let Deadline::After(ms) = deadline {
+            ms.checked_add(now_ms())?;
+        }
+        Some(deadline)
+    }
+
+    /// Absolute Unix milliseconds, for a command running at `now`.
+    pub fn at(self, now: i64) -> i64 {
+        match self {
+            Deadline::At(at) => at,
+            Deadline::After(ms) => now.saturating_add(ms),
+        }
     }
 }
 
@@ -205,8 +235,8 @@ pub struct ExpireGeneric<const UNIT: u8> {
     db: u32,
     /// The key.
     key: Bytes,
-    /// The new expiry, absolute Unix milliseconds.
-    at: i64,
+    /// The new expiry.
+    at: Deadline,
     /// When to apply it.
     condition: Condition,
 }
@@ -233,7 +263,7 @@ impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
         // Redis reads the options before the number.
         let condition = Condition::parse(args)?;
         let n = crate::args::parse_i64(&value).ok_or(CommandError::NotInteger)?;
-        let at = absolute_expire(n, unit).ok_or(CommandError::InvalidExpire(name))?;
+        let at = Deadline::parse(n, unit).ok_or(CommandError::InvalidExpire(name))?;
         Ok(ExpireGeneric {
             db: s.db,
             key,
@@ -246,10 +276,11 @@ impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
         let Some(entry) = txn.entry(self.db, &self.key)? else {
             return Ok(Reply::Int(0));
         };
-        if !self.condition.allows(entry.expire_at, self.at) {
+        let at = self.at.at(txn.now());
+        if !self.condition.allows(entry.expire_at, at) {
             return Ok(Reply::Int(0));
         }
-        txn.set_expire(self.db, &self.key, Some(self.at))?;
+        txn.set_expire(self.db, &self.key, Some(at))?;
         Ok(Reply::Int(1))
     }
 }
@@ -753,7 +784,15 @@ mod tests {
 
     #[test]
     fn expire_arithmetic_overflows_to_none() {
-        assert_eq!(absolute_expire(i64::MAX, ExpireUnit::Seconds), None);
-        assert_eq!(absolute_expire(5, ExpireUnit::UnixSeconds), Some(5000));
+        assert_eq!(Deadline::parse(i64::MAX, ExpireUnit::Seconds), None);
+        assert_eq!(Deadline::parse(i64::MAX - 5, ExpireUnit::Millis), None);
+        assert_eq!(
+            Deadline::parse(5, ExpireUnit::UnixSeconds),
+            Some(Deadline::At(5000))
+        );
+        assert_eq!(
+            Deadline::parse(5, ExpireUnit::Seconds).map(|d| d.at(100)),
+            Some(5100)
+        );
     }
 }

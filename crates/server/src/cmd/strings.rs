@@ -10,7 +10,7 @@
 use bytes::Bytes;
 use respite_engine::{now_ms, Access, EngineError, Txn, ValueCache, View};
 
-use super::keys::{absolute_expire, ExpireUnit};
+use super::keys::{Deadline, ExpireUnit};
 use super::{ReadCommand, Session, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
 use crate::error::CommandError;
@@ -215,8 +215,8 @@ fn substring(value: &[u8], start: i64, end: i64) -> &[u8] {
 enum ExpireOpt {
     /// No clause: SET clears any TTL, GETEX leaves it.
     None,
-    /// EX/PX/EXAT/PXAT, already turned into absolute Unix milliseconds.
-    At(i64),
+    /// EX/PX/EXAT/PXAT, checked.
+    At(Deadline),
     /// SET KEEPTTL.
     Keep,
     /// GETEX PERSIST.
@@ -293,12 +293,12 @@ fn parse_extended(args: &mut Args, set: bool) -> Result<Extended, CommandError> 
     Ok(ext)
 }
 
-fn unit_value(value: &[u8], unit: ExpireUnit, cmd: &'static str) -> Result<i64, CommandError> {
+fn unit_value(value: &[u8], unit: ExpireUnit, cmd: &'static str) -> Result<Deadline, CommandError> {
     let n = parse_i64(value).ok_or(CommandError::NotInteger)?;
     if n <= 0 {
         return Err(CommandError::InvalidExpire(cmd));
     }
-    absolute_expire(n, unit).ok_or(CommandError::InvalidExpire(cmd))
+    Deadline::parse(n, unit).ok_or(CommandError::InvalidExpire(cmd))
 }
 
 impl Clause {
@@ -387,7 +387,7 @@ impl WriteCommand for Set {
         let abort = (self.nx && exists) || (self.xx && !exists);
         if !abort {
             let expire_at = match self.expire {
-                ExpireOpt::At(at) => Some(at),
+                ExpireOpt::At(at) => Some(at.at(txn.now())),
                 ExpireOpt::Keep => match &old {
                     Some((_, at)) => *at,
                     None => txn.entry(db, &self.key)?.and_then(|e| e.expire_at),
@@ -439,8 +439,8 @@ pub struct SetWithExpire<const MILLIS: bool> {
     db: u32,
     /// The key.
     key: Bytes,
-    /// Absolute expiry, Unix milliseconds.
-    expire_at: i64,
+    /// The expiry.
+    expire_at: Deadline,
     /// The value.
     value: Bytes,
 }
@@ -468,7 +468,8 @@ impl<const MILLIS: bool> WriteCommand for SetWithExpire<MILLIS> {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
-        txn.put_string_shared(self.db, &self.key, self.value, Some(self.expire_at))?;
+        let at = self.expire_at.at(txn.now());
+        txn.put_string_shared(self.db, &self.key, self.value, Some(at))?;
         Ok(Reply::Ok)
     }
 }
@@ -555,7 +556,7 @@ impl WriteCommand for GetEx {
         };
         match expire {
             ExpireOpt::At(at) => {
-                txn.set_expire(self.db, &self.key, Some(at))?;
+                txn.set_expire(self.db, &self.key, Some(at.at(txn.now())))?;
             }
             // Only a TTL that is there is removed (and only that counts as
             // a change, for WATCH).
