@@ -31,7 +31,11 @@
 //!
 //! Every update is a relaxed load and store of one slot: two threads
 //! touching one key at once may lose one of the two updates, which costs a
-//! counter step, never a wrong key.
+//! counter step, never a wrong key. A cached GET pays for this on its
+//! hot path, so the clock is read from an atomic the writer thread sets
+//! every time round its loop (at least every 100 ms, as redis's
+//! `serverCron` refreshes its LRU clock), the LFU coin is a thread-local
+//! xorshift, and a slot that would not change is not written.
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -70,6 +74,8 @@ pub struct Access {
     hasher: foldhash::quality::RandomState,
     /// Unix seconds when the table started: what an unknown key reports.
     started_secs: u64,
+    /// The clock, in Unix seconds, set by [`Access::tick`].
+    clock: AtomicU64,
     /// `lfu-log-factor`.
     log_factor: AtomicU32,
     /// `lfu-decay-time`, in minutes.
@@ -141,6 +147,7 @@ impl Access {
             slots: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(),
             hasher: foldhash::quality::RandomState::default(),
             started_secs: unix_secs(),
+            clock: AtomicU64::new(unix_secs()),
             log_factor: AtomicU32::new(10),
             decay_minutes: AtomicU32::new(1),
             hits: (0..STRIPES)
@@ -150,6 +157,17 @@ impl Access {
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
         }
+    }
+
+    /// Reads the time into the table's clock (the writer calls it every
+    /// time round its loop).
+    pub(crate) fn tick(&self) {
+        self.clock.store(unix_secs(), Ordering::Relaxed);
+    }
+
+    /// The table's clock, Unix seconds.
+    fn now_secs(&self) -> u64 {
+        self.clock.load(Ordering::Relaxed)
     }
 
     /// Sets `lfu-log-factor` and `lfu-decay-time` (minutes).
@@ -187,7 +205,7 @@ impl Access {
         }
         let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
         let p = 1.0 / (base * f64::from(self.log_factor.load(Ordering::Relaxed)) + 1.0);
-        if p >= 1.0 || rand::random::<f64>() < p {
+        if p >= 1.0 || coin() < p {
             counter + 1
         } else {
             counter
@@ -212,7 +230,12 @@ impl Access {
         };
         let now_min = now_secs / 60;
         let counter = self.log_incr(self.decayed(word, now_min));
-        slot.store(pack(tag, now_secs, now_min, counter), Ordering::Relaxed);
+        let next = pack(tag, now_secs, now_min, counter);
+        // A hot key read many times a second mostly changes nothing: no
+        // store then, so threads reading it share the cache line.
+        if next != word {
+            slot.store(next, Ordering::Relaxed);
+        }
     }
 
     /// A read command's lookup of a key: counts a hit or a miss, and
@@ -222,7 +245,7 @@ impl Access {
         if found {
             self.hits[stripe].fetch_add(1, Ordering::Relaxed);
             if touch {
-                self.touch(db, key, unix_secs());
+                self.touch(db, key, self.now_secs());
             }
         } else {
             self.misses[stripe].fetch_add(1, Ordering::Relaxed);
@@ -239,7 +262,7 @@ impl Access {
                 slot.store(0, Ordering::Relaxed);
             }
         }
-        let now_secs = unix_secs();
+        let now_secs = self.now_secs();
         let mut last: Option<(u32, &[u8], bool)> = None;
         for (db, key, gone) in touched.events() {
             // One command notes a key more than once (the row, then its
@@ -275,7 +298,7 @@ impl Access {
         } else {
             self.unknown(tag)
         };
-        let now = unix_secs();
+        let now = self.now_secs();
         Figures {
             lru: lru_of(word) as u32,
             idle_secs: idle_secs(now & LRU_CLOCK_MAX, lru_of(word)),
@@ -295,6 +318,24 @@ impl Access {
             c.store(0, Ordering::Relaxed);
         }
     }
+}
+
+/// A number in [0, 1) for the LFU counter's coin: xorshift64* per thread,
+/// seeded from the standard library's per-thread random hasher keys.
+fn coin() -> f64 {
+    use std::cell::Cell;
+    use std::hash::{BuildHasher, RandomState};
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(RandomState::new().hash_one(0u8) | 1);
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        s.set(x);
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    })
 }
 
 /// This thread's stripe of the counters.

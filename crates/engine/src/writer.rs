@@ -257,6 +257,7 @@ pub(crate) fn run<R: Send + 'static>(
     w.measure_disk();
     loop {
         w.settings.progress.fetch_add(1, Ordering::Relaxed);
+        w.settings.access.tick();
         let first = match rx.recv_timeout(TICK) {
             Ok(msg) => msg,
             Err(RecvTimeoutError::Timeout) => {
