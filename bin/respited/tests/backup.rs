@@ -118,3 +118,47 @@ fn save_bgsave_lastsave_and_a_restore() {
     let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
     assert_eq!(n, 202 + i64::from(during.is_some()));
 }
+
+/// INFO's `rdb_changes_since_last_save` counts changed keys as redis-server
+/// counts its `dirty`: SET one, MSET one per key, DEL one per key deleted,
+/// and SAVE starts it again from 0.
+#[test]
+fn changes_since_last_save_count_as_redis() {
+    let Some(redis) = common::RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Respited::start_in(dir.path(), &[]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    let field = |con: &mut redis::Connection| {
+        common::info_field(con, "persistence", "rdb_changes_since_last_save")
+    };
+    let script: &[&[&str]] = &[
+        &["SET", "a", "1"],
+        &["MSET", "b", "1", "c", "2", "d", "3"],
+        &["DEL", "a", "nosuch", "b"],
+        &["INCR", "c"],
+        &["HSET", "h", "f", "v"],
+        &["GET", "c"],
+    ];
+    for con in [&mut ours, &mut theirs] {
+        assert_eq!(field(con), 0.0);
+        for args in script {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            let _: redis::Value = cmd.query(con).unwrap();
+        }
+    }
+    assert_eq!(field(&mut ours), 8.0);
+    assert_eq!(field(&mut ours), field(&mut theirs));
+    for con in [&mut ours, &mut theirs] {
+        let _: () = redis::cmd("SAVE").query(con).unwrap();
+        assert_eq!(field(con), 0.0);
+        let _: () = redis::cmd("SET").arg("e").arg("1").query(con).unwrap();
+        assert_eq!(field(con), 1.0);
+    }
+    assert!(common::info_field(&mut ours, "memory", "used_memory_startup") > 0.0);
+}

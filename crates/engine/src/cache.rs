@@ -105,6 +105,20 @@ impl Touched {
         })
     }
 
+    /// How many keys were changed: each run of changes to one key counts
+    /// once (a command notes its key more than once), a flush once.
+    pub(crate) fn changed_keys(&self) -> u64 {
+        let mut n = u64::from(self.all);
+        let mut last: Option<&(u32, Bytes)> = None;
+        for k in &self.keys {
+            if last != Some(k) {
+                n += 1;
+            }
+            last = Some(k);
+        }
+        n
+    }
+
     /// Records a key set to a whole string value with an expiry.
     pub(crate) fn put(&mut self, db: u32, key: &[u8], value: Bytes, expire_at: Option<i64>) {
         self.puts.push(Put {

@@ -341,6 +341,7 @@ impl<R: Send + 'static> Engine<R> {
         let active_expire = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
         let access = Arc::new(Access::new());
+        let snapshots = Arc::new(Snapshots::new(&config.path, &config.snapshot_path()));
         let watches = Arc::new(Watches::default());
         let blocking = Arc::new(Blocking::default());
         let progress = Arc::new(AtomicU64::new(0));
@@ -376,6 +377,7 @@ impl<R: Send + 'static> Engine<R> {
             expire_chunk: config.expire_chunk,
             cache: cache.clone(),
             access: access.clone(),
+            snapshots: snapshots.clone(),
             watches: watches.clone(),
             blocking: blocking.clone(),
             progress: progress.clone(),
@@ -421,7 +423,7 @@ impl<R: Send + 'static> Engine<R> {
             access,
             watches,
             blocking,
-            snapshots: Arc::new(Snapshots::new(&config.path, &config.snapshot_path())),
+            snapshots,
             snapshot_path: config.snapshot_path(),
             progress,
             disk,

@@ -23,7 +23,7 @@
 //! version, so a newer respited migrates it like any older file.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -76,10 +76,18 @@ pub struct SnapshotStatus {
     pub saves: u64,
     /// The error of the last failed attempt, if the last one failed.
     pub last_error: Option<String>,
+    /// Keys changed since the last successful snapshot began (INFO's
+    /// `rdb_changes_since_last_save`): every change is on disk already,
+    /// this says how far the snapshot file is behind the database.
+    pub changes_since: u64,
 }
 
 struct State {
     started: Option<Instant>,
+    /// The change count when the snapshot running now began.
+    changes_at_start: u64,
+    /// The change count when the last successful snapshot began.
+    changes_saved: u64,
     last_save_unix: u64,
     last_ok: bool,
     last_secs: i64,
@@ -91,6 +99,8 @@ struct State {
 /// The snapshot bookkeeping of one engine: at most one snapshot at a time.
 pub struct Snapshots {
     db: PathBuf,
+    /// Keys changed since start, counted by the writer at each commit.
+    pub(crate) changes: AtomicU64,
     busy: AtomicBool,
     state: Mutex<State>,
 }
@@ -123,9 +133,12 @@ impl Snapshots {
             .map_or_else(unix_now, |d| d.as_secs());
         Snapshots {
             db: db.to_path_buf(),
+            changes: AtomicU64::new(0),
             busy: AtomicBool::new(false),
             state: Mutex::new(State {
                 started: None,
+                changes_at_start: 0,
+                changes_saved: 0,
                 last_save_unix: last,
                 last_ok: true,
                 last_secs: -1,
@@ -152,6 +165,10 @@ impl Snapshots {
             last_bytes: s.last_bytes,
             saves: s.saves,
             last_error: s.last_error.clone(),
+            changes_since: self
+                .changes
+                .load(Ordering::Relaxed)
+                .saturating_sub(s.changes_saved),
         }
     }
 
@@ -163,7 +180,9 @@ impl Snapshots {
         {
             return Err(SnapshotError::InProgress);
         }
-        self.state().started = Some(Instant::now());
+        let mut s = self.state();
+        s.started = Some(Instant::now());
+        s.changes_at_start = self.changes.load(Ordering::Relaxed);
         Ok(Busy(&self.busy))
     }
 
@@ -211,6 +230,7 @@ impl Snapshots {
             Ok(bytes) => {
                 s.last_ok = true;
                 s.last_error = None;
+                s.changes_saved = s.changes_at_start;
                 s.last_save_unix = unix_now();
                 s.last_bytes = *bytes;
                 s.saves += 1;

@@ -129,6 +129,9 @@ pub(crate) struct WriterSettings {
     pub cache: Arc<ValueCache>,
     /// Told of the keys each commit changed (see `access.rs`).
     pub access: Arc<crate::access::Access>,
+    /// Counts the keys each commit changed (INFO's
+    /// `rdb_changes_since_last_save`).
+    pub snapshots: Arc<crate::snapshot::Snapshots>,
     pub watches: Arc<Watches>,
     pub blocking: Arc<Blocking>,
     /// Raised at every operation and every turn of the loop (see
@@ -583,6 +586,10 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         if result.is_ok() {
             cache.write_through(&touched, &was_cached);
             self.settings.access.committed(&touched);
+            self.settings
+                .snapshots
+                .changes
+                .fetch_add(touched.changed_keys(), Ordering::Relaxed);
         }
         result
     }

@@ -219,6 +219,9 @@ pub struct Shared {
     pub monitors: crate::cmd::monitor::Monitors,
     /// When the server started.
     pub started: Instant,
+    /// Resident memory once the engine was open (INFO's
+    /// `used_memory_startup`).
+    pub startup_rss: u64,
     /// Set once shutdown begins: a lock-free copy of the `shutdown` watch
     /// value, read by every connection after every turn.
     pub shutting_down: AtomicBool,
@@ -262,6 +265,7 @@ impl Shared {
             pause: Default::default(),
             monitors: Default::default(),
             started: Instant::now(),
+            startup_rss: crate::cmd::info::resident_bytes(),
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             tcp_port: AtomicU32::new(config.port as u32),

@@ -284,7 +284,7 @@ fn memory(sh: &Shared, out: &mut String) {
         "used_memory_peak_human" => bytes_to_human(peak),
         "used_memory_peak_perc" => format!("{:.2}%", rss as f64 * 100.0 / peak.max(1) as f64),
         "used_memory_overhead" => rss.saturating_sub(dataset),
-        "used_memory_startup" => 0,
+        "used_memory_startup" => sh.startup_rss,
         "used_memory_dataset" => dataset,
         "used_memory_dataset_perc" => format!("{:.2}%", dataset as f64 * 100.0 / rss.max(1) as f64),
         "allocator_allocated" => rss,
@@ -349,7 +349,7 @@ fn persistence(sh: &Shared, out: &mut String) {
         "current_save_keys_processed" => 0,
         "current_save_keys_total" => 0,
         // Every acknowledged write is already on disk.
-        "rdb_changes_since_last_save" => 0,
+        "rdb_changes_since_last_save" => snap.changes_since,
         "rdb_bgsave_in_progress" => u8::from(snap.in_progress),
         "rdb_last_save_time" => snap.last_save_unix,
         "rdb_last_bgsave_status" => if snap.last_ok { "ok" } else { "err" },
