@@ -31,6 +31,7 @@ pub mod protected;
 pub mod reply;
 pub mod request;
 pub mod service;
+pub mod sparkline;
 pub mod state;
 pub mod stats;
 pub mod tls;
