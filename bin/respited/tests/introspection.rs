@@ -1162,6 +1162,87 @@ fn latency_graph_draws_what_redis_draws() {
     }
 }
 
+/// LOLWUT against redis-server. The art is random in both, so each
+/// reply is reduced to its shape: per line, braille characters as `B`
+/// (version 5) or one of the four gray cells as `C` (version 6), anything
+/// else as itself; the signature lines, the version line of every other
+/// version and the errors must be redis's exactly.
+#[test]
+fn lolwut_draws_redis_shapes() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let (mut ours, mut theirs) = (server.client(), redis.client());
+    let shape = |reply: Result<Value, String>| -> Result<String, String> {
+        let text = text(&reply?);
+        let mut out = text.clone();
+        for cell in ["0;30;40m", "0;90;100m", "0;37;47m", "0;97;107m"] {
+            out = out.replace(&format!("\x1b[{cell} \x1b[0m"), "C");
+        }
+        Ok(out
+            .chars()
+            .map(|c| {
+                if ('\u{2800}'..='\u{28ff}').contains(&c) {
+                    'B'
+                } else {
+                    c
+                }
+            })
+            .collect())
+    };
+    let cases: &[&[&str]] = &[
+        &["LOLWUT"],
+        &["LOLWUT", "foo", "bar"],
+        &["LOLWUT", "VERSION"],
+        &["LOLWUT", "VERSION", "7", "x"],
+        &["LOLWUT", "VERSION", "50"],
+        &["LOLWUT", "VERSION", "-1"],
+        &["LOLWUT", "VERSION", "5"],
+        &["LOLWUT", "version", "5", "1", "1", "1"],
+        &["LOLWUT", "VERSION", "5", "40", "3", "5"],
+        &["LOLWUT", "VERSION", "5", "7", "200", "1"],
+        &["LOLWUT", "VERSION", "5", "10", "1", "1", "ignored"],
+        &["LOLWUT", "VERSION", "5", "0", "-3", "0"],
+        &["LOLWUT", "VERSION", "4294967301", "20"],
+        &["LOLWUT", "VERSION", "6"],
+        &["LOLWUT", "VERSION", "6", "1", "1"],
+        &["LOLWUT", "VERSION", "6", "13", "5", "x"],
+        &["LOLWUT", "VERSION", "6", "-5", "3000"],
+        &["LOLWUT", "VERSION", "x"],
+        &["LOLWUT", "VERSION", "5", "1.5"],
+        &["LOLWUT", "VERSION", "5", "1", "2", "x"],
+        &["LOLWUT", "VERSION", "6", "80", "-0"],
+    ];
+    for args in cases {
+        let (mine, redis_shape) = (shape(run(&mut ours, args)), shape(run(&mut theirs, args)));
+        assert_eq!(mine, redis_shape, "{args:?}");
+    }
+    // Schotter's first two rows of squares are not random (redis turns
+    // and moves squares from the third row down): with the defaults (side
+    // 16 pixels) the first 6 lines (24 pixel rows) are drawn before any
+    // third-row square can reach them, so they must be redis's exactly,
+    // braille dot for dot.
+    let head = |con: &mut redis::Connection| {
+        let art = text(&run(con, &["LOLWUT", "VERSION", "5"]).unwrap());
+        art.lines().take(6).collect::<Vec<_>>().join("\n")
+    };
+    let mine = head(&mut ours);
+    assert_eq!(mine, head(&mut theirs));
+    assert!(mine.chars().any(|c| c != '\u{2800}' && c != '\n'), "{mine}");
+    // The shapes compared above are not trivially equal: version 5 is
+    // braille above the signature, version 6 cells.
+    let five = shape(run(&mut ours, &["LOLWUT", "VERSION", "5"])).unwrap();
+    assert!(five.starts_with(&"B".repeat(66)), "{five}");
+    assert!(five.ends_with("\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. 7.0.15\n"));
+    let six = shape(run(&mut ours, &["LOLWUT", "VERSION", "6"])).unwrap();
+    assert_eq!(
+        six.lines().filter(|l| *l == "C".repeat(80)).count(),
+        20,
+        "{six}"
+    );
+}
+
 #[test]
 fn wait_waitaof_role_lolwut_and_debug() {
     let Some(redis) = RedisServer::start() else {

@@ -25,6 +25,7 @@ pub mod connection;
 pub mod delivery;
 pub mod error;
 pub mod listener;
+pub mod lolwut;
 pub mod long_double;
 pub mod output;
 pub mod protected;
