@@ -24,6 +24,7 @@ pub mod config;
 pub mod connection;
 pub mod delivery;
 pub mod error;
+pub mod fdlimit;
 pub mod listener;
 pub mod lolwut;
 pub mod long_double;
