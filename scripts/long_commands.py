@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Long commands against a running server: MSET of N keys, WATCH of N keys,
-DEL of N keys, each sent on its own connection while a probe client runs
-SET in a loop on another. Prints each command's time to its reply, the
-probe's slowest SET meanwhile and, given the pid of a respited, the CPU
-time of its writer thread during the command (from /proc).
+EXISTS of N keys, DEL of N keys, each sent on its own connection while a
+probe client runs SET in a loop on another. Prints each command's time to
+its reply, the probe's slowest SET meanwhile and, given the pid of a
+respited, the CPU time of its writer thread and of the whole process
+during the command (from /proc).
 
     scripts/long_commands.py N PORT [OPS] [PID]
     scripts/long_commands.py 1000000 6379 MSET,DEL $(pidof respited)
 
-OPS is a comma-separated subset of MSET,WATCH,DEL (default MSET,DEL:
+OPS is a comma-separated subset of MSET,WATCH,EXISTS,DEL, run in that
+order (default MSET,DEL:
 redis-server 7.0's WATCH of a million keys is quadratic and does not
 finish in minutes). docs/benchmarks.md, "Long commands", has the figures.
 """
@@ -53,6 +55,15 @@ def writer_cpu():
     return 0.0
 
 
+def process_cpu():
+    """CPU seconds of the whole process so far (0 without a pid)."""
+    if not PID:
+        return 0.0
+    with open(f"/proc/{PID}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def probe(stop, lat):
     o = socket.create_connection(("127.0.0.1", PORT))
     i = 0
@@ -67,6 +78,7 @@ def probe(stop, lat):
 for name, args in [
     ("MSET", ["MSET"] + [x for i in range(N) for x in (f"k{i}", "v")]),
     ("WATCH", ["WATCH"] + [f"w{i}" for i in range(N)]),
+    ("EXISTS", ["EXISTS"] + [f"k{i}" for i in range(N)]),
     ("DEL", ["DEL"] + [f"k{i}" for i in range(N)]),
 ]:
     if name not in OPS:
@@ -78,15 +90,15 @@ for name, args in [
     th = threading.Thread(target=probe, args=(stop, lat))
     th.start()
     time.sleep(0.3)
-    c0 = writer_cpu()
+    c0, p0 = writer_cpu(), process_cpu()
     t = time.time()
     big.sendall(req)
     r = recvline(big)
     el = time.time() - t
-    c1 = writer_cpu()
+    c1, p1 = writer_cpu(), process_cpu()
     time.sleep(0.3)
     stop.set()
     th.join()
-    cpu = f"; writer CPU {c1 - c0:.2f}s" if PID else ""
+    cpu = f"; writer CPU {c1 - c0:.2f}s, process CPU {p1 - p0:.2f}s" if PID else ""
     print(f"{name} {N}: {el:.2f}s reply {r!r}; probe SET max latency "
           f"{max(lat) * 1000:.0f} ms, n={len(lat)}{cpu}")

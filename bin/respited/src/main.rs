@@ -43,70 +43,31 @@ fn purge_freed_memory_at_once() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
 }
 
-/// File descriptors kept beside the clients' sockets: the listeners, the
-/// database, its WAL and shared-memory file for the writer and each reader
-/// of the pool, the log. Redis reserves 32 (`CONFIG_MIN_RESERVED_FDS`);
-/// respite's SQLite connections need a few more.
-const RESERVED_FDS: u64 = 64;
-
-/// Raises the soft `RLIMIT_NOFILE` toward what `maxclients` needs, as
-/// redis-server does at start (`adjustOpenFilesLimit`): a shell's default
-/// soft limit of 1024 would otherwise make the 1,000th connection fail in
-/// `accept` however high `maxclients` is. Only the soft limit moves, and
-/// never past the hard one (which only root may raise); when the hard limit
-/// is too low the start goes on and says so, so the operator can raise
-/// `LimitNOFILE` or `ulimit -n`. Unlike Redis, `maxclients` is left as set:
-/// connections past the limit fail in `accept`, which the listener logs
-/// and survives.
+/// Raises the open files limit toward what `maxclients` needs, as
+/// redis-server does at start (see `respite_server::fdlimit`). When the
+/// system will not go that far the start goes on and says so, so the
+/// operator can raise `LimitNOFILE` or `ulimit -n`. Unlike Redis,
+/// `maxclients` is left as set: connections past the limit fail in
+/// `accept`, which the listener logs and survives. (CONFIG SET maxclients
+/// is refused instead, as in Redis.)
 fn raise_open_files_limit(maxclients: usize) {
-    let wanted = maxclients as u64 + RESERVED_FDS;
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        tracing::warn!(
-            "cannot read the open files limit: {}",
-            std::io::Error::last_os_error()
-        );
-        return;
-    }
-    let (soft, hard) = (lim.rlim_cur, lim.rlim_max);
-    if soft >= wanted {
-        return;
-    }
-    let target = wanted.min(hard);
-    if target > soft {
-        let raised = libc::rlimit {
-            rlim_cur: target,
-            rlim_max: lim.rlim_max,
-        };
-        // SAFETY: setrlimit reads one rlimit from a struct we own.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
-            tracing::warn!(
-                soft,
-                wanted,
-                "cannot raise the open files limit: {}",
-                std::io::Error::last_os_error()
-            );
-            return;
-        }
-        tracing::info!(
-            from = soft,
-            to = target,
+    use respite_server::fdlimit::{raise_for, Raised};
+    match raise_for(maxclients as u64) {
+        Ok(Raised::Enough) => {}
+        Ok(Raised::Raised { from, to }) => tracing::info!(
+            from,
+            to,
             maxclients,
-            "raised the open files limit (soft RLIMIT_NOFILE)"
-        );
-    }
-    if target < wanted {
-        tracing::warn!(
-            limit = target,
+            "raised the open files limit (RLIMIT_NOFILE)"
+        ),
+        Err(e) => tracing::warn!(
+            limit = e.limit,
             maxclients,
-            wanted,
+            wanted = e.wanted,
+            cause = e.cause.as_ref().map(|c| c.to_string()),
             "the open files limit (hard RLIMIT_NOFILE) is below what maxclients needs: \
              raise 'ulimit -n' or LimitNOFILE, or lower maxclients"
-        );
+        ),
     }
 }
 

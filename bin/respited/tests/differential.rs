@@ -899,6 +899,21 @@ const KEYS_BASIC: &[&str] = &[
     "FLUSHDB SYNC",
     "FLUSHDB FOO",
     "TOUCH nosuch",
+    // EXISTS and TOUCH look keys up in key order, each distinct key once:
+    // prefixes of each other, repeats apart, an expired key, other types,
+    // another database.
+    "MSET k 1 k1 1 k10 1 ka 1 kb 1",
+    "SADD kset m",
+    "HSET khash f v",
+    "PEXPIRE kb 5",
+    "@sleep 20",
+    "EXISTS k1 k kb k10 nosuch k1 ka k kset khash kb k100 k",
+    "TOUCH k1 k kb k10 k1 k",
+    "EXISTS kb kb",
+    "SELECT 1",
+    "EXISTS k k1 k",
+    "SELECT 0",
+    "EXISTS k",
 ];
 
 const EXPIRY: &[&str] = &[

@@ -684,6 +684,117 @@ fn slowloris_one_byte_per_100ms() {
     assert_eq!(got, value);
 }
 
+/// CONFIG SET maxclients raises the open files limit as redis-server's
+/// `updateMaxclients` does, and refuses a number the system cannot hold in
+/// redis's words, naming the most it can, and leaving the setting as it
+/// was. (No process may pass the kernel's `fs.nr_open`, privileged or
+/// not, so asking for that many clients is refused everywhere.) The
+/// refusal is compared with redis-server's under the same limit, numbers
+/// aside: redis reserves 32 descriptors, respite 64.
+#[test]
+fn config_set_maxclients_raises_the_open_files_limit() {
+    let server = Respited::start_under_shell("ulimit -Sn 256", &["--maxclients", "100"]);
+    let pid = server.pid();
+    let (soft, hard) = fd_limits(pid);
+    assert_eq!(soft, 256, "enough for 100 clients: left as it was");
+    let mut con = server.client();
+    let set = |con: &mut redis::Connection, n: u64| {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxclients")
+            .arg(n)
+            .query::<()>(con)
+            .map_err(|e| format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")))
+    };
+    let get = |con: &mut redis::Connection| -> Vec<String> {
+        redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("maxclients")
+            .query(con)
+            .unwrap()
+    };
+    if hard >= 1000 + 64 {
+        set(&mut con, 1000).unwrap();
+        assert_eq!(fd_limits(pid).0, 1064, "raised to maxclients + 64");
+        // Past the old limit of 256, connections are accepted.
+        let many: Vec<TcpStream> = (0..300).map(|_| common::raw_for(server.port)).collect();
+        let mut last = many.last().unwrap().try_clone().unwrap();
+        assert_eq!(
+            common::exchange(&mut last, &encode(&["PING"]), 7),
+            b"+PONG\r\n"
+        );
+    } else {
+        eprintln!("hard limit {hard}: the raise to 1064 is not checked");
+    }
+    let soft = fd_limits(pid).0;
+    set(&mut con, 50).unwrap();
+    assert_eq!(
+        fd_limits(pid).0,
+        soft,
+        "a lower maxclients leaves the limit"
+    );
+    let nr_open: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .expect("fs.nr_open")
+        .trim()
+        .parse()
+        .unwrap();
+    let err = set(&mut con, nr_open).unwrap_err();
+    let limit = fd_limits(pid).0;
+    assert_eq!(
+        err,
+        format!(
+            "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating \
+             system is not able to handle the specified number of clients, try with {}",
+            limit - 64
+        )
+    );
+    assert_eq!(get(&mut con), ["maxclients", "50"], "refused: unchanged");
+    // The number it named is accepted.
+    set(&mut con, limit - 64).unwrap();
+    assert_eq!(get(&mut con)[1], (limit - 64).to_string());
+
+    // redis-server under the same soft limit refuses in the same words.
+    let found = std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        common::skip_unless_required("redis-server not found", "RESPITE_REQUIRE_REDIS");
+        return;
+    }
+    let port = common::free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut redis = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -Sn 256; exec redis-server --port {port} --bind 127.0.0.1 --save '' \
+             --appendonly no --maxclients 100 --dir '{}'",
+            dir.path().display()
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server");
+    assert!(
+        eventually(Duration::from_secs(10), || TcpStream::connect((
+            "127.0.0.1",
+            port
+        ))
+        .is_ok()),
+        "redis-server did not start"
+    );
+    let mut theirs = common::client_for(port);
+    let digits = |s: &str| {
+        s.chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect::<String>()
+    };
+    let theirs_err = set(&mut theirs, nr_open).unwrap_err();
+    let _ = redis.kill();
+    let _ = redis.wait();
+    assert_eq!(digits(&theirs_err), digits(&err), "{theirs_err}");
+}
+
 /// 5,000 idle connections: respited raises its own open-files limit at
 /// start (as redis-server does for `maxclients`), holds them all at a
 /// bounded cost each, serves them and the watchdog, and lets them go.

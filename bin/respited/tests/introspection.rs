@@ -1063,6 +1063,186 @@ fn latency_monitor_and_histogram_match_redis() {
     }
 }
 
+/// Every container's HELP is redis's text, line for line (redis's
+/// `addReplyHelp` ends each with `HELP` / `Prints this help.`). CLIENT's
+/// is left out: it lists redis 7.2's SETINFO and NO-TOUCH and not
+/// TRACKING, which respite does not have.
+#[test]
+fn help_replies_are_redis_text() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let (mut ours, mut theirs) = (server.client(), redis.client());
+    for cmd in [
+        "ACL", "COMMAND", "CONFIG", "LATENCY", "MEMORY", "OBJECT", "SLOWLOG",
+    ] {
+        let args = [cmd, "HELP"];
+        assert_eq!(run(&mut ours, &args), run(&mut theirs, &args), "{cmd} HELP");
+    }
+}
+
+/// LATENCY GRAPH of one slow command on each server. The latencies
+/// differ, so the digits are set aside; everything else is redis's text
+/// (a one-sample graph is the same whatever the sample: `_` on the bottom
+/// row, its age written downwards under a blank row), and the numbers in
+/// respite's title are its LATENCY LATEST's.
+#[test]
+fn latency_graph_draws_what_redis_draws() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    let before: &[&[&str]] = &[
+        &["LATENCY", "GRAPH", "command"],
+        &["LATENCY", "GRAPH"],
+        &["LATENCY", "GRAPH", "command", "x"],
+        &["LATENCY", "HELP"],
+    ];
+    for args in before {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+    for con in [&mut ours, &mut theirs] {
+        run(con, &["CONFIG", "SET", "latency-monitor-threshold", "50"]).unwrap();
+    }
+    // A command of at least 100 ms on each: DEBUG SLEEP here; redis-server
+    // refuses DEBUG unless started with it, so a script that spins.
+    run(&mut ours, &["DEBUG", "SLEEP", "0.1"]).unwrap();
+    run(
+        &mut theirs,
+        &[
+            "EVAL",
+            "local s = redis.call('TIME') repeat local n = redis.call('TIME') \
+             until (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > 100000 return 1",
+            "0",
+        ],
+    )
+    .unwrap();
+    let graph =
+        |con: &mut redis::Connection| text(&run(con, &["LATENCY", "GRAPH", "command"]).unwrap());
+    let (mine, redis_graph) = (graph(&mut ours), graph(&mut theirs));
+    // Each number as one `N` (a label's digits are one a row, so stay).
+    let digits = |s: &str| -> String {
+        let mut out = s
+            .chars()
+            .map(|c| if c.is_ascii_digit() { 'N' } else { c })
+            .collect::<String>();
+        while out.contains("NN") {
+            out = out.replace("NN", "N");
+        }
+        out
+    };
+    assert_eq!(digits(&mine), digits(&redis_graph), "{mine}\n{redis_graph}");
+    assert!(
+        mine.starts_with("command - high ") && mine.lines().nth(1) == Some(&"-".repeat(80)[..]),
+        "{mine}"
+    );
+    let Value::Array(events) = run(&mut ours, &["LATENCY", "LATEST"]).unwrap() else {
+        panic!()
+    };
+    let Value::Array(f) = &events[0] else {
+        panic!()
+    };
+    let (Value::Int(ms), Value::Int(max)) = (&f[2], &f[3]) else {
+        panic!("{f:?}")
+    };
+    let title = format!("command - high {ms} ms, low {ms} ms (all time high {max} ms)");
+    assert_eq!(mine.lines().next(), Some(&title[..]), "{mine}");
+    // Case matters, as in redis: the event is `command`.
+    for args in [
+        &["LATENCY", "GRAPH", "COMMAND"][..],
+        &["LATENCY", "GRAPH", "nosuch"],
+    ] {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+}
+
+/// LOLWUT against redis-server. The art is random in both, so each
+/// reply is reduced to its shape: per line, braille characters as `B`
+/// (version 5) or one of the four gray cells as `C` (version 6), anything
+/// else as itself; the signature lines, the version line of every other
+/// version and the errors must be redis's exactly.
+#[test]
+fn lolwut_draws_redis_shapes() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let (mut ours, mut theirs) = (server.client(), redis.client());
+    let shape = |reply: Result<Value, String>| -> Result<String, String> {
+        let text = text(&reply?);
+        let mut out = text.clone();
+        for cell in ["0;30;40m", "0;90;100m", "0;37;47m", "0;97;107m"] {
+            out = out.replace(&format!("\x1b[{cell} \x1b[0m"), "C");
+        }
+        Ok(out
+            .chars()
+            .map(|c| {
+                if ('\u{2800}'..='\u{28ff}').contains(&c) {
+                    'B'
+                } else {
+                    c
+                }
+            })
+            .collect())
+    };
+    let cases: &[&[&str]] = &[
+        &["LOLWUT"],
+        &["LOLWUT", "foo", "bar"],
+        &["LOLWUT", "VERSION"],
+        &["LOLWUT", "VERSION", "7", "x"],
+        &["LOLWUT", "VERSION", "50"],
+        &["LOLWUT", "VERSION", "-1"],
+        &["LOLWUT", "VERSION", "5"],
+        &["LOLWUT", "version", "5", "1", "1", "1"],
+        &["LOLWUT", "VERSION", "5", "40", "3", "5"],
+        &["LOLWUT", "VERSION", "5", "7", "200", "1"],
+        &["LOLWUT", "VERSION", "5", "10", "1", "1", "ignored"],
+        &["LOLWUT", "VERSION", "5", "0", "-3", "0"],
+        &["LOLWUT", "VERSION", "4294967301", "20"],
+        &["LOLWUT", "VERSION", "6"],
+        &["LOLWUT", "VERSION", "6", "1", "1"],
+        &["LOLWUT", "VERSION", "6", "13", "5", "x"],
+        &["LOLWUT", "VERSION", "6", "-5", "3000"],
+        &["LOLWUT", "VERSION", "x"],
+        &["LOLWUT", "VERSION", "5", "1.5"],
+        &["LOLWUT", "VERSION", "5", "1", "2", "x"],
+        &["LOLWUT", "VERSION", "6", "80", "-0"],
+    ];
+    for args in cases {
+        let (mine, redis_shape) = (shape(run(&mut ours, args)), shape(run(&mut theirs, args)));
+        assert_eq!(mine, redis_shape, "{args:?}");
+    }
+    // Schotter's first two rows of squares are not random (redis turns
+    // and moves squares from the third row down): with the defaults (side
+    // 16 pixels) the first 6 lines (24 pixel rows) are drawn before any
+    // third-row square can reach them, so they must be redis's exactly,
+    // braille dot for dot.
+    let head = |con: &mut redis::Connection| {
+        let art = text(&run(con, &["LOLWUT", "VERSION", "5"]).unwrap());
+        art.lines().take(6).collect::<Vec<_>>().join("\n")
+    };
+    let mine = head(&mut ours);
+    assert_eq!(mine, head(&mut theirs));
+    assert!(mine.chars().any(|c| c != '\u{2800}' && c != '\n'), "{mine}");
+    // The shapes compared above are not trivially equal: version 5 is
+    // braille above the signature, version 6 cells.
+    let five = shape(run(&mut ours, &["LOLWUT", "VERSION", "5"])).unwrap();
+    assert!(five.starts_with(&"B".repeat(66)), "{five}");
+    assert!(five.ends_with("\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. 7.0.15\n"));
+    let six = shape(run(&mut ours, &["LOLWUT", "VERSION", "6"])).unwrap();
+    assert_eq!(
+        six.lines().filter(|l| *l == "C".repeat(80)).count(),
+        20,
+        "{six}"
+    );
+}
+
 #[test]
 fn wait_waitaof_role_lolwut_and_debug() {
     let Some(redis) = RedisServer::start() else {

@@ -220,6 +220,17 @@ pub fn reload(
     if old != new.maxclients {
         out.applied.push(changed("maxclients", old, new.maxclients));
         changes.push(Change::MaxClients(new.maxclients));
+        // As at start: raised as far as the system allows, and said so
+        // when that is not far enough (the setting stays, as at start).
+        if let Err(e) = crate::fdlimit::raise_for(new.maxclients as u64) {
+            tracing::warn!(
+                limit = e.limit,
+                maxclients = new.maxclients,
+                wanted = e.wanted,
+                "the open files limit (hard RLIMIT_NOFILE) is below what maxclients needs: \
+                 raise 'ulimit -n' or LimitNOFILE, or lower maxclients"
+            );
+        }
     }
     let old = s.proto_max_bulk_len.load(Ordering::Relaxed);
     if old != new.proto_max_bulk_len {

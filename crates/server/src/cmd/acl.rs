@@ -221,7 +221,7 @@ impl LocalCommand for AclCmd {
                     "WHOAMI",
                     "    Return the current connection username.",
                     "HELP",
-                    "    Print this help.",
+                    "    Prints this help.",
                 ]
                 .iter()
                 .map(|l| Reply::Status((*l).to_string()))

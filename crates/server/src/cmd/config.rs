@@ -1006,6 +1006,24 @@ fn config_set(sh: &Shared, pairs: &[(Bytes, Bytes)]) -> Result<(), CommandError>
         .map_err(|why| set_failed(p.name, &why))?;
         values.push(v);
     }
+    // A larger maxclients needs a larger open files limit: raised now, or
+    // the whole CONFIG SET refused in redis's words (`updateMaxclients`)
+    // before anything is applied. Raising it and then failing another
+    // pair is harmless, and cannot happen: every pair has validated.
+    for (p, v) in found.iter().zip(&values) {
+        if p.name == "maxclients" {
+            let n = v.parse::<u64>().unwrap_or(0);
+            if let Err(e) = crate::fdlimit::raise_for(n) {
+                return Err(set_failed(
+                    p.name,
+                    &format!(
+                        "The operating system is not able to handle the specified number of clients, try with {}",
+                        e.clients()
+                    ),
+                ));
+            }
+        }
+    }
     for (p, v) in found.into_iter().zip(values) {
         apply(sh, p, v);
     }

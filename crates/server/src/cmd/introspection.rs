@@ -32,7 +32,7 @@ pub(crate) fn help(cmd: &str, lines: &[&str]) -> Reply {
     )));
     out.extend(lines.iter().map(|l| Reply::Status((*l).to_string())));
     out.push(Reply::Simple("HELP"));
-    out.push(Reply::Simple("    Print this help."));
+    out.push(Reply::Simple("    Prints this help."));
     Reply::Array(out)
 }
 

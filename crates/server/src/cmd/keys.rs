@@ -131,13 +131,8 @@ impl<const TOUCH: bool> ReadCommand for ExistsGeneric<TOUCH> {
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
-        let mut n = 0;
-        for key in &self.keys {
-            if view.exists(self.db, key)? {
-                n += 1;
-            }
-        }
-        Ok(Reply::Int(n))
+        let n = view.count_existing(self.db, &self.keys)?;
+        Ok(Reply::Int(i64::try_from(n).unwrap_or(i64::MAX)))
     }
 }
 

@@ -377,33 +377,6 @@ fn debug_object(
     )))
 }
 
-/// `LOLWUT [VERSION version]`: redis's signature line. (redis draws
-/// generative art above it for versions 5 and 6; respite prints the line
-/// alone, as redis does for the versions it has no art for.)
-pub struct Lolwut;
-
-impl ReadCommand for Lolwut {
-    const QUICK: bool = true;
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
-        while args.remaining() > 0 {
-            let opt = args.next_upper()?;
-            if opt == "VERSION" && args.remaining() > 0 {
-                args.next_i64()?;
-            } else {
-                // redis reads the rest as the art's parameters: numbers.
-                crate::args::parse_i64(opt.as_bytes()).ok_or(CommandError::NotInteger)?;
-            }
-        }
-        Ok(Lolwut)
-    }
-    fn apply(self, _view: &View<'_, '_>) -> Result<Reply, CommandError> {
-        Ok(Reply::Verbatim(format!(
-            "Redis ver. {}\n",
-            super::info::REDIS_VERSION
-        )))
-    }
-}
-
 /// This family's rows of the command table (see [`super::table`]).
 #[rustfmt::skip]
 pub(super) fn commands() -> Vec<super::Spec> {
@@ -417,7 +390,7 @@ pub(super) fn commands() -> Vec<super::Spec> {
         Spec::local::<BgSave>("bgsave", -1, &["admin", "noscript", "no_async_loading"], [0, 0, 0], "server", "Asynchronously saves the database(s) to disk."),
         Spec::local::<LastSave>("lastsave", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the Unix timestamp of the last successful save to disk."),
         Spec::local::<Debug>("debug", -2, &["admin", "noscript", "loading", "stale"], [0, 0, 0], "server", "A container for debugging commands."),
-        Spec::read::<Lolwut>("lolwut", -1, &["fast"], [0, 0, 0], "server", "Displays computer art and the Redis version"),
+        Spec::read::<crate::lolwut::Lolwut>("lolwut", -1, &["fast"], [0, 0, 0], "server", "Displays computer art and the Redis version"),
         Spec::write::<SwapDb>("swapdb", 3, &["fast"], [0, 0, 0], "server", "Swaps two Redis databases."),
         Spec::local::<Time>("time", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the server time."),
     ]

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use super::introspection::help;
 use super::{lookup, subcommand, LocalCommand, Plan, Session};
 use crate::args::Args;
-use crate::error::CommandError;
+use crate::error::{c_str, CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::Shared;
 
@@ -105,13 +105,15 @@ impl LocalCommand for Slowlog {
     }
 }
 
-/// `LATENCY LATEST | HISTORY event | RESET [event ...] | DOCTOR |
-/// HISTOGRAM [command ...] | HELP`
+/// `LATENCY LATEST | HISTORY event | GRAPH event | RESET [event ...] |
+/// DOCTOR | HISTOGRAM [command ...] | HELP`
 pub enum Latency {
     /// The latest sample of every event.
     Latest,
     /// An event's samples.
     History(String),
+    /// An event's samples drawn as an ASCII graph.
+    Graph(Bytes),
     /// Forgets events.
     Reset(Vec<String>),
     /// The human-readable report.
@@ -129,6 +131,7 @@ impl LocalCommand for Latency {
         Ok(match sub.name.as_str() {
             "LATEST" => Latency::Latest,
             "HISTORY" => Latency::History(text(args.next()?)),
+            "GRAPH" => Latency::Graph(args.next()?),
             "RESET" => Latency::Reset(args.rest().into_iter().map(text).collect()),
             "DOCTOR" => Latency::Doctor,
             "HISTOGRAM" => Latency::Histogram(args.rest()),
@@ -168,6 +171,7 @@ impl LocalCommand for Latency {
                     })
                     .unwrap_or_default(),
             ),
+            Latency::Graph(event) => graph(&sh, event)?,
             Latency::Reset(events) => {
                 let n = if events.is_empty() {
                     st.latency_reset(None)
@@ -183,6 +187,8 @@ impl LocalCommand for Latency {
                 &[
                     "DOCTOR",
                     "    Return a human readable latency analysis report.",
+                    "GRAPH <event>",
+                    "    Return an ASCII latency graph for the <event> class.",
                     "HISTORY <event>",
                     "    Return time-latency samples for the <event> class.",
                     "LATEST",
@@ -198,6 +204,30 @@ impl LocalCommand for Latency {
         };
         Ok(Plan::Reply(reply))
     }
+}
+
+/// LATENCY GRAPH: the event's samples drawn as redis draws them (see
+/// `crate::sparkline`), labelled with their age as of now. Redis finds
+/// the event by the argument as a C string (case-sensitive, up to a NUL).
+fn graph(sh: &Shared, event: Bytes) -> Result<Reply, CommandError> {
+    let events = sh.stats.latency_events();
+    let found = std::str::from_utf8(c_str(&event))
+        .ok()
+        .and_then(|name| events.get_key_value(name));
+    let Some((name, e)) = found else {
+        return Err(CommandError::Quoted {
+            before: "ERR No samples available for event '",
+            arg: Lossy(event.to_vec()),
+            after: "'",
+        });
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let text = crate::sparkline::latency_graph(name, &e.samples, e.max, now);
+    // Every byte is ASCII: the event name is one of ours, the rest digits
+    // and the graph's characters.
+    Ok(Reply::Verbatim(String::from_utf8_lossy(&text).into_owned()))
 }
 
 /// LATENCY DOCTOR's report, in redis's words.
@@ -294,6 +324,6 @@ pub(super) fn commands() -> Vec<super::Spec> {
         Spec::local::<Slowlog>("slowlog", -2, &[], [0, 0, 0], "server", "A container for slow log commands.")
             .with_subcommands("SLOWLOG", &[("get", -2), ("help", 2), ("len", 2), ("reset", 2)]),
         Spec::local::<Latency>("latency", -2, &[], [0, 0, 0], "server", "A container for latency diagnostics commands.")
-            .with_subcommands("LATENCY", &[("doctor", 2), ("help", 2), ("histogram", -2), ("history", 3), ("latest", 2), ("reset", -2)]),
+            .with_subcommands("LATENCY", &[("doctor", 2), ("graph", 3), ("help", 2), ("histogram", -2), ("history", 3), ("latest", 2), ("reset", -2)]),
     ]
 }
