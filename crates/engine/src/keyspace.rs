@@ -378,11 +378,9 @@ impl View<'_, '_> {
              WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)";
         let mut stmt = self.stmt(SQL)?;
         if let [key] = keys {
-            return Ok(u64::from(stmt.exists(params![
-                db,
-                key.as_ref(),
-                self.now
-            ])?));
+            let found = stmt.exists(params![db, key.as_ref(), self.now])?;
+            self.seen(db, key.as_ref(), found);
+            return Ok(u64::from(found));
         }
         // SQLite orders BLOB keys as slices order: bytewise, a prefix
         // first.
@@ -390,8 +388,14 @@ impl View<'_, '_> {
         sorted.sort_unstable();
         let mut n = 0u64;
         for run in sorted.chunk_by(|a, b| a == b) {
-            if stmt.exists(params![db, run[0], self.now])? {
+            let found = stmt.exists(params![db, run[0], self.now])?;
+            if found {
                 n += run.len() as u64;
+            }
+            // Each mention is a lookup for redis (hits, misses, TOUCH's
+            // counter steps).
+            for _ in run {
+                self.seen(db, run[0], found);
             }
         }
         Ok(n)
