@@ -531,6 +531,8 @@ impl Turn {
         (self.writes_from, self.reads_from) = (0, 0);
         self.held = 0;
         let mut result = Ok(());
+        // The most of the reply buffer this turn used (CLIENT LIST `rbp`).
+        let mut peak = 0;
         for slot in self.slots.drain(..) {
             let encoded = match slot {
                 Slot::Ready(r, resp3) => {
@@ -554,17 +556,19 @@ impl Turn {
                 if encoded.bytes.len() >= STREAM_AT {
                     // Already encoded by the reader: written as it is,
                     // after what is gathered before it.
-                    result = sender.send(out, encoded.bytes.len()).await;
+                    peak = peak.max(out.len());
+                    result = sender.send(out, encoded.bytes.len(), true).await;
                     out.clear();
                     if result.is_ok() {
-                        result = sender.send(&encoded.bytes, 0).await;
+                        result = sender.send(&encoded.bytes, 0, false).await;
                     }
                 } else {
                     out.extend_from_slice(&encoded.bytes);
                 }
             }
             if result.is_ok() && out.len() >= STREAM_AT {
-                result = sender.send(out, 0).await;
+                peak = peak.max(out.len());
+                result = sender.send(out, 0, true).await;
                 out.clear();
             }
             if result.is_err() {
@@ -578,11 +582,18 @@ impl Turn {
                 .fetch_add(errors, Ordering::Relaxed);
         }
         result?;
+        peak = peak.max(out.len());
         if !out.is_empty() {
-            let sent = sender.send(out, 0).await;
+            let sent = sender.send(out, 0, true).await;
             out.clear();
             sent?;
         }
+        let client = sender.client;
+        client.state.buffers.reply_buffer(
+            out.capacity(),
+            peak,
+            client.last_active_ms.load(Ordering::Relaxed),
+        );
         Ok(())
     }
 }
@@ -722,6 +733,8 @@ where
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut framer = Framer::default();
     let mut out = BytesMut::with_capacity(16 * 1024);
+    client.state.buffers.reply_buffer(out.capacity(), 0, 0);
+    client.state.buffers.input(input.len(), input.capacity());
     let mut shutdown = shared.shutdown.subscribe();
     let mut turn = Turn {
         slots: Vec::new(),
@@ -798,6 +811,11 @@ where
             client.created.elapsed().as_millis() as u64,
             Ordering::Relaxed,
         );
+        // CLIENT LIST `qbuf`: what this read brought, commands about to
+        // run included (a client's own CLIENT INFO counts itself, as in
+        // redis); what is left is published after the turn.
+        let figures = &client.state.buffers;
+        figures.input(input.len(), input.capacity());
         let mut keep_open = true;
         let mut processed = 0u64;
         loop {
@@ -837,6 +855,9 @@ where
                     if request.is_empty() {
                         continue;
                     }
+                    // Kept for CLIENT LIST `argv-mem` should the command
+                    // block (a sum on the stack: published only then).
+                    let argv_len: usize = request.iter().map(|a| a.len()).sum();
                     processed += 1;
                     if shared.pause.holds(&request[0]) {
                         // CLIENT PAUSE: what came before is answered, then
@@ -857,6 +878,7 @@ where
                         if answer_gathered!().is_err() {
                             break 'conn;
                         }
+                        figures.argv(argv_len);
                         let waited = block(
                             blocker,
                             &shared,
@@ -867,6 +889,7 @@ where
                             stopping.as_mut(),
                         )
                         .await;
+                        figures.argv(0);
                         match waited {
                             Some(reply) => {
                                 turn.add(Plan::Reply(reply), &shared, session.resp3).await;
@@ -913,6 +936,7 @@ where
             .counters
             .commands_processed
             .fetch_add(processed, Ordering::Relaxed);
+        figures.input(input.len(), input.capacity());
         if answer_gathered!().is_err() {
             break 'conn;
         }
