@@ -188,3 +188,96 @@ fn a_queued_multi_shows_in_multi_mem_and_the_caller_in_argv_mem() {
         assert_eq!(ours, &want);
     }
 }
+
+/// A monitor line's variable parts masked: `+<time> [<db> <addr>]` becomes
+/// `+T [<db> A]`; and CLIENT ID's number becomes `:ID`.
+fn mask(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::new();
+    for line in text.split_inclusive("\r\n") {
+        if let Some(rest) = line.strip_prefix('+') {
+            if let Some((time, after)) = rest.split_once(" [") {
+                if time.contains('.') && time.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                    let (db, after) = after.split_once(' ').unwrap();
+                    let (_, after) = after.split_once(']').unwrap();
+                    out.push_str(&format!("+T [{db} A]{after}"));
+                    continue;
+                }
+            }
+        }
+        if line.starts_with(':') {
+            out.push_str(":ID\r\n");
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// Sends each chunk as one write, collecting what comes back after each
+/// (`|` between chunks, `<EOF>` when the server closed).
+fn play(port: u16, chunks: &[&[u8]]) -> String {
+    let mut s = common::raw_for(port);
+    let mut all = String::new();
+    for chunk in chunks {
+        s.write_all(chunk).unwrap();
+        let (got, closed) = common::read_until_quiet(&mut s, Duration::from_millis(250));
+        all.push_str(&mask(&got));
+        if closed {
+            all.push_str("<EOF>");
+            break;
+        }
+        all.push_str(" | ");
+    }
+    all
+}
+
+#[test]
+fn a_monitoring_client_s_own_commands_are_answered_as_redis_answers_them() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let ours = Respited::start(&[]);
+    let scenes: &[&[&[u8]]] = &[
+        // Pipelined in the same read as MONITOR, then in later reads.
+        &[b"MONITOR\r\nGET k\r\nSET k v\r\nPING\r\nECHO hi\r\n"],
+        &[
+            b"MONITOR\r\n",
+            b"GET k\r\n",
+            b"SET k v\r\n",
+            b"PING\r\n",
+            b"ECHO hi\r\n",
+        ],
+        // MONITOR again: no reply at all.
+        &[b"MONITOR\r\nMONITOR\r\nPING\r\n"],
+        &[b"MONITOR\r\n", b"MONITOR\r\n", b"PING\r\n"],
+        // RESET ends monitoring; QUIT closes.
+        &[b"MONITOR\r\nRESET\r\nGET k\r\n"],
+        &[b"MONITOR\r\n", b"RESET\r\n", b"GET k\r\n"],
+        &[b"MONITOR\r\nQUIT\r\nPING\r\n"],
+        &[b"MONITOR\r\n", b"QUIT\r\n"],
+        // What a monitor may run: no keyspace (INFO yes, DBSIZE no);
+        // errors before the keyspace check win.
+        &[
+            b"MONITOR\r\n",
+            b"CLIENT ID\r\n",
+            b"SELECT 1\r\n",
+            b"MULTI\r\n",
+            b"EXEC\r\n",
+            b"INFO keyspace\r\n",
+            b"DBSIZE\r\n",
+            b"FOO\r\n",
+            b"GET\r\n",
+        ],
+        // A refused command inside MULTI dooms it.
+        &[b"MONITOR\r\nMULTI\r\nGET k\r\nPING\r\nEXEC\r\n"],
+        &[b"SET k v\r\nMONITOR\r\nGET k\r\n"],
+        // MONITOR queued and run by EXEC is refused.
+        &[b"MULTI\r\nMONITOR\r\nEXEC\r\n"],
+    ];
+    for scene in scenes {
+        let theirs = play(redis.port, scene);
+        let got = play(ours.port, scene);
+        assert_eq!(got, theirs, "{scene:?}");
+    }
+}

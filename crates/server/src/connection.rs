@@ -218,7 +218,49 @@ fn write_results(
     }
 }
 
+/// Runs one planned command by itself and returns its encoded reply, and
+/// whether the connection must close after it: for a connection that is
+/// not in the usual loop (a monitoring client's own commands, see
+/// `cmd::monitor`).
+pub(crate) async fn run_alone(plan: Plan, shared: &Shared, resp3: bool) -> (Vec<u8>, bool) {
+    let mut turn = Turn::new(resp3);
+    let open = turn.add(plan, shared, resp3).await;
+    turn.flush(shared).await;
+    let mut out = BytesMut::new();
+    for slot in turn.slots.drain(..) {
+        match slot {
+            Slot::Ready(r, resp3) => r.encode(&mut out, resp3),
+            Slot::Done(e) => out.extend_from_slice(&e.bytes),
+            Slot::Writes(rx, n, resp3) => {
+                for r in write_results(rx.await, n) {
+                    r.encode(&mut out, resp3);
+                }
+            }
+            Slot::Reads(rx, n, resp3) => {
+                out.extend_from_slice(&read_results(rx.await, n, resp3).bytes)
+            }
+        }
+    }
+    (out.to_vec(), !open)
+}
+
 impl Turn {
+    fn new(resp3: bool) -> Turn {
+        Turn {
+            slots: Vec::new(),
+            writes: Vec::new(),
+            reads: Vec::new(),
+            reads_need_snapshot: false,
+            reads_may_be_slow: false,
+            resp3,
+            open_writes: 0,
+            open_reads: 0,
+            writes_from: 0,
+            reads_from: 0,
+            held: 0,
+        }
+    }
+
     /// Sends the gathered writes to the writer. Every operation queued or
     /// being applied holds one permit of the `write_queue_depth` semaphore,
     /// so the queue never holds more operations than that; a pipeline longer
@@ -736,19 +778,7 @@ where
     client.state.buffers.reply_buffer(out.capacity(), 0, 0);
     client.state.buffers.input(input.len(), input.capacity());
     let mut shutdown = shared.shutdown.subscribe();
-    let mut turn = Turn {
-        slots: Vec::new(),
-        writes: Vec::new(),
-        reads: Vec::new(),
-        reads_need_snapshot: false,
-        reads_may_be_slow: false,
-        resp3: false,
-        open_writes: 0,
-        open_reads: 0,
-        writes_from: 0,
-        reads_from: 0,
-        held: 0,
-    };
+    let mut turn = Turn::new(false);
     // See `crate::output`: when the pending output went over the soft
     // limit, kept across turns.
     let mut over_soft_since = None;
@@ -909,6 +939,12 @@ where
                         keep_open = false;
                         break;
                     }
+                    // MONITOR: the commands after it, in this read or
+                    // later ones, are the monitoring loop's (a monitor may
+                    // not touch the keyspace).
+                    if client.state.monitoring.load(Ordering::Relaxed) {
+                        break;
+                    }
                     if turn.full(processed as usize) {
                         more_buffered = true;
                         break;
@@ -957,6 +993,9 @@ where
             if matches!(ended, crate::cmd::monitor::Ended::Close) {
                 break;
             }
+            // RESET: what the client sent after it is taken before reading
+            // more.
+            more_buffered = true;
         }
         // After a kill or once shutdown began, the turn just answered is
         // the last one, however eagerly the client keeps sending.

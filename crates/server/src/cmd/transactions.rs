@@ -63,6 +63,12 @@ impl Queue {
         self.mem
     }
 
+    /// Makes EXEC refuse to run anything (a command was refused while the
+    /// transaction was open).
+    pub(super) fn doom(&mut self) {
+        self.doomed = true;
+    }
+
     /// Whether nothing is queued yet.
     pub fn is_empty(&self) -> bool {
         self.requests.is_empty()
