@@ -281,3 +281,70 @@ fn a_monitoring_client_s_own_commands_are_answered_as_redis_answers_them() {
         assert_eq!(got, theirs, "{scene:?}");
     }
 }
+
+/// Runs a command, any reply.
+fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(con).expect("command")
+}
+
+#[test]
+fn client_pause_write_holds_an_exec_that_writes_until_unpause() {
+    let (ours, redis) = servers();
+    let ports = [Some(ours.port), redis.as_ref().map(|r| r.port)];
+    for port in ports.into_iter().flatten() {
+        let mut admin = common::client_for(port);
+        let mut reader = common::client_for(port);
+        let mut writer = common::client_for(port);
+        run(&mut admin, &["DEL", "k"]);
+        run(&mut writer, &["MULTI"]);
+        run(&mut writer, &["SET", "k", "1"]);
+        run(&mut admin, &["CLIENT", "PAUSE", "60000", "WRITE"]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let held = std::thread::spawn(move || {
+            let reply = run(&mut writer, &["EXEC"]);
+            let _ = tx.send(reply);
+            writer
+        });
+        // Reads, and an EXEC of reads only, are answered meanwhile.
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(rx.try_recv().is_err(), "{port}: EXEC ran while paused");
+        let got: Option<String> = redis::cmd("GET").arg("k").query(&mut reader).unwrap();
+        assert_eq!(got, None, "{port}");
+        let (got,): (Option<String>,) = redis::pipe()
+            .atomic()
+            .cmd("GET")
+            .arg("k")
+            .query(&mut reader)
+            .unwrap();
+        assert_eq!(got, None, "{port}");
+        assert!(rx.try_recv().is_err(), "{port}: EXEC ran while paused");
+        // UNPAUSE: the transaction runs, and its write is there.
+        run(&mut admin, &["CLIENT", "UNPAUSE"]);
+        let reply = rx.recv_timeout(Duration::from_secs(10)).expect("EXEC");
+        assert_eq!(
+            reply,
+            redis::Value::Array(vec![redis::Value::Okay]),
+            "{port}"
+        );
+        let got: Option<String> = redis::cmd("GET").arg("k").query(&mut reader).unwrap();
+        assert_eq!(got.as_deref(), Some("1"), "{port}");
+        let mut writer = held.join().unwrap();
+
+        // A pause that ends by itself lets the held EXEC run then.
+        run(&mut writer, &["MULTI"]);
+        run(&mut writer, &["INCR", "k"]);
+        run(&mut admin, &["CLIENT", "PAUSE", "500", "WRITE"]);
+        let started = Instant::now();
+        let reply = run(&mut writer, &["EXEC"]);
+        assert!(started.elapsed() >= Duration::from_millis(300), "{port}");
+        assert_eq!(
+            reply,
+            redis::Value::Array(vec![redis::Value::Int(2)]),
+            "{port}"
+        );
+    }
+}

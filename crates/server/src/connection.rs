@@ -889,7 +889,7 @@ where
                     // block (a sum on the stack: published only then).
                     let argv_len: usize = request.iter().map(|a| a.len()).sum();
                     processed += 1;
-                    if shared.pause.holds(&request[0]) {
+                    if shared.pause.holds(&session, &request) {
                         // CLIENT PAUSE: what came before is answered, then
                         // this command waits for the pause to end.
                         if answer_gathered!().is_err() {

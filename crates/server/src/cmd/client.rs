@@ -283,9 +283,11 @@ pub struct Pause {
 }
 
 impl Pause {
-    /// Whether a command (by its name) must wait now; ends an expired
-    /// pause.
-    pub fn holds(&self, name: &[u8]) -> bool {
+    /// Whether a command must wait now; ends an expired pause. Under
+    /// WRITE, as in redis 7.0, what waits is a command flagged `write` or
+    /// `may_replicate` (a subcommand by its own flags), and an EXEC whose
+    /// queue holds one; reads, and an EXEC of reads only, go on.
+    pub fn holds(&self, session: &Session, request: &[Bytes]) -> bool {
         if !self.active.load(Ordering::Relaxed) {
             return false;
         }
@@ -297,7 +299,19 @@ impl Pause {
                 false
             }
             Some((_, true)) => true,
-            Some((_, false)) => super::lookup(name).is_some_and(|s| s.has_flag("write")),
+            Some((_, false)) => {
+                drop(st);
+                let Some(spec) = super::lookup(&request[0]) else {
+                    return false;
+                };
+                if spec.name == "exec" {
+                    return session
+                        .multi
+                        .as_ref()
+                        .is_some_and(|q| q.requests().iter().any(|r| writes(r)));
+                }
+                writes(request)
+            }
             None => false,
         }
     }
@@ -344,6 +358,24 @@ impl Pause {
         *lock(&self.state) = None;
         self.active.store(false, Ordering::Relaxed);
         self.notify.notify_waiters();
+    }
+}
+
+/// Whether a request is a command redis holds under CLIENT PAUSE WRITE:
+/// flagged `write` or `may_replicate`, a container's subcommand by its own
+/// flags.
+fn writes(request: &[Bytes]) -> bool {
+    let Some(spec) = super::lookup(&request[0]) else {
+        return false;
+    };
+    let flagged = |m: &super::meta::Meta| m.has_flag("write") || m.has_flag("may_replicate");
+    match (spec.subcommands, request.get(1)) {
+        (Some(_), Some(sub)) => {
+            let mut full = format!("{}|", spec.name).into_bytes();
+            full.extend(sub.iter().map(u8::to_ascii_lowercase));
+            super::meta::find_full(&full).is_some_and(flagged)
+        }
+        _ => spec.has_flag("write") || spec.has_flag("may_replicate"),
     }
 }
 

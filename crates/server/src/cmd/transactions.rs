@@ -69,6 +69,12 @@ impl Queue {
         self.doomed = true;
     }
 
+    /// The queued requests, name first (CLIENT PAUSE WRITE holds an EXEC
+    /// whose queue writes).
+    pub fn requests(&self) -> &[Vec<Bytes>] {
+        &self.requests
+    }
+
     /// Whether nothing is queued yet.
     pub fn is_empty(&self) -> bool {
         self.requests.is_empty()
