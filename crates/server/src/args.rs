@@ -64,6 +64,11 @@ impl Args {
         })
     }
 
+    /// The bytes of the arguments left (CLIENT INFO's own `argv-mem`).
+    pub fn bytes_left(&self) -> usize {
+        self.items.as_slice().iter().map(|b| b.len()).sum()
+    }
+
     /// Every remaining argument.
     pub fn rest(&mut self) -> Vec<Bytes> {
         self.items.by_ref().collect()

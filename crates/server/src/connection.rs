@@ -218,7 +218,49 @@ fn write_results(
     }
 }
 
+/// Runs one planned command by itself and returns its encoded reply, and
+/// whether the connection must close after it: for a connection that is
+/// not in the usual loop (a monitoring client's own commands, see
+/// `cmd::monitor`).
+pub(crate) async fn run_alone(plan: Plan, shared: &Shared, resp3: bool) -> (Vec<u8>, bool) {
+    let mut turn = Turn::new(resp3);
+    let open = turn.add(plan, shared, resp3).await;
+    turn.flush(shared).await;
+    let mut out = BytesMut::new();
+    for slot in turn.slots.drain(..) {
+        match slot {
+            Slot::Ready(r, resp3) => r.encode(&mut out, resp3),
+            Slot::Done(e) => out.extend_from_slice(&e.bytes),
+            Slot::Writes(rx, n, resp3) => {
+                for r in write_results(rx.await, n) {
+                    r.encode(&mut out, resp3);
+                }
+            }
+            Slot::Reads(rx, n, resp3) => {
+                out.extend_from_slice(&read_results(rx.await, n, resp3).bytes)
+            }
+        }
+    }
+    (out.to_vec(), !open)
+}
+
 impl Turn {
+    fn new(resp3: bool) -> Turn {
+        Turn {
+            slots: Vec::new(),
+            writes: Vec::new(),
+            reads: Vec::new(),
+            reads_need_snapshot: false,
+            reads_may_be_slow: false,
+            resp3,
+            open_writes: 0,
+            open_reads: 0,
+            writes_from: 0,
+            reads_from: 0,
+            held: 0,
+        }
+    }
+
     /// Sends the gathered writes to the writer. Every operation queued or
     /// being applied holds one permit of the `write_queue_depth` semaphore,
     /// so the queue never holds more operations than that; a pipeline longer
@@ -538,6 +580,8 @@ impl Turn {
         (self.writes_from, self.reads_from) = (0, 0);
         self.held = 0;
         let mut result = Ok(());
+        // The most of the reply buffer this turn used (CLIENT LIST `rbp`).
+        let mut peak = 0;
         for slot in self.slots.drain(..) {
             let encoded = match slot {
                 Slot::Ready(r, resp3) => {
@@ -561,17 +605,19 @@ impl Turn {
                 if encoded.bytes.len() >= STREAM_AT {
                     // Already encoded by the reader: written as it is,
                     // after what is gathered before it.
-                    result = sender.send(out, encoded.bytes.len()).await;
+                    peak = peak.max(out.len());
+                    result = sender.send(out, encoded.bytes.len(), true).await;
                     out.clear();
                     if result.is_ok() {
-                        result = sender.send(&encoded.bytes, 0).await;
+                        result = sender.send(&encoded.bytes, 0, false).await;
                     }
                 } else {
                     out.extend_from_slice(&encoded.bytes);
                 }
             }
             if result.is_ok() && out.len() >= STREAM_AT {
-                result = sender.send(out, 0).await;
+                peak = peak.max(out.len());
+                result = sender.send(out, 0, true).await;
                 out.clear();
             }
             if result.is_err() {
@@ -585,11 +631,18 @@ impl Turn {
                 .fetch_add(errors, Ordering::Relaxed);
         }
         result?;
+        peak = peak.max(out.len());
         if !out.is_empty() {
-            let sent = sender.send(out, 0).await;
+            let sent = sender.send(out, 0, true).await;
             out.clear();
             sent?;
         }
+        let client = sender.client;
+        client.state.buffers.reply_buffer(
+            out.capacity(),
+            peak,
+            client.last_active_ms.load(Ordering::Relaxed),
+        );
         Ok(())
     }
 }
@@ -729,20 +782,10 @@ where
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut framer = Framer::default();
     let mut out = BytesMut::with_capacity(16 * 1024);
+    client.state.buffers.reply_buffer(out.capacity(), 0, 0);
+    client.state.buffers.input(input.len(), input.capacity());
     let mut shutdown = shared.shutdown.subscribe();
-    let mut turn = Turn {
-        slots: Vec::new(),
-        writes: Vec::new(),
-        reads: Vec::new(),
-        reads_need_snapshot: false,
-        reads_may_be_slow: false,
-        resp3: false,
-        open_writes: 0,
-        open_reads: 0,
-        writes_from: 0,
-        reads_from: 0,
-        held: 0,
-    };
+    let mut turn = Turn::new(false);
     // See `crate::output`: when the pending output went over the soft
     // limit, kept across turns.
     let mut over_soft_since = None;
@@ -805,6 +848,11 @@ where
             client.created.elapsed().as_millis() as u64,
             Ordering::Relaxed,
         );
+        // CLIENT LIST `qbuf`: what this read brought, commands about to
+        // run included (a client's own CLIENT INFO counts itself, as in
+        // redis); what is left is published after the turn.
+        let figures = &client.state.buffers;
+        figures.input(input.len(), input.capacity());
         let mut keep_open = true;
         let mut processed = 0u64;
         loop {
@@ -844,8 +892,11 @@ where
                     if request.is_empty() {
                         continue;
                     }
+                    // Kept for CLIENT LIST `argv-mem` should the command
+                    // block (a sum on the stack: published only then).
+                    let argv_len: usize = request.iter().map(|a| a.len()).sum();
                     processed += 1;
-                    if shared.pause.holds(&request[0]) {
+                    if shared.pause.holds(&session, &request) {
                         // CLIENT PAUSE: what came before is answered, then
                         // this command waits for the pause to end.
                         if answer_gathered!().is_err() {
@@ -864,6 +915,7 @@ where
                         if answer_gathered!().is_err() {
                             break 'conn;
                         }
+                        figures.argv(argv_len);
                         let waited = block(
                             blocker,
                             &shared,
@@ -874,6 +926,7 @@ where
                             stopping.as_mut(),
                         )
                         .await;
+                        figures.argv(0);
                         match waited {
                             Some(reply) => {
                                 turn.add(Plan::Reply(reply), &shared, session.resp3).await;
@@ -891,6 +944,12 @@ where
                     // not run.
                     if client.killed.load(Ordering::Relaxed) {
                         keep_open = false;
+                        break;
+                    }
+                    // MONITOR: the commands after it, in this read or
+                    // later ones, are the monitoring loop's (a monitor may
+                    // not touch the keyspace).
+                    if client.state.monitoring.load(Ordering::Relaxed) {
                         break;
                     }
                     if turn.full(processed as usize) {
@@ -920,6 +979,7 @@ where
             .counters
             .commands_processed
             .fetch_add(processed, Ordering::Relaxed);
+        figures.input(input.len(), input.capacity());
         if answer_gathered!().is_err() {
             break 'conn;
         }
@@ -940,6 +1000,9 @@ where
             if matches!(ended, crate::cmd::monitor::Ended::Close) {
                 break;
             }
+            // RESET: what the client sent after it is taken before reading
+            // more.
+            more_buffered = true;
         }
         // After a kill or once shutdown began, the turn just answered is
         // the last one, however eagerly the client keeps sending.

@@ -161,14 +161,30 @@ where
     K: Future,
 {
     /// Writes `bytes`, with `queued` more bytes encoded behind them (they
-    /// count towards the limits too). Fails, and the connection must
-    /// close, if the client is killed, goes over its output limit, or the
-    /// socket fails.
-    pub async fn send(&mut self, bytes: &[u8], queued: usize) -> Result<(), Abandoned> {
+    /// count towards the limits too, and are one block of CLIENT LIST's
+    /// `oll`). `from_buffer`: `bytes` is the connection's reply buffer
+    /// (CLIENT LIST's `obl`), not a block encoded elsewhere. Fails, and
+    /// the connection must close, if the client is killed, goes over its
+    /// output limit, or the socket fails.
+    pub async fn send(
+        &mut self,
+        bytes: &[u8],
+        queued: usize,
+        from_buffer: bool,
+    ) -> Result<(), Abandoned> {
         let mut written = 0;
+        let client = self.client;
+        let figures = &client.state.buffers;
+        let behind = usize::from(queued > 0);
         while written < bytes.len() {
-            let pending = (bytes.len() - written + queued) as u64;
+            let left = bytes.len() - written;
+            let pending = (left + queued) as u64;
             self.client.output_bytes.store(pending, Ordering::Relaxed);
+            if from_buffer {
+                figures.pending(left, behind);
+            } else {
+                figures.pending(0, 1 + behind);
+            }
             let deadline = self.check_limits(pending)?;
             let timer = async {
                 match deadline {
@@ -199,6 +215,7 @@ where
         }
         let pending = queued as u64;
         self.client.output_bytes.store(pending, Ordering::Relaxed);
+        figures.pending(0, behind);
         if pending == 0 {
             *self.over_soft_since = None;
         }
@@ -244,6 +261,7 @@ where
                 .fetch_add(1, Ordering::Relaxed);
         }
         self.client.output_bytes.store(0, Ordering::Relaxed);
+        self.client.state.buffers.pending(0, 0);
         why
     }
 }

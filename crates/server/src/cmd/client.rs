@@ -13,7 +13,9 @@
 //! What this module keeps per client lives in [`ClientState`], one field of
 //! the registry's `ClientHandle`; the server-wide pause in [`Pause`].
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -56,6 +58,96 @@ pub struct ClientState {
     pub monitoring: AtomicBool,
     /// MONITOR's subscription, taken by the monitoring loop.
     pub monitor: Mutex<Option<tokio::sync::broadcast::Receiver<Bytes>>>,
+    /// The memory figures of CLIENT LIST, published by the connection loop.
+    pub buffers: Buffers,
+}
+
+/// The figures CLIENT LIST shows about a connection's buffers, published
+/// by its loop with relaxed stores once per read or per turn (never per
+/// command: the hot path pays a handful of stores per syscall, and CLIENT
+/// LIST reads whatever was last published). Their meaning in respite:
+///
+/// - `qbuf`: bytes read from the socket and not yet executed. Published
+///   after each read (so a client's own CLIENT INFO counts itself, as in
+///   redis) and after each turn (what is left: the part of a command that
+///   has not fully arrived, or commands held back by a pause). respite
+///   keeps a command whole in this buffer until its last byte arrives, so
+///   a partial command's first arguments count here, not in `argv-mem`.
+/// - `qbuf-free`: the read buffer's spare capacity.
+/// - `argv-mem`: bytes of the arguments of the command being run: the
+///   caller's own CLIENT LIST or INFO, or a blocking command waiting; 0
+///   between commands.
+/// - `multi-mem`: the commands queued since MULTI, their argument bytes
+///   plus one `Bytes` handle per argument (redis counts a pointer per
+///   argument the same way).
+/// - `rbs`: the capacity of the reply buffer, where a turn's replies are
+///   gathered before they are written (16 KiB, as redis's `buf`, until a
+///   large reply grows it; shrunk again after a turn over 1 MiB).
+/// - `rbp`: the most of that buffer a turn used in the last 5 seconds.
+/// - `obl`: bytes of the reply buffer not yet taken by the socket.
+/// - `oll`: reply blocks waiting besides the reply buffer: large replies
+///   encoded by a reader thread are written as they are, not copied into
+///   the buffer, and each counts as one block until written.
+/// - `omem`: every reply byte encoded and not yet taken by the socket (the
+///   reply buffer's and the blocks'), the figure `client-output-buffer-limit`
+///   applies to.
+/// - `tot-mem`: the connection's fixed structures, the read buffer's
+///   capacity, the reply buffer's capacity, the pending blocks, `argv-mem`
+///   and `multi-mem`.
+#[derive(Default)]
+pub struct Buffers {
+    qbuf: AtomicU64,
+    qbuf_free: AtomicU64,
+    argv_mem: AtomicU64,
+    multi_mem: AtomicU64,
+    rbs: AtomicU64,
+    rbp: AtomicU64,
+    /// When the current `rbp` window began, in milliseconds since the
+    /// client connected.
+    rbp_since_ms: AtomicU64,
+    obl: AtomicU64,
+    oll: AtomicU64,
+}
+
+/// How long a reply-buffer peak is remembered (redis resets its `buf_peak`
+/// every 5 seconds too).
+const PEAK_WINDOW_MS: u64 = 5000;
+
+impl Buffers {
+    /// Publishes the read buffer: `len` bytes waiting, `capacity` in all.
+    pub fn input(&self, len: usize, capacity: usize) {
+        self.qbuf.store(len as u64, Ordering::Relaxed);
+        self.qbuf_free
+            .store(capacity.saturating_sub(len) as u64, Ordering::Relaxed);
+    }
+
+    /// Publishes the reply buffer after a turn: its capacity, and the most
+    /// of it the turn used; `now_ms` is milliseconds since the client
+    /// connected.
+    pub fn reply_buffer(&self, capacity: usize, peak: usize, now_ms: u64) {
+        self.rbs.store(capacity as u64, Ordering::Relaxed);
+        let peak = peak as u64;
+        let since = self.rbp_since_ms.load(Ordering::Relaxed);
+        if now_ms.saturating_sub(since) >= PEAK_WINDOW_MS {
+            self.rbp.store(peak, Ordering::Relaxed);
+            self.rbp_since_ms.store(now_ms, Ordering::Relaxed);
+        } else if peak > self.rbp.load(Ordering::Relaxed) {
+            self.rbp.store(peak, Ordering::Relaxed);
+        }
+    }
+
+    /// Publishes what waits for the socket: `obl` bytes of the reply
+    /// buffer and `oll` other blocks.
+    pub fn pending(&self, obl: usize, oll: usize) {
+        self.obl.store(obl as u64, Ordering::Relaxed);
+        self.oll.store(oll as u64, Ordering::Relaxed);
+    }
+
+    /// Publishes the arguments of a command that waits (a blocking pop),
+    /// 0 once it is answered.
+    pub fn argv(&self, bytes: usize) {
+        self.argv_mem.store(bytes as u64, Ordering::Relaxed);
+    }
 }
 
 impl Default for ClientState {
@@ -71,6 +163,7 @@ impl Default for ClientState {
             multi: AtomicI64::new(-1),
             monitoring: AtomicBool::new(false),
             monitor: Mutex::new(None),
+            buffers: Buffers::default(),
         }
     }
 }
@@ -107,11 +200,13 @@ pub fn silence_if_asked(state: &ClientState, before: u8, plan: Plan) -> Plan {
     }
 }
 
-/// Records whether a MULTI is open and how many commands it holds.
-pub fn note_multi(state: &ClientState, queued: Option<usize>) {
-    let n = queued.map_or(-1, |n| n as i64);
+/// Records whether a MULTI is open, how many commands it holds and their
+/// memory (`multi-mem`).
+pub fn note_multi(state: &ClientState, queued: Option<(usize, usize)>) {
+    let (n, mem) = queued.map_or((-1, 0), |(n, mem)| (n as i64, mem as u64));
     if state.multi.load(Ordering::Relaxed) != n {
         state.multi.store(n, Ordering::Relaxed);
+        state.buffers.multi_mem.store(mem, Ordering::Relaxed);
     }
 }
 
@@ -188,9 +283,11 @@ pub struct Pause {
 }
 
 impl Pause {
-    /// Whether a command (by its name) must wait now; ends an expired
-    /// pause.
-    pub fn holds(&self, name: &[u8]) -> bool {
+    /// Whether a command must wait now; ends an expired pause. Under
+    /// WRITE, as in redis 7.0, what waits is a command flagged `write` or
+    /// `may_replicate` (a subcommand by its own flags), and an EXEC whose
+    /// queue holds one; reads, and an EXEC of reads only, go on.
+    pub fn holds(&self, session: &Session, request: &[Bytes]) -> bool {
         if !self.active.load(Ordering::Relaxed) {
             return false;
         }
@@ -202,7 +299,19 @@ impl Pause {
                 false
             }
             Some((_, true)) => true,
-            Some((_, false)) => super::lookup(name).is_some_and(|s| s.has_flag("write")),
+            Some((_, false)) => {
+                drop(st);
+                let Some(spec) = super::lookup(&request[0]) else {
+                    return false;
+                };
+                if spec.name == "exec" {
+                    return session
+                        .multi
+                        .as_ref()
+                        .is_some_and(|q| q.requests().iter().any(|r| writes(r)));
+                }
+                writes(request)
+            }
             None => false,
         }
     }
@@ -252,9 +361,47 @@ impl Pause {
     }
 }
 
+/// Whether a request is a command redis holds under CLIENT PAUSE WRITE:
+/// flagged `write` or `may_replicate`, a container's subcommand by its own
+/// flags.
+fn writes(request: &[Bytes]) -> bool {
+    let Some(spec) = super::lookup(&request[0]) else {
+        return false;
+    };
+    let flagged = |m: &super::meta::Meta| m.has_flag("write") || m.has_flag("may_replicate");
+    match (spec.subcommands, request.get(1)) {
+        (Some(_), Some(sub)) => {
+            let mut full = format!("{}|", spec.name).into_bytes();
+            full.extend(sub.iter().map(u8::to_ascii_lowercase));
+            super::meta::find_full(&full).is_some_and(flagged)
+        }
+        _ => spec.has_flag("write") || spec.has_flag("may_replicate"),
+    }
+}
+
 /// One line of CLIENT LIST / CLIENT INFO, redis 7.2's fields in order.
 pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
+    line_of(c, shared, None)
+}
+
+/// [`info_line`]; `own_argv`: when `c` is the caller, the bytes of its own CLIENT command
+/// (its `argv-mem`, as redis shows it).
+fn line_of(c: &ClientHandle, shared: Option<&Shared>, own_argv: Option<u64>) -> String {
     let st = &c.state;
+    let b = &st.buffers;
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let (qbuf, qbuf_free) = (load(&b.qbuf), load(&b.qbuf_free));
+    let argv_mem = own_argv.unwrap_or_else(|| load(&b.argv_mem));
+    let multi_mem = load(&b.multi_mem);
+    let (rbs, obl) = (load(&b.rbs), load(&b.obl));
+    let omem = c.output_bytes.load(Ordering::Relaxed);
+    let tot_mem = FIXED_CLIENT_BYTES
+        + qbuf
+        + qbuf_free
+        + rbs
+        + omem.saturating_sub(obl)
+        + argv_mem
+        + multi_mem;
     let mut flags = String::new();
     let multi = st.multi.load(Ordering::Relaxed);
     if multi >= 0 {
@@ -287,7 +434,7 @@ pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
         })
         .unwrap_or_else(|| "NULL".into());
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={cmd} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={tot_mem} events=r cmd={cmd} user={} redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr(),
         c.laddr(),
@@ -296,13 +443,19 @@ pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
         c.created.elapsed().as_secs(),
         c.idle_secs(),
         c.db.load(Ordering::Relaxed),
-        c.output_bytes.load(Ordering::Relaxed),
+        load(&b.rbp),
+        load(&b.oll),
         lock(&c.user),
         c.resp.load(Ordering::Relaxed),
         lock(&st.lib_name).clone().unwrap_or_default(),
         lock(&st.lib_ver).clone().unwrap_or_default(),
     )
 }
+
+/// What every connection holds whatever it does: its registry entry and
+/// its session (redis counts `sizeof(client)` the same way).
+const FIXED_CLIENT_BYTES: u64 =
+    (std::mem::size_of::<ClientHandle>() + std::mem::size_of::<Session>()) as u64;
 
 /// Client types as CLIENT LIST and KILL take them; every respite client
 /// is `normal`.
@@ -344,10 +497,11 @@ pub enum Client {
     /// CLIENT GETNAME
     GetName,
     /// CLIENT LIST, optionally only these ids; `false` when a TYPE was
-    /// given that no client here has.
-    List(Option<Vec<u64>>, bool),
-    /// CLIENT INFO
-    Info,
+    /// given that no client here has; the bytes of this command's
+    /// arguments (the caller's `argv-mem`).
+    List(Option<Vec<u64>>, bool, u64),
+    /// CLIENT INFO, with the bytes of its arguments.
+    Info(u64),
     /// CLIENT KILL with its filters.
     Kill(KillFilter),
     /// CLIENT SETINFO: which attribute (true: lib-name), and the value.
@@ -381,11 +535,13 @@ fn on_off(arg: &[u8]) -> Result<bool, CommandError> {
 impl LocalCommand for Client {
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         // Names and arities were checked with the table's subcommand list.
+        // "client" and every argument after it: the caller's `argv-mem`.
+        let own_argv = (b"client".len() + args.bytes_left()) as u64;
         let sub = subcommand(args)?;
         Ok(match sub.name.as_str() {
             "ID" => Client::Id,
             "GETNAME" => Client::GetName,
-            "INFO" => Client::Info,
+            "INFO" => Client::Info(own_argv),
             "HELP" => Client::Help,
             "GETREDIR" => Client::GetRedir,
             "UNPAUSE" => Client::Unpause,
@@ -434,7 +590,7 @@ impl LocalCommand for Client {
                         _ => return Err(CommandError::Syntax),
                     }
                 }
-                Client::List(ids, type_matches)
+                Client::List(ids, type_matches, own_argv)
             }
             "KILL" => Client::Kill(parse_kill(args, &s.shared)?),
             "UNBLOCK" => {
@@ -501,9 +657,12 @@ impl LocalCommand for Client {
                 Some(n) => Reply::bulk(n),
                 None => Reply::Nil,
             },
-            Client::Info => Reply::Verbatim(format!("{}\n", info_line(&s.client, Some(&s.shared)))),
-            Client::List(_, false) => Reply::Verbatim(String::new()),
-            Client::List(ids, true) => {
+            Client::Info(own) => Reply::Verbatim(format!(
+                "{}\n",
+                line_of(&s.client, Some(&s.shared), Some(own))
+            )),
+            Client::List(_, false, _) => Reply::Verbatim(String::new()),
+            Client::List(ids, true, own) => {
                 let mut handles: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
                 handles.sort_by_key(|c| c.id);
                 let mut out = String::new();
@@ -511,7 +670,8 @@ impl LocalCommand for Client {
                     if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
                         continue;
                     }
-                    out.push_str(&info_line(&c, Some(&s.shared)));
+                    let own = (c.id == s.client.id).then_some(own);
+                    out.push_str(&line_of(&c, Some(&s.shared), own));
                     out.push('\n');
                 }
                 Reply::Verbatim(out)

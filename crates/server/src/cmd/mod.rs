@@ -616,7 +616,7 @@ pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
     let plan = dispatch_inner(session, request);
     client::note_multi(
         &session.client.state,
-        session.multi.as_ref().map(|q| q.len()),
+        session.multi.as_ref().map(|q| (q.len(), q.mem())),
     );
     if reply_mode == 0 && session.client.state.replies_on() {
         return plan;

@@ -16,9 +16,15 @@
 //! loses the oldest lines rather than holding anyone up (redis would
 //! instead buffer them until its output-buffer limit closes the client).
 //!
-//! While a connection monitors, its loop is [`run`]'s: lines out, and of its
-//! own commands only those that do not touch the keyspace (QUIT, RESET,
-//! PING...) are answered; RESET ends monitoring, as in redis.
+//! From the command after MONITOR on (pipelined in the same read or not),
+//! the connection's loop is [`run`]'s: lines out, and its own commands
+//! under redis's rule for a replica-flagged client: whatever could read or
+//! write the keyspace (flagged `readonly`, `write`, `may_replicate`) is
+//! refused with `Replica can't interact with the keyspace` (inside MULTI
+//! that dooms the transaction), the rest runs (PING, ECHO, INFO, CLIENT,
+//! SELECT, MULTI/EXEC...), each reply placed among the lines where redis
+//! places it; MONITOR again gets no reply; RESET ends monitoring and QUIT
+//! closes, as in redis.
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -116,10 +122,16 @@ impl LocalCommand for Monitor {
         Ok(Monitor)
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        if s.multi.is_some() {
+        // In MULTI, and inside EXEC (a client waiting for one reply per
+        // command cannot switch to a stream).
+        if s.multi.is_some() || s.acl.in_exec {
             return Err(CommandError::Other(
                 "MONITOR isn't allowed for DENY BLOCKING client".into(),
             ));
+        }
+        if s.client.state.monitoring.load(Ordering::Relaxed) {
+            // Already monitoring: redis ignores it, without a reply.
+            return Ok(Plan::Reply(Reply::Silent));
         }
         let mut slot = lock(&s.client.state.monitor);
         if slot.is_none() {
@@ -141,7 +153,8 @@ pub enum Ended {
 }
 
 /// The monitoring client's loop (see the module documentation). `input`
-/// holds what the client sent and the connection has not read yet.
+/// holds what the client sent and the connection has not run yet: the
+/// commands pipelined after MONITOR in the same read are this loop's too.
 pub async fn run<S, K, T>(
     session: &mut Session,
     stream: &mut S,
@@ -158,19 +171,35 @@ where
         return Ended::Reset;
     };
     let shared = session.shared.clone();
-    let ended = loop {
-        // Commands already received are answered first.
-        match answer_own(session, &shared, input) {
-            Own::Nothing => {}
-            Own::Reply(bytes, then) => {
-                if stream.write_all(&bytes).await.is_err() {
-                    break Ended::Close;
+    let mut out = Vec::new();
+    let ended = 'monitor: loop {
+        // The client's own commands already received, each reply placed
+        // among the lines as redis places it: after the lines of what ran
+        // before it, before the line of the command itself.
+        loop {
+            drain(&mut rx, &mut out);
+            match answer_own(session, &shared, input).await {
+                Own::Nothing => break,
+                Own::Reply(bytes, then) => {
+                    out.extend_from_slice(&bytes);
+                    if let Some(end) = then {
+                        if stream.write_all(&out).await.is_err() {
+                            break 'monitor Ended::Close;
+                        }
+                        break 'monitor end;
+                    }
                 }
-                if let Some(end) = then {
-                    break end;
-                }
-                continue;
             }
+        }
+        if !out.is_empty() {
+            if stream.write_all(&out).await.is_err() {
+                break Ended::Close;
+            }
+            shared
+                .counters
+                .net_output_bytes
+                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            out.clear();
         }
         // The branches' outputs are dropped here: the shutdown watch's
         // guard must not live across an await.
@@ -181,15 +210,7 @@ where
             _ = stopping.as_mut() => Event::Stop,
         };
         match event {
-            Event::Line(Ok(line)) => {
-                if stream.write_all(&line).await.is_err() {
-                    break Ended::Close;
-                }
-                shared
-                    .counters
-                    .net_output_bytes
-                    .fetch_add(line.len() as u64, Ordering::Relaxed);
-            }
+            Event::Line(Ok(line)) => out.extend_from_slice(&line),
             Event::Line(Err(broadcast::error::RecvError::Lagged(_))) => {}
             Event::Line(Err(broadcast::error::RecvError::Closed)) => break Ended::Close,
             Event::Read(true) => {}
@@ -203,6 +224,17 @@ where
         .monitoring
         .store(false, Ordering::Relaxed);
     ended
+}
+
+/// Appends every line already in the channel to `out`.
+fn drain(rx: &mut broadcast::Receiver<Bytes>, out: &mut Vec<u8>) {
+    loop {
+        match rx.try_recv() {
+            Ok(line) => out.extend_from_slice(&line),
+            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// What woke the monitoring loop.
@@ -223,10 +255,14 @@ enum Own {
     Reply(Vec<u8>, Option<Ended>),
 }
 
-/// Answers the commands a monitoring client sent: those answered on the
-/// connection are run; anything that would touch the keyspace gets redis's
-/// refusal for a replica-flagged client.
-fn answer_own(session: &mut Session, shared: &Shared, input: &mut BytesMut) -> Own {
+/// Runs the next command the monitoring client sent, with redis's rule for
+/// a client flagged as a replica: once a command passes the checks every
+/// client gets (known, arity, authentication, ACL), it is refused if it
+/// could read or write the keyspace (flagged `readonly`, `write` or
+/// `may_replicate`: GET, SET, DBSIZE, PUBLISH...). Everything else (PING,
+/// ECHO, INFO, CLIENT, SELECT, MULTI/EXEC, RESET, QUIT) runs as usual.
+/// MONITOR again is answered with nothing (see [`Monitor`]).
+async fn answer_own(session: &mut Session, shared: &Shared, input: &mut BytesMut) -> Own {
     let limits = crate::request::Limits {
         max_bulk_len: shared.settings.proto_max_bulk_len.load(Ordering::Relaxed),
         authenticated: session.authenticated,
@@ -243,26 +279,45 @@ fn answer_own(session: &mut Session, shared: &Shared, input: &mut BytesMut) -> O
     if request.is_empty() {
         return Own::Reply(Vec::new(), None);
     }
+    let found = super::lookup_index(&request[0]);
+    if let Ok((index, _)) = super::check(session, &request, found) {
+        let stats = &shared.stats;
+        let row = stats.row_of(index, request.get(1).map(|b| &b[..]));
+        if touches_keyspace(stats.row_name(row).as_deref()) {
+            const REFUSAL: &str = "ERR Replica can't interact with the keyspace";
+            stats.rejected(row);
+            stats.error(REFUSAL.as_bytes());
+            // Inside MULTI the refusal dooms the transaction, as any
+            // command refused before it is queued does.
+            if let Some(q) = session.multi.as_mut() {
+                q.doom();
+            }
+            let mut out = BytesMut::new();
+            Reply::error(REFUSAL).encode(&mut out, session.resp3);
+            return Own::Reply(out.to_vec(), None);
+        }
+    }
     let is_reset = request[0].eq_ignore_ascii_case(b"reset");
     let plan = super::dispatch(session, request);
-    let mut out = BytesMut::new();
-    let then = match plan {
-        Plan::Reply(r) => {
-            r.encode(&mut out, session.resp3);
-            is_reset.then_some(Ended::Reset)
-        }
-        Plan::ReplyAndClose(r) => {
-            r.encode(&mut out, session.resp3);
-            Some(Ended::Close)
-        }
-        Plan::Close => Some(Ended::Close),
-        _ => {
-            Reply::error("ERR Replica can't interact with the keyspace")
-                .encode(&mut out, session.resp3);
-            None
-        }
+    let (out, close) = crate::connection::run_alone(plan, shared, session.resp3).await;
+    let then = if close {
+        Some(Ended::Close)
+    } else {
+        is_reset.then_some(Ended::Reset)
     };
-    Own::Reply(out.to_vec(), then)
+    Own::Reply(out, then)
+}
+
+/// Whether a command (by its full name, `container|sub` for a subcommand)
+/// may read or write the keyspace: redis refuses those from a replica or a
+/// monitor, and holds them back under CLIENT PAUSE WRITE (`write` and
+/// `may_replicate` only).
+fn touches_keyspace(fullname: Option<&str>) -> bool {
+    fullname
+        .and_then(|n| super::meta::find_full(n.as_bytes()))
+        .is_some_and(|m| {
+            m.has_flag("readonly") || m.has_flag("write") || m.has_flag("may_replicate")
+        })
 }
 
 /// Whether a command's row is shown (not `admin`, not `skip_monitor`), by

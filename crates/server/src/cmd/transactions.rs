@@ -47,12 +47,32 @@ pub struct Queue {
     requests: Vec<Vec<Bytes>>,
     /// A command was refused while queueing: EXEC must not run anything.
     doomed: bool,
+    /// The queued commands' memory, as CLIENT LIST's `multi-mem` shows it.
+    mem: usize,
 }
 
 impl Queue {
     /// How many commands are queued (CLIENT LIST's `multi`).
     pub fn len(&self) -> usize {
         self.requests.len()
+    }
+
+    /// The queued commands' argument bytes plus one `Bytes` handle per
+    /// argument (CLIENT LIST's `multi-mem`).
+    pub fn mem(&self) -> usize {
+        self.mem
+    }
+
+    /// Makes EXEC refuse to run anything (a command was refused while the
+    /// transaction was open).
+    pub(super) fn doom(&mut self) {
+        self.doomed = true;
+    }
+
+    /// The queued requests, name first (CLIENT PAUSE WRITE holds an EXEC
+    /// whose queue writes).
+    pub fn requests(&self) -> &[Vec<Bytes>] {
+        &self.requests
     }
 
     /// Whether nothing is queued yet.
@@ -108,6 +128,10 @@ pub(super) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, 
         )),
         _ => {
             if let Some(q) = session.multi.as_mut() {
+                q.mem += request
+                    .iter()
+                    .map(|a| a.len() + std::mem::size_of::<Bytes>())
+                    .sum::<usize>();
                 q.requests.push(request);
             }
             Ok(Plan::Reply(Reply::Simple("QUEUED")))
