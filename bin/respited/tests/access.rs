@@ -63,36 +63,43 @@ fn set_up(con: &mut redis::Connection) {
     run(con, &["GET", "cached"]).unwrap();
 }
 
-/// After the wait: what each key's probe does to its idle time.
+/// After the wait: what each key's probe does to its idle time, read
+/// right after the probe (so a slow machine cannot add a second between).
 fn probe(con: &mut redis::Connection) -> Vec<(&'static str, i64)> {
-    // TYPE, EXISTS, TTL, PTTL, EXPIRETIME, OBJECT look without using.
-    for args in [
-        &["TYPE", "looked"][..],
-        &["EXISTS", "looked"],
-        &["TTL", "looked"],
-        &["PTTL", "looked"],
-        &["EXPIRETIME", "looked"],
-        &["PEXPIRETIME", "looked"],
-        &["OBJECT", "ENCODING", "looked"],
-        &["OBJECT", "FREQ", "looked"],
-    ] {
-        let _ = run(con, args);
-    }
-    assert_eq!(int(con, &["TOUCH", "touched", "nosuch"]), 1);
-    run(con, &["GET", "got"]).unwrap();
-    run(con, &["GET", "cached"]).unwrap();
-    run(con, &["HGET", "hash", "f"]).unwrap();
-    run(con, &["SISMEMBER", "set", "a"]).unwrap();
-    run(con, &["LRANGE", "list", "0", "-1"]).unwrap();
-    run(con, &["ZSCORE", "zset", "a"]).unwrap();
-    run(con, &["SET", "written", "w"]).unwrap();
-    run(con, &["SADD", "grown", "b"]).unwrap();
-    [
-        "looked", "touched", "got", "cached", "hash", "set", "list", "zset", "written", "grown",
-    ]
-    .into_iter()
-    .map(|k| (k, idle(con, k)))
-    .collect()
+    let probes: &[(&str, &[&[&str]])] = &[
+        // TYPE, EXISTS, TTL, PTTL, EXPIRETIME, OBJECT look without using.
+        (
+            "looked",
+            &[
+                &["TYPE", "looked"],
+                &["EXISTS", "looked"],
+                &["TTL", "looked"],
+                &["PTTL", "looked"],
+                &["EXPIRETIME", "looked"],
+                &["PEXPIRETIME", "looked"],
+                &["OBJECT", "ENCODING", "looked"],
+                &["OBJECT", "FREQ", "looked"],
+            ],
+        ),
+        ("touched", &[&["TOUCH", "touched", "nosuch"]]),
+        ("got", &[&["GET", "got"]]),
+        ("cached", &[&["GET", "cached"]]),
+        ("hash", &[&["HGET", "hash", "f"]]),
+        ("set", &[&["SISMEMBER", "set", "a"]]),
+        ("list", &[&["LRANGE", "list", "0", "-1"]]),
+        ("zset", &[&["ZSCORE", "zset", "a"]]),
+        ("written", &[&["SET", "written", "w"]]),
+        ("grown", &[&["SADD", "grown", "b"]]),
+    ];
+    probes
+        .iter()
+        .map(|(key, commands)| {
+            for args in *commands {
+                let _ = run(con, args);
+            }
+            (*key, idle(con, key))
+        })
+        .collect()
 }
 
 #[test]
@@ -105,8 +112,8 @@ fn idle_time_follows_redis_lookups() {
     let mut theirs = redis.client();
     set_up(&mut ours);
     set_up(&mut theirs);
-    assert_eq!(idle(&mut ours, "looked"), 0);
-    std::thread::sleep(Duration::from_millis(2_100));
+    assert!(idle(&mut ours, "looked") <= 1);
+    std::thread::sleep(Duration::from_millis(2_500));
     let (a, b) = (probe(&mut ours), probe(&mut theirs));
     for ((key, ours), (_, theirs)) in a.iter().zip(&b) {
         // Both are whole seconds since the last use: 0 if the probe used
@@ -155,6 +162,7 @@ fn no_touch_clients_leave_idle_time_alone_except_for_touch() {
         (field("lru:"), field("lru_seconds_idle:"))
     };
     let (old, _) = lru(&mut con, "foo");
+    let (old_t, _) = lru(&mut con, "t");
     std::thread::sleep(Duration::from_millis(1_100));
     // Reads in NO-TOUCH mode: through the cache, the pool, a collection.
     run(&mut con, &["GET", "foo"]).unwrap();
@@ -166,12 +174,12 @@ fn no_touch_clients_leave_idle_time_alone_except_for_touch() {
     assert!(idle(&mut con, "h") >= 1);
     // TOUCH still touches.
     assert_eq!(int(&mut con, &["TOUCH", "t"]), 1);
-    assert_eq!(idle(&mut con, "t"), 0);
+    assert!(lru(&mut con, "t").0 > old_t);
     run(&mut con, &["CLIENT", "NO-TOUCH", "OFF"]).unwrap();
     run(&mut con, &["GET", "foo"]).unwrap();
     let (new, idle_now) = lru(&mut con, "foo");
     assert!(new > old, "{old} -> {new}");
-    assert_eq!(idle_now, 0);
+    assert!(idle_now <= 1);
 }
 
 /// OBJECT FREQ under an LFU policy: a new key starts at 5 (redis's
@@ -303,7 +311,7 @@ fn pttl_right_after_a_relative_expiry_reads_the_whole_ttl() {
         assert_eq!(ttl, 10);
     }
     assert!(
-        seen.keys().all(|p| (9_990..=10_000).contains(p)),
+        seen.keys().all(|p| (9_000..=10_000).contains(p)),
         "{seen:?}"
     );
     for unit in ["PX", "EX"] {
