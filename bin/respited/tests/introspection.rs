@@ -2062,3 +2062,27 @@ fn config_set_loglevel_changes_what_is_logged() {
     protocol_error();
     assert!(!logged("protocol error"), "a debug line at warning");
 }
+
+/// INFO clients' `client_recent_max_input_buffer` shows the largest read
+/// buffer: a client halfway through sending a 100 KB value holds at least
+/// what it sent.
+#[test]
+fn info_shows_the_largest_client_input_buffer() {
+    use std::io::Write;
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    let field = |con: &mut redis::Connection| {
+        common::info_field(con, "clients", "client_recent_max_input_buffer")
+    };
+    let idle = field(&mut con);
+    let mut raw = server.raw();
+    raw.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\n")
+        .unwrap();
+    raw.write_all(&vec![b'x'; 60_000]).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while field(&mut con) < 60_000.0 {
+        assert!(std::time::Instant::now() < deadline, "idle {idle}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(raw);
+}

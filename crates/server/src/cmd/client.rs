@@ -114,6 +114,12 @@ pub struct Buffers {
 const PEAK_WINDOW_MS: u64 = 5000;
 
 impl Buffers {
+    /// The read buffer's capacity as last published (INFO's
+    /// `client_recent_max_input_buffer` takes the largest).
+    pub fn input_capacity(&self) -> u64 {
+        self.qbuf.load(Ordering::Relaxed) + self.qbuf_free.load(Ordering::Relaxed)
+    }
+
     /// Publishes the read buffer: `len` bytes waiting, `capacity` in all.
     pub fn input(&self, len: usize, capacity: usize) {
         self.qbuf.store(len as u64, Ordering::Relaxed);

@@ -205,13 +205,22 @@ fn clients(sh: &Shared, out: &mut String) {
         .values()
         .filter(|c| lock(&c.blocked).as_ref().is_some_and(|t| t.waiting()))
         .count();
+    // redis keeps each client's largest buffers of the last 8 seconds;
+    // respite reports the largest now (a read buffer's capacity, a
+    // client's unsent replies).
+    let (max_input, max_output) = lock(&sh.clients).values().fold((0, 0), |(i, o), c| {
+        (
+            i.max(c.state.buffers.input_capacity()),
+            o.max(c.output_bytes.load(Ordering::Relaxed)),
+        )
+    });
     out.push_str("# Clients\r\n");
     fields!(out,
         "connected_clients" => lock(&sh.clients).len(),
         "cluster_connections" => 0,
         "maxclients" => sh.settings.maxclients.load(Ordering::Relaxed),
-        "client_recent_max_input_buffer" => 0,
-        "client_recent_max_output_buffer" => 0,
+        "client_recent_max_input_buffer" => max_input,
+        "client_recent_max_output_buffer" => max_output,
         "blocked_clients" => blocked,
         "tracking_clients" => 0,
         "clients_in_timeout_table" => blocked,
