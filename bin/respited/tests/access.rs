@@ -285,10 +285,11 @@ fn keyspace_hits_and_misses_match_redis() {
     assert_eq!(info_field(&mut ours, "stats", "keyspace_misses"), 0.0);
 }
 
-/// A relative expiry counts from when the write takes effect: a PTTL right
-/// after `SET k v PX 10000` answers 10000 (or 9999 when a millisecond
-/// ticks over between the reply and the read, as it can for redis-server
-/// too), never more than was set; inside one EXEC it is exactly 10000.
+/// A relative expiry counts from when the writer applies the command: a
+/// PTTL right after `SET k v PX 10000` answers 10000 less the commit and
+/// the round trip, never more than was set (a loaded machine once made a
+/// clock set ahead by an estimate answer 10002); inside one EXEC it is
+/// exactly what was set.
 #[test]
 fn pttl_right_after_a_relative_expiry_reads_the_whole_ttl() {
     let server = Respited::start(&[]);

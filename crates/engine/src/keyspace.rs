@@ -304,6 +304,12 @@ pub(crate) fn scan_start(cursor: u64) -> Vec<u8> {
     }
 }
 
+/// How many rows nobody asked for [`View::count_existing`]'s scan steps
+/// over before it starts again at the next key wanted: a handful of rows
+/// share a leaf page, and stepping within a page is far cheaper than a
+/// search from the root.
+const EXISTS_SCAN_SLACK: u32 = 8;
+
 impl View<'_, '_> {
     /// The live key's type, expiry and size, or `None` if it does not exist.
     pub fn entry(&self, db: u32, key: &[u8]) -> Result<Option<Entry>> {
@@ -363,39 +369,90 @@ impl View<'_, '_> {
     /// How many of `keys` are live keys, a key named twice counted twice
     /// (EXISTS, TOUCH).
     ///
-    /// The keys are looked up in key order, each distinct key once, with
-    /// one statement that reads nothing of the row past what the test
-    /// needs. In the order a client names them (`k0`, `k1`, `k2`, ... lie
-    /// far apart in the index: `k1` is followed by `k10`, `k100`), a
-    /// million lookups visit leaf pages at random, and once the index is
-    /// larger than the reader's page cache nearly every lookup is a miss:
-    /// a search of the WAL's index (`walFindFrame`, which grows with the
-    /// WAL) and a read. In key order, consecutive lookups land on the
-    /// same leaf, so each page is fetched once. Sorting a million keys
-    /// costs far less than that.
+    /// One key is one point lookup. Many are sorted and walked together
+    /// with the table in key order, by one scan that starts at the first
+    /// key wanted and is started again further on only when it has stepped
+    /// past [`EXISTS_SCAN_SLACK`] rows nobody asked for. Each lookup of
+    /// its own would descend the b-tree from the root, and with the
+    /// database mapped in memory SQLite first looks every page it touches
+    /// up in the WAL's index (`walFindFrame`, whose cost grows with the
+    /// WAL) even when the page is cached: a million keys named as clients
+    /// name them (`k0`, `k1`, ...: far apart in key order) were millions of
+    /// such searches, and most of EXISTS's time. A scan reads each leaf
+    /// page once, and moves from row to row within a page without a
+    /// search; keys far apart cost one restart each, about what a lookup
+    /// costs.
     pub fn count_existing<K: AsRef<[u8]>>(&self, db: u32, keys: &[K]) -> Result<u64> {
-        const SQL: &str = "SELECT 1 FROM keys
-             WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)";
-        let mut stmt = self.stmt(SQL)?;
         if let [key] = keys {
+            let mut stmt = self.stmt(
+                "SELECT 1 FROM keys
+                 WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
+            )?;
             let found = stmt.exists(params![db, key.as_ref(), self.now])?;
             self.seen(db, key.as_ref(), found);
             return Ok(u64::from(found));
         }
         // SQLite orders BLOB keys as slices order: bytewise, a prefix
-        // first.
+        // first. Each distinct key once, with how often it was named.
         let mut sorted: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
         sorted.sort_unstable();
-        let mut n = 0u64;
-        for run in sorted.chunk_by(|a, b| a == b) {
-            let found = stmt.exists(params![db, run[0], self.now])?;
-            if found {
-                n += run.len() as u64;
+        let wanted: Vec<(&[u8], u64)> = sorted
+            .chunk_by(|a, b| a == b)
+            .map(|run| (run[0], run.len() as u64))
+            .collect();
+        let mut stmt =
+            self.stmt("SELECT key, expire_at FROM keys WHERE db = ?1 AND key >= ?2 ORDER BY key")?;
+        let (mut n, mut i) = (0u64, 0usize);
+        // Which wanted keys are live, for the access table.
+        let mut live = vec![false; wanted.len()];
+        'scan: while i < wanted.len() {
+            let mut rows = stmt.query(params![db, wanted[i].0])?;
+            let mut slack = 0;
+            loop {
+                let Some(row) = rows.next()? else {
+                    // Past the last key of the database: the rest are not
+                    // there.
+                    break 'scan;
+                };
+                let key = match row.get_ref(0)? {
+                    rusqlite::types::ValueRef::Blob(b) | rusqlite::types::ValueRef::Text(b) => b,
+                    other => {
+                        return Err(EngineError::Internal(format!(
+                            "a key stored as {:?}",
+                            other.data_type()
+                        )))
+                    }
+                };
+                // Wanted keys the scan went past are not there.
+                while i < wanted.len() && wanted[i].0 < key {
+                    i += 1;
+                }
+                let Some(&(next, times)) = wanted.get(i) else {
+                    break 'scan;
+                };
+                if next == key {
+                    let expire_at: Option<i64> = row.get(1)?;
+                    if expire_at.is_none_or(|at| at > self.now) {
+                        n += times;
+                        live[i] = true;
+                    }
+                    i += 1;
+                    slack = 0;
+                } else {
+                    // A row nobody asked for; far from the next wanted
+                    // key, a new scan starting there is cheaper.
+                    slack += 1;
+                    if slack > EXISTS_SCAN_SLACK {
+                        break;
+                    }
+                }
             }
-            // Each mention is a lookup for redis (hits, misses, TOUCH's
-            // counter steps).
-            for _ in run {
-                self.seen(db, run[0], found);
+        }
+        // Each mention is a lookup for redis (keyspace hits and misses,
+        // TOUCH's access).
+        for (&(key, times), &found) in wanted.iter().zip(&live) {
+            for _ in 0..times {
+                self.seen(db, key, found);
             }
         }
         Ok(n)

@@ -51,15 +51,11 @@ impl<'s, 'c> Deref for Txn<'s, 'c> {
 }
 
 impl<'s, 'c> Txn<'s, 'c> {
+    /// A `Txn` whose clock reads the time now: the moment the operation
+    /// runs, which relative expiries count from.
     pub(crate) fn new(stmts: &'s Statements<'c>, watches: &'s Watches) -> Self {
-        Self::at(stmts, watches, crate::view::now_ms())
-    }
-
-    /// A `Txn` whose clock reads `now` (Unix milliseconds): the writer's
-    /// clock, which stands at the group's expected commit (`writer.rs`).
-    pub(crate) fn at(stmts: &'s Statements<'c>, watches: &'s Watches, now: i64) -> Self {
         Txn {
-            view: View::at(stmts, now),
+            view: View::at(stmts, crate::view::now_ms()),
             changes: 0,
             touched: Touched::default(),
             watches,

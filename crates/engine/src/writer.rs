@@ -154,9 +154,6 @@ const FAST_COMMIT_MICROS: u64 = 100;
 /// writer applies the next, when commits are fast.
 const OVERLAP_GROUP: usize = 256;
 
-/// How many recent commits [`Writer::clock`] looks at.
-const RECENT_COMMITS: usize = 8;
-
 /// The most operations the next commit may hold. With a fast fsync (a disk
 /// with a power-safe write cache, or this project's benchmark VM at 45 µs)
 /// a smaller group lets the connection threads answer one group while the
@@ -205,11 +202,6 @@ struct Writer<'s, 'c, R> {
     unsynced: bool,
     /// How long the last commit took, in µs (see [`group_cap`]).
     last_commit_micros: u64,
-    /// How long the last few successful commits took, in µs, for
-    /// [`Writer::clock`].
-    recent_commits: [u64; RECENT_COMMITS],
-    /// Where the next commit's time goes in `recent_commits`.
-    recent_at: usize,
     /// When the disk was last measured (see `measure_disk`).
     last_measure: Instant,
     /// The WAL index, for the frames not yet copied (see `measure_disk`).
@@ -251,8 +243,6 @@ pub(crate) fn run<R: Send + 'static>(
         last_sync: Instant::now(),
         unsynced: false,
         last_commit_micros: 0,
-        recent_commits: [0; RECENT_COMMITS],
-        recent_at: 0,
         served: Vec::new(),
         last_measure: Instant::now(),
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
@@ -376,7 +366,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// before writing has changed nothing; one that fails after writing
     /// poisons the transaction, which is then rolled back whole.
     fn run_op(&mut self, op: WriteOp<R>) -> Result<R> {
-        let mut txn = Txn::at(self.stmts, &self.settings.watches, self.clock());
+        let mut txn = Txn::new(self.stmts, &self.settings.watches);
         // A panicking operation (a bug in a command) fails alone, and takes
         // its transaction down like a failure after writing: what it did
         // before panicking is unknown.
@@ -425,7 +415,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                     blocking.remove(id);
                     continue;
                 }
-                let mut txn = Txn::at(self.stmts, &self.settings.watches, self.clock());
+                let mut txn = Txn::new(self.stmts, &self.settings.watches);
                 let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     waiter.serve(&mut txn, db, &key)
                 }));
@@ -466,24 +456,6 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
     }
 
-    /// The clock a write operation judges time by (Unix milliseconds):
-    /// now, plus the shortest of the last few commits. A write takes
-    /// effect for its client when its group commits, so a relative expiry
-    /// (`SET k v PX 10000`) counts from about then: a PTTL right after the
-    /// reply answers 10000, as redis-server's does, not 10000 less the
-    /// fsync. The shortest recent commit, not the last, keeps the clock
-    /// from running ahead of the moment the reply leaves (a TTL that reads
-    /// higher than what was set) when one slow commit is followed by fast
-    /// ones. Expiry checks on the writer use the same clock, so a key is at
-    /// most that much earlier expired for a write than for a read.
-    fn clock(&self) -> i64 {
-        let lead = self.recent_commits.iter().copied().min().unwrap_or(0);
-        let micros = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        ((micros + lead) / 1000) as i64
-    }
-
     /// Commits the open transaction, if any, and answers the items that are
     /// now complete.
     fn finish_txn(&mut self) {
@@ -505,10 +477,6 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         };
         let micros = started.elapsed().as_micros() as u64;
         self.last_commit_micros = micros;
-        if commit.is_ok() {
-            self.recent_commits[self.recent_at] = micros;
-            self.recent_at = (self.recent_at + 1) % RECENT_COMMITS;
-        }
         let ops = self.in_txn.len() as u64;
         let served = std::mem::take(&mut self.served);
         match commit {

@@ -26,11 +26,12 @@ pub enum ExpireUnit {
 
 /// An expiry as a command gives it. A relative one (EX, PX, EXPIRE,
 /// SETEX...) is turned into a time only when the command runs on the
-/// writer, from the writer's clock ([`View::now`]), not when the
-/// connection parsed it: the time a write waits in the queue is not taken
-/// from its TTL, and the writer's clock stands at the moment its group is
-/// expected to commit (see the engine's `writer.rs`), so a PTTL right
-/// after `SET k v PX 10000` answers 10000 as redis-server's does.
+/// writer ([`View::now`] of its `Txn`), not when the connection parsed it:
+/// the time a write waits in the queue is not taken from its TTL, and a
+/// PTTL in the same MULTI/EXEC answers exactly what was set. (The time
+/// from there to the commit's end still is: a TTL can never read higher
+/// than it was set, which a clock set ahead by an estimate of the commit
+/// could not promise on a loaded machine.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Deadline {
     /// Absolute Unix milliseconds (EXAT, PXAT, EXPIREAT, PEXPIREAT).
