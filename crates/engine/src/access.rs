@@ -218,16 +218,22 @@ impl Access {
         pack(tag, self.started_secs, self.started_secs / 60, LFU_INIT_VAL)
     }
 
+    /// The key's slot, fingerprint, and its figures as a slot word: the
+    /// slot's if it holds this key, else an unknown key's.
+    fn word(&self, db: u32, key: &[u8]) -> (&AtomicU64, u16, u64) {
+        let (slot, tag) = self.locate(db, key);
+        let word = slot.load(Ordering::Relaxed);
+        if tag_of(word) == tag {
+            (slot, tag, word)
+        } else {
+            (slot, tag, self.unknown(tag))
+        }
+    }
+
     /// One access to an existing key (redis's `updateLFU` and LRU clock
     /// update together).
     fn touch(&self, db: u32, key: &[u8], now_secs: u64) {
-        let (slot, tag) = self.locate(db, key);
-        let word = slot.load(Ordering::Relaxed);
-        let word = if tag_of(word) == tag {
-            word
-        } else {
-            self.unknown(tag)
-        };
+        let (slot, tag, word) = self.word(db, key);
         let now_min = now_secs / 60;
         let counter = self.log_incr(self.decayed(word, now_min));
         let next = pack(tag, now_secs, now_min, counter);
@@ -291,13 +297,7 @@ impl Access {
     /// A key's figures now (OBJECT IDLETIME and FREQ, DEBUG OBJECT). The
     /// caller has checked that the key exists.
     pub fn figures(&self, db: u32, key: &[u8]) -> Figures {
-        let (slot, tag) = self.locate(db, key);
-        let word = slot.load(Ordering::Relaxed);
-        let word = if tag_of(word) == tag {
-            word
-        } else {
-            self.unknown(tag)
-        };
+        let (_, _, word) = self.word(db, key);
         let now = self.now_secs();
         Figures {
             lru: lru_of(word) as u32,
