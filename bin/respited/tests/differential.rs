@@ -4913,3 +4913,49 @@ fn acl_random_rule_descriptions() {
     let lines: Vec<&str> = script.iter().map(String::as_str).collect();
     check(&[&lines]);
 }
+
+/// Values on both sides of the length at which respite keeps a value out
+/// of its key row (`respite_engine::schema::inline_value_max`), through
+/// every string command that reads, grows, shrinks, copies or moves one.
+#[test]
+fn long_values_across_the_row_limit() {
+    let x = |n: usize| "x".repeat(n);
+    let mut script: Vec<String> = Vec::new();
+    for n in [60, 85, 86, 100, 5_000] {
+        script.extend([
+            format!("SET k{n} {}", x(n)),
+            format!("GET k{n}"),
+            format!("STRLEN k{n}"),
+            format!("APPEND k{n} yz"),
+            format!("GETRANGE k{n} -5 -1"),
+            format!("SETRANGE k{n} 3 abc"),
+            format!("GETRANGE k{n} 0 7"),
+            format!("COPY k{n} c{n}"),
+            format!("SET k{n} short"),
+            format!("GET c{n}"),
+            format!("RENAME c{n} r{n}"),
+            format!("GET r{n}"),
+            format!("GETSET r{n} {}", x(n + 1)),
+            format!("GETDEL r{n}"),
+            format!("EXISTS r{n}"),
+            format!("SET e{n} {} PX 100000", x(n)),
+            format!("@near 100 PTTL e{n}"),
+            format!("INCR e{n}"),
+            format!("SETBIT b{n} {} 1", n * 8),
+            format!("BITCOUNT b{n}"),
+            format!("STRLEN b{n}"),
+            format!("SADD k{n} m"),
+            format!("SET k{n} {} GET", x(n)),
+            format!("TYPE k{n}"),
+            format!("MSET m1{n} {} m2{n} {}", x(n), x(n + 2)),
+            format!("MGET m1{n} m2{n} nosuch"),
+        ]);
+    }
+    script.extend([
+        "DBSIZE".to_string(),
+        "FLUSHDB".to_string(),
+        "DBSIZE".to_string(),
+    ]);
+    let refs: Vec<&str> = script.iter().map(String::as_str).collect();
+    check(&[&refs]);
+}

@@ -417,7 +417,10 @@ fn a_file_of_the_old_layout_is_migrated_when_opened() {
         .unwrap();
     assert_eq!(v, "v");
     let db = open_db(&server);
-    assert_eq!(count(&db, "PRAGMA user_version"), 2);
+    assert_eq!(
+        count(&db, "PRAGMA user_version"),
+        respite_engine::schema::VERSION
+    );
 }
 
 #[test]

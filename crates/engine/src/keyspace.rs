@@ -640,9 +640,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         if let Some(row) = slot.row {
             return Ok(row.id);
         }
-        let id: i64 = self
-            .stmt("UPDATE meta SET value = value + 1 WHERE name = 'next_id' RETURNING value - 1")?
-            .query_row([], |r| r.get(0))?;
+        let id = self.new_id()?;
         self.stmt(
             "INSERT INTO keys (db, key, type, value, expire_at, id, count)
              VALUES (?1, ?2, ?3, 0, NULL, ?4, 0)",
@@ -655,6 +653,13 @@ impl<'s, 'c> Txn<'s, 'c> {
             expire_at: None,
         });
         Ok(id)
+    }
+
+    /// A new key id (ids are never reused: see the schema's docs).
+    pub(crate) fn new_id(&mut self) -> Result<i64> {
+        Ok(self
+            .stmt("UPDATE meta SET value = value + 1 WHERE name = 'next_id' RETURNING value - 1")?
+            .query_row([], |r| r.get(0))?)
     }
 
     /// Records a change of `delta` elements and the flag bits `flags` in
@@ -797,11 +802,24 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.purge(dst_db, to)?;
         self.changing(dst_db, to);
         if entry.kind == Kind::String {
+            // A long value (kept in `strings`) gets a copy of its own.
+            let src_id: Option<i64> = self
+                .stmt("SELECT id FROM keys WHERE db = ?1 AND key = ?2")?
+                .query_row(params![db, from], |r| r.get(0))?;
+            let id = match src_id {
+                None => None,
+                Some(src_id) => {
+                    let id = self.new_id()?;
+                    self.stmt("INSERT INTO strings (id, value) SELECT ?1, value FROM strings WHERE id = ?2")?
+                        .execute(params![id, src_id])?;
+                    Some(id)
+                }
+            };
             self.stmt(
-                "INSERT INTO keys (db, key, type, value, expire_at)
-                 SELECT ?3, ?4, type, value, expire_at FROM keys WHERE db = ?1 AND key = ?2",
+                "INSERT INTO keys (db, key, type, value, expire_at, id)
+                 SELECT ?3, ?4, type, value, expire_at, ?5 FROM keys WHERE db = ?1 AND key = ?2",
             )?
-            .execute(params![db, from, dst_db, to])?;
+            .execute(params![db, from, dst_db, to, id])?;
             return Ok(true);
         }
         let Some(src) = self.live(db, from, entry.kind)? else {
@@ -859,7 +877,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.changing_all();
         self.stmt(
             "INSERT OR IGNORE INTO dropped (id, type)
-             SELECT id, type FROM keys WHERE db = ?1 AND id IS NOT NULL",
+             SELECT id, type FROM keys WHERE db = ?1 AND id IS NOT NULL AND type != 0",
         )?
         .execute([db])?;
         self.stmt("DELETE FROM keys WHERE db = ?1")?.execute([db])?;
@@ -871,8 +889,8 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.touch_watched_in(None)?;
         self.changing_all();
         self.conn().execute_batch(
-            "DELETE FROM keys; DELETE FROM hashes; DELETE FROM sets; DELETE FROM lists;
-             DELETE FROM zsets; DELETE FROM zblocks; DELETE FROM dropped;",
+            "DELETE FROM strings; DELETE FROM keys; DELETE FROM hashes; DELETE FROM sets;
+             DELETE FROM lists; DELETE FROM zsets; DELETE FROM zblocks; DELETE FROM dropped;",
         )?;
         Ok(())
     }

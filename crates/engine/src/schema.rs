@@ -2,10 +2,13 @@
 //! layout is brought up to date.
 //!
 //! One table, `keys`, holds every key of every logical database with its
-//! type and expiry. A string's value lives in its key's row, so a plain SET
-//! writes exactly one row in one b-tree (the table is `WITHOUT ROWID`, keyed
-//! by `(db, key)`): the peers that keep a key row and a separate value row pay
-//! for two.
+//! type and expiry. A short string's value lives in its key's row, so a
+//! plain SET writes exactly one row in one b-tree (the table is `WITHOUT
+//! ROWID`, keyed by `(db, key)`): the peers that keep a key row and a
+//! separate value row pay for two. A value too long for the row to stay
+//! within its page ([`inline_value_max`]) goes to `strings`, keyed by an
+//! id the row carries, so that searches of `keys` never read it; two
+//! triggers free it with its row.
 //!
 //! The other types keep their elements in a table each (`hashes`, `sets`,
 //! `lists`, `zsets`; a big sorted set also has rank blocks in `zblocks`),
@@ -97,8 +100,31 @@ impl Kind {
 /// The layout version this build writes (`PRAGMA user_version`): 1 added
 /// key ids with hashes and sets, 2 the tables of lists and sorted sets (a
 /// build that knows only version 1 would not see their elements, so it must
-/// refuse the file).
-pub const VERSION: i64 = 2;
+/// refuse the file), 3 the `strings` table of values kept out of their key
+/// rows (see [`inline_value_max`]; an older build would read such a key as
+/// empty).
+pub const VERSION: i64 = 3;
+
+/// The longest key plus value a string's key row holds itself, for pages
+/// of `page_size` bytes; a longer value goes to the `strings` table, keyed
+/// by the row's id.
+///
+/// The `keys` table is `WITHOUT ROWID`: a b-tree ordered by `(db, key)`
+/// whose cells are whole rows. When a cell is longer than what a page
+/// keeps in place (SQLite's `maxLocal`, `(usable - 12) * 64 / 255 - 23`
+/// bytes: 102 on respite's 512-byte pages, 1,002 on 4 KiB ones) the rest
+/// goes to overflow pages, and SQLite's search then reads the *whole* cell
+/// into memory to compare a key with it (`sqlite3BtreeIndexMoveto`), for
+/// every such cell it passes on its way down. One 50 MB value made every
+/// lookup of its neighbours take 40 ms. Kept out of the row, a value is
+/// read only when its own key is: the key rows stay small, so a search
+/// never touches a value. The margin below `maxLocal`, 17 bytes, is the
+/// most the row's other parts take: a 10-byte record header, the database
+/// number (1) and an expiry (6).
+pub fn inline_value_max(page_size: u32) -> usize {
+    let usable = page_size as usize;
+    ((usable - 12) * 64 / 255).saturating_sub(23 + 17)
+}
 
 /// A flag bit in the `value` column of a hash's or set's key row: the key
 /// has outgrown Redis's compact encoding (a hash with more than 512 fields
@@ -118,13 +144,20 @@ CREATE TABLE IF NOT EXISTS keys (
     db        INTEGER NOT NULL,
     key       BLOB    NOT NULL,
     type      INTEGER NOT NULL,
-    value     BLOB,
     expire_at INTEGER,
     id        INTEGER,
     count     INTEGER,
+    value     BLOB,
     PRIMARY KEY (db, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expire_at) WHERE expire_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS strings (id INTEGER PRIMARY KEY, value BLOB NOT NULL);
+CREATE TRIGGER IF NOT EXISTS strings_freed_on_delete AFTER DELETE ON keys
+    WHEN old.type = 0 AND old.id IS NOT NULL
+    BEGIN DELETE FROM strings WHERE id = old.id; END;
+CREATE TRIGGER IF NOT EXISTS strings_freed_on_update AFTER UPDATE OF id ON keys
+    WHEN old.type = 0 AND old.id IS NOT NULL AND new.id IS NOT old.id
+    BEGIN DELETE FROM strings WHERE id = old.id; END;
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta (name, value) VALUES ('next_id', 1);
 CREATE TABLE IF NOT EXISTS hashes (
@@ -213,7 +246,8 @@ pub(crate) fn prepare(conn: &Connection) -> Result<()> {
     )?;
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| -> Result<()> {
-        // Version 1 only lacks tables, which SCHEMA creates.
+        // Versions 1 and 2 only lack tables (and version 2 the triggers
+        // of `strings`), which SCHEMA creates.
         if has_keys && version == 0 {
             conn.execute_batch(OLD_ELEMENT_TABLES)?;
         }

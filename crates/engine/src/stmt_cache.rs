@@ -19,14 +19,28 @@ use rusqlite::{Connection, Statement};
 pub struct Statements<'c> {
     conn: &'c Connection,
     idle: RefCell<Vec<(*const u8, Statement<'c>)>>,
+    /// The database's page size, read once (0 until then).
+    page_size: std::cell::Cell<u32>,
 }
 
 impl<'c> Statements<'c> {
+    /// The database's page size in bytes (fixed once the file exists).
+    pub(crate) fn page_size(&self) -> rusqlite::Result<u32> {
+        if self.page_size.get() == 0 {
+            let size: u32 = self
+                .conn
+                .pragma_query_value(None, "page_size", |r| r.get(0))?;
+            self.page_size.set(size);
+        }
+        Ok(self.page_size.get())
+    }
+
     /// An empty cache over `conn`.
     pub fn new(conn: &'c Connection) -> Self {
         Statements {
             conn,
             idle: RefCell::new(Vec::new()),
+            page_size: std::cell::Cell::new(0),
         }
     }
 

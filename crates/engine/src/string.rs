@@ -1,10 +1,19 @@
-//! Strings: the value lives in the key row, so a read is one row and a SET
-//! is one row written in one b-tree.
+//! Strings: a short value lives in the key row, so a read is one row and a
+//! SET is one row written in one b-tree.
+//!
+//! A value too long for its key row to stay within one page
+//! ([`crate::schema::inline_value_max`]: 85 bytes of key and value on
+//! 512-byte pages) is kept in the `strings` table under a new id, which
+//! the key row carries: SQLite reads every long cell whole when a search
+//! compares a key with it, so long rows in `keys` would slow every lookup
+//! that passes them. Two triggers in the schema free a value whose key row
+//! is deleted or given another id, so no write path has to.
 //!
 //! SET overwrites a key of any type. Its common case (a new key, or a string
 //! over a string) is one `INSERT ... ON CONFLICT DO UPDATE ... WHERE
-//! type = 0` statement; only over another type does it look further, to
-//! drop the old key's elements first (see `keyspace.rs`).
+//! type = 0` statement (two for a long value: the value, then the row);
+//! only over another type does it look further, to drop the old key's
+//! elements first (see `keyspace.rs`).
 
 use bytes::Bytes;
 use rusqlite::{params, OptionalExtension};
@@ -36,8 +45,13 @@ impl View<'_, '_> {
         seen: bool,
     ) -> Result<Option<(Vec<u8>, Option<i64>)>> {
         let mut stmt = self.stmt(
-            "SELECT type, value, expire_at FROM keys
-             WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
+            "SELECT k.type,
+                    CASE WHEN k.type = 0 AND k.id IS NOT NULL
+                         THEN (SELECT s.value FROM strings s WHERE s.id = k.id)
+                         ELSE k.value END,
+                    k.expire_at
+             FROM keys k
+             WHERE k.db = ?1 AND k.key = ?2 AND (k.expire_at IS NULL OR k.expire_at > ?3)",
         )?;
         // The value column of a hash or set row holds its flags, not
         // bytes: it is read only once the type says string.
@@ -127,23 +141,36 @@ impl Txn<'_, '_> {
         value: &[u8],
         expire_at: Option<i64>,
     ) -> Result<()> {
+        // A long value goes to `strings` first, under a new id; the row
+        // then holds the id instead of the bytes (see the module docs).
+        let inline =
+            key.len() + value.len() <= crate::schema::inline_value_max(self.stmts.page_size()?);
+        let (value, id) = if inline {
+            (Some(value), None)
+        } else {
+            let id = self.new_id()?;
+            self.stmt("INSERT INTO strings (id, value) VALUES (?1, ?2)")?
+                .execute(params![id, value])?;
+            (None, Some(id))
+        };
         // One statement for the common cases: a new key is inserted, a
-        // string is overwritten. Over another type the conflict update is
-        // skipped (no row changes), and the slow path below drops the old
-        // key first.
+        // string is overwritten (a long value it had is freed by the
+        // schema's trigger when `id` changes). Over another type the
+        // conflict update is skipped (no row changes), and the slow path
+        // below drops the old key first.
         let changed = self
             .stmt(
-                "INSERT INTO keys(db,key,type,value,expire_at) VALUES(?1,?2,0,?3,?4) \
+                "INSERT INTO keys(db,key,type,value,expire_at,id) VALUES(?1,?2,0,?3,?4,?5) \
                  ON CONFLICT(db,key) DO UPDATE SET value=excluded.value, \
-                 expire_at=excluded.expire_at WHERE type=0",
+                 expire_at=excluded.expire_at, id=excluded.id WHERE type=0",
             )?
-            .execute(params![db, key, value, expire_at])?;
+            .execute(params![db, key, value, expire_at, id])?;
         if changed == 1 {
             return Ok(());
         }
         self.purge(db, key)?;
-        self.stmt("INSERT INTO keys(db,key,type,value,expire_at) VALUES(?1,?2,0,?3,?4)")?
-            .execute(params![db, key, value, expire_at])?;
+        self.stmt("INSERT INTO keys(db,key,type,value,expire_at,id) VALUES(?1,?2,0,?3,?4,?5)")?
+            .execute(params![db, key, value, expire_at, id])?;
         Ok(())
     }
 }
