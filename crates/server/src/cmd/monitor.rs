@@ -142,10 +142,15 @@ impl Monitors {
         }
         client.state.fed.store(false, Ordering::Relaxed);
         let mut feed = lock(&client.state.feed);
-        let data = std::mem::take(&mut feed.data);
         if !self.active() {
+            feed.data = Vec::new();
             return;
         }
+        // The next turn's buffer starts at this one's size (up to 4 KiB:
+        // an idle connection must not keep a large value's worth): one
+        // allocation per turn rather than a run of doublings.
+        let size = feed.data.len().min(4 * 1024);
+        let data = std::mem::replace(&mut feed.data, Vec::with_capacity(size));
         let addr = feed
             .addr
             .get_or_insert_with(|| match &client.peer {
