@@ -348,3 +348,44 @@ fn client_pause_write_holds_an_exec_that_writes_until_unpause() {
         );
     }
 }
+
+#[test]
+fn monitor_shows_every_command_of_a_pipeline_in_order_as_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let ours = Respited::start(&[]);
+    let mut seen = Vec::new();
+    for port in [ours.port, redis.port] {
+        let mut mon = common::raw_for(port);
+        assert_eq!(common::exchange(&mut mon, b"MONITOR\r\n", 5), b"+OK\r\n");
+        let mut con = common::raw_for(port);
+        // Plain SETs and GETs (respite's fast paths, open while someone
+        // monitors), a binary key, and commands of the general path.
+        let mut pipeline = Vec::new();
+        for i in 0..300 {
+            pipeline.extend(common::encode(&[
+                "SET",
+                &format!("k{i}"),
+                &format!("v\"{i}"),
+            ]));
+            let mut key = format!("k{i}").into_bytes();
+            key.extend([0, 0xff]);
+            pipeline.extend(common::encode(&[&b"GET"[..], &key[..]]));
+            pipeline.extend(common::encode(&["INCR", "n"]));
+        }
+        con.write_all(&pipeline).unwrap();
+        let (replies, _) = common::read_until_quiet(&mut con, Duration::from_millis(500));
+        assert!(replies.ends_with(b":300\r\n"), "{port}");
+        let (text, _) = common::read_until_quiet(&mut mon, Duration::from_millis(500));
+        let lines: Vec<String> = mask(&text)
+            .split("\r\n")
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+        assert_eq!(lines.len(), 900, "{port}");
+        seen.push(lines);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[0][1], r#"+T [0 A] "GET" "k0\x00\xff""#);
+}

@@ -151,6 +151,11 @@ fn fast_set(
     }
     let index = crate::cmd::TABLE.set?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
+    let monitors = &session.shared.monitors;
+    if monitors.active() {
+        let [name, key, value] = [0, 1, 2].map(|i| &input[args[i].clone()]);
+        monitors.feed(session.db, &session.client, &[name, key, value]);
+    }
     let key = Bytes::copy_from_slice(&input[args[1].clone()]);
     let value = Bytes::copy_from_slice(&input[args[2].clone()]);
     let argv = crate::stats::Tracking::slowlog_on(session).then(|| {
@@ -171,13 +176,11 @@ fn fast_set(
 }
 
 /// Whether the fast paths (plain GET and SET without the command table)
-/// may take a command: not while CLIENT REPLY silences this client, CLIENT
-/// PAUSE holds commands back or someone MONITORs (the general path handles
-/// all three).
+/// may take a command: not while CLIENT REPLY silences this client or
+/// CLIENT PAUSE holds commands back (the general path handles both). They
+/// stay open while someone MONITORs: they feed the monitors themselves.
 fn fast_path_open(session: &Session) -> bool {
-    session.client.state.replies_on()
-        && !session.shared.pause.active()
-        && !session.shared.monitors.active()
+    session.client.state.replies_on() && !session.shared.pause.active()
 }
 
 /// Runs one command's step; a panic (a bug) becomes that command's error
@@ -507,6 +510,11 @@ impl Turn {
         let started = std::time::Instant::now();
         let key = &input[args[1].clone()];
         let name = &input[args[0].clone()];
+        if shared.monitors.active() {
+            shared
+                .monitors
+                .feed(session.db, &session.client, &[name, key]);
+        }
         match cache.get(session.db, key, respite_engine::now_ms) {
             Some(value) => {
                 shared
@@ -804,6 +812,9 @@ where
     // pop), whose client may be waiting for those replies meanwhile.
     macro_rules! answer_gathered {
         () => {{
+            // MONITOR: this turn's commands, as one batch (a relaxed load
+            // when there is none).
+            shared.monitors.publish(&client);
             let mut sender = Sender {
                 stream: &mut stream,
                 killed: killed.as_mut(),

@@ -570,9 +570,9 @@ pub struct Tracking {
     caller: Caller,
     /// The selected database, for MONITOR.
     db: u32,
-    /// The whole command, for MONITOR (`None`: nobody monitors, or it is
-    /// not shown).
-    monitor: Option<Vec<Bytes>>,
+    /// The whole command, encoded for MONITOR (`None`: nobody monitors,
+    /// or it is not shown): one buffer, not a handle per argument.
+    monitor: Option<Vec<u8>>,
 }
 
 impl Tracking {
@@ -589,9 +589,16 @@ impl Tracking {
         let row = shared.stats.row_of(index, request.get(1).map(|b| &b[..]));
         session.client.state.last_row.store(row, Ordering::Relaxed);
         let monitor = (shared.monitors.active() && shared.stats.rows[row].shown).then(|| {
-            let mut all = request.to_vec();
-            redact(spec.name, &mut all);
-            all
+            let mut encoded =
+                Vec::with_capacity(request.iter().map(|a| a.len() + 4).sum::<usize>() + 4);
+            if matches!(spec.name, "auth" | "hello" | "acl" | "config") {
+                let mut all = request.to_vec();
+                redact(spec.name, &mut all);
+                crate::cmd::monitor::encode_args(&mut encoded, all.iter().map(|a| &a[..]));
+            } else {
+                crate::cmd::monitor::encode_args(&mut encoded, request.iter().map(|a| &a[..]));
+            }
+            encoded
         });
         Tracking {
             row,
@@ -620,7 +627,7 @@ impl Tracking {
             argv,
             caller: session.client.clone(),
             db: session.db,
-            // The fast paths are closed while anyone monitors.
+            // The fast paths feed MONITOR themselves.
             monitor: None,
         }
     }
@@ -734,8 +741,8 @@ pub fn keep_argv(shared: &crate::state::Shared, spec: &Spec) -> bool {
 /// documentation). `started` is when the command's planning began: for a
 /// command answered on the connection, planning is the run.
 pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
-    if let Some(argv) = t.monitor.take() {
-        t.shared.monitors.feed(t.db, &t.caller, &argv);
+    if let Some(args) = t.monitor.take() {
+        t.shared.monitors.feed_encoded(t.db, &t.caller, &args);
     }
     match plan {
         Plan::Reply(r) => {

@@ -57,7 +57,13 @@ pub struct ClientState {
     /// turn (see `cmd::monitor`).
     pub monitoring: AtomicBool,
     /// MONITOR's subscription, taken by the monitoring loop.
-    pub monitor: Mutex<Option<tokio::sync::broadcast::Receiver<Bytes>>>,
+    pub monitor: Mutex<Option<tokio::sync::broadcast::Receiver<Arc<super::monitor::Batch>>>>,
+    /// The commands this connection ran since its last turn ended, for the
+    /// monitoring clients (see `cmd::monitor`).
+    pub feed: Mutex<super::monitor::Feed>,
+    /// Something is in `feed`: one relaxed load per turn says whether
+    /// there is anything to publish.
+    pub fed: AtomicBool,
     /// The memory figures of CLIENT LIST, published by the connection loop.
     pub buffers: Buffers,
 }
@@ -169,6 +175,8 @@ impl Default for ClientState {
             multi: AtomicI64::new(-1),
             monitoring: AtomicBool::new(false),
             monitor: Mutex::new(None),
+            feed: Mutex::default(),
+            fed: AtomicBool::new(false),
             buffers: Buffers::default(),
         }
     }

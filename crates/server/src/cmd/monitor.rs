@@ -9,12 +9,20 @@
 //! runs (wrong arity, unknown) is not shown; commands inside MULTI are
 //! shown when EXEC runs them, before EXEC itself.
 //!
-//! The lines go through one broadcast channel. Nothing is formatted while
-//! no client monitors (one atomic load per command: [`Monitors::active`]),
-//! so MONITOR costs the other clients nothing until someone uses it. A
-//! monitoring client that falls more than the channel's capacity behind
-//! loses the oldest lines rather than holding anyone up (redis would
-//! instead buffer them until its output-buffer limit closes the client).
+//! What a monitored connection pays is kept as small as the design
+//! allows, since every other client pays it while someone monitors. Its
+//! task formats nothing: for each command it appends the time, the
+//! database and the raw arguments to its own [`Feed`] (a buffer behind a
+//! lock nobody else takes; the plain GET/SET fast paths copy them straight
+//! from the read buffer, and stay open). Once per turn (a pipeline's worth
+//! of commands) the feed goes out as one [`Batch`] on one broadcast
+//! channel: one send per turn, not one per command. The monitoring
+//! clients' tasks turn batches into redis's lines and write every batch
+//! waiting in one write. While no client monitors, the cost is one atomic
+//! load per command ([`Monitors::active`]) and one per turn. A monitoring
+//! client that falls more than the channel's capacity (in batches) behind
+//! loses the oldest rather than holding anyone up (redis would instead
+//! buffer them until its output-buffer limit closes the client).
 //!
 //! From the command after MONITOR on (pipelined in the same read or not),
 //! the connection's loop is [`run`]'s: lines out, and its own commands
@@ -26,12 +34,12 @@
 //! places it; MONITOR again gets no reply; RESET ends monitoring and QUIT
 //! closes, as in redis.
 
-use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::broadcast;
 
@@ -41,12 +49,25 @@ use crate::error::CommandError;
 use crate::reply::Reply;
 use crate::state::{lock, ClientHandle, Peer, Shared};
 
-/// Lines a monitoring client may fall behind before it loses some.
-const CAPACITY: usize = 16 * 1024;
+/// Batches (one per turn of a connection) a monitoring client may fall
+/// behind before it loses some.
+const CAPACITY: usize = 4096;
+
+/// One turn's commands of one connection, as [`Feed`] recorded them: the
+/// monitoring clients format them.
+pub struct Batch {
+    /// The connection's address as a line shows it (`127.0.0.1:6000`,
+    /// `unix:/path`).
+    addr: Arc<str>,
+    /// Entries, each: the time in microseconds since the Unix epoch (u64),
+    /// the database (u32), the argument count (u32), then every argument
+    /// as its length (u32) and its bytes; little-endian.
+    data: Vec<u8>,
+}
 
 /// The monitoring clients' channel.
 pub struct Monitors {
-    tx: broadcast::Sender<Bytes>,
+    tx: broadcast::Sender<Arc<Batch>>,
     count: AtomicUsize,
 }
 
@@ -59,58 +80,187 @@ impl Default for Monitors {
     }
 }
 
+/// What a connection has run since its last [`Monitors::publish`], for the
+/// monitoring clients; kept in its `ClientState` and touched only by its
+/// own task (the lock is never contended).
+#[derive(Default)]
+pub struct Feed {
+    data: Vec<u8>,
+    addr: Option<Arc<str>>,
+}
+
+/// Microseconds since the Unix epoch.
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Appends `args` in [`Batch`]'s encoding (count, then length and bytes of
+/// each).
+pub fn encode_args<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
+    out.extend_from_slice(&(args.len() as u32).to_le_bytes());
+    for a in args {
+        out.extend_from_slice(&(a.len() as u32).to_le_bytes());
+        out.extend_from_slice(a);
+    }
+}
+
 impl Monitors {
     /// Whether anyone monitors (checked for every command).
     pub fn active(&self) -> bool {
         self.count.load(Ordering::Relaxed) > 0
     }
 
-    /// Sends one command's line.
-    pub fn feed(&self, db: u32, client: &ClientHandle, argv: &[Bytes]) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        let mut line = Vec::with_capacity(64 + argv.iter().map(|a| a.len() + 3).sum::<usize>());
-        let mut head = String::new();
-        let _ = write!(head, "+{}.{:06} ", now.as_secs(), now.subsec_micros());
-        match &client.peer {
-            Peer::Unix(path) => {
-                let _ = write!(head, "[{db} unix:{path}] ");
-            }
-            Peer::Tcp(peer, _) => {
-                let _ = write!(head, "[{db} {peer}] ");
-            }
+    /// Records one command of `client`, its arguments already encoded by
+    /// [`encode_args`]. Nothing is formatted here: the monitoring clients'
+    /// tasks do that, off the connection's hot path.
+    pub fn feed_encoded(&self, db: u32, client: &ClientHandle, args: &[u8]) {
+        let mut feed = lock(&client.state.feed);
+        feed.data.extend_from_slice(&now_micros().to_le_bytes());
+        feed.data.extend_from_slice(&db.to_le_bytes());
+        feed.data.extend_from_slice(args);
+        client.state.fed.store(true, Ordering::Relaxed);
+    }
+
+    /// Records one command of `client` from its arguments (the fast paths:
+    /// slices of the read buffer, copied once).
+    pub fn feed(&self, db: u32, client: &ClientHandle, args: &[&[u8]]) {
+        let mut feed = lock(&client.state.feed);
+        feed.data.extend_from_slice(&now_micros().to_le_bytes());
+        feed.data.extend_from_slice(&db.to_le_bytes());
+        encode_args(&mut feed.data, args.iter().copied());
+        client.state.fed.store(true, Ordering::Relaxed);
+    }
+
+    /// Sends what `client` recorded since the last call to the monitoring
+    /// clients, as one batch: once per turn of the connection, so a
+    /// pipeline of commands costs one send, not one per command.
+    pub fn publish(&self, client: &ClientHandle) {
+        if !client.state.fed.load(Ordering::Relaxed) {
+            return;
         }
-        line.extend_from_slice(head.as_bytes());
-        for (i, a) in argv.iter().enumerate() {
-            if i > 0 {
-                line.push(b' ');
-            }
-            repr(&mut line, a);
+        client.state.fed.store(false, Ordering::Relaxed);
+        let mut feed = lock(&client.state.feed);
+        if !self.active() {
+            feed.data = Vec::new();
+            return;
         }
-        line.extend_from_slice(b"\r\n");
-        let _ = self.tx.send(Bytes::from(line));
+        // The next turn's buffer starts at this one's size (up to 4 KiB:
+        // an idle connection must not keep a large value's worth): one
+        // allocation per turn rather than a run of doublings.
+        let size = feed.data.len().min(4 * 1024);
+        let data = std::mem::replace(&mut feed.data, Vec::with_capacity(size));
+        let addr = feed
+            .addr
+            .get_or_insert_with(|| match &client.peer {
+                Peer::Unix(path) => format!("unix:{path}").into(),
+                Peer::Tcp(peer, _) => peer.to_string().into(),
+            })
+            .clone();
+        drop(feed);
+        let _ = self.tx.send(Arc::new(Batch { addr, data }));
     }
 }
 
-/// redis's `sdscatrepr`: a quoted string with `\\`, `\"`, `\n`, `\r`, `\t`,
-/// `\a`, `\b` escaped and other unprintable bytes as `\xHH`.
-fn repr(out: &mut Vec<u8>, s: &[u8]) {
-    out.push(b'"');
-    for &b in s {
-        match b {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x07 => out.extend_from_slice(b"\\a"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            // isprint: 0x20 to 0x7e.
-            0x20..=0x7e => out.push(b),
-            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+/// Formats a batch's lines as redis's `replicationFeedMonitors` does:
+/// `+<seconds>.<microseconds> [<db> <address>] "arg" ...`.
+fn format_batch(batch: &Batch, out: &mut Vec<u8>) {
+    let mut data = &batch.data[..];
+    let mut take = |n: usize| -> Option<&[u8]> {
+        let (head, rest) = data.split_at_checked(n)?;
+        data = rest;
+        Some(head)
+    };
+    let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or_default());
+    loop {
+        let Some(time) = take(8) else { return };
+        let micros = u64::from_le_bytes(time.try_into().unwrap_or_default());
+        let (Some(db), Some(argc)) = (take(4).map(u32_of), take(4).map(u32_of)) else {
+            return;
+        };
+        out.push(b'+');
+        push_number(out, micros / 1_000_000);
+        out.push(b'.');
+        let frac = micros % 1_000_000;
+        // Six digits, zero-padded.
+        let mut digits = [b'0'; 6];
+        let mut f = frac;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (f % 10) as u8;
+            f /= 10;
+        }
+        out.extend_from_slice(&digits);
+        out.extend_from_slice(b" [");
+        push_number(out, u64::from(db));
+        out.push(b' ');
+        out.extend_from_slice(batch.addr.as_bytes());
+        out.push(b']');
+        for _ in 0..argc {
+            let Some(len) = take(4).map(u32_of) else {
+                return;
+            };
+            let Some(arg) = take(len as usize) else {
+                return;
+            };
+            out.push(b' ');
+            repr(out, arg);
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// A number in decimal.
+fn push_number(out: &mut Vec<u8>, n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
         }
     }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// redis's `sdscatrepr`: a quoted string with `\\`, `\"`, `\n`, `\r`, `\t`,
+/// `\a`, `\b` escaped and other unprintable bytes as `\xHH`. Runs of plain
+/// bytes are copied at once.
+fn repr(out: &mut Vec<u8>, s: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let mut plain = 0;
+    for (i, &b) in s.iter().enumerate() {
+        let escaped: &[u8] = match b {
+            b'\\' => b"\\\\",
+            b'"' => b"\\\"",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x07 => b"\\a",
+            0x08 => b"\\b",
+            // isprint: 0x20 to 0x7e.
+            0x20..=0x7e => continue,
+            _ => {
+                out.extend_from_slice(&s[plain..i]);
+                plain = i + 1;
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'x',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 15)],
+                ]);
+                continue;
+            }
+        };
+        out.extend_from_slice(&s[plain..i]);
+        plain = i + 1;
+        out.extend_from_slice(escaped);
+    }
+    out.extend_from_slice(&s[plain..]);
     out.push(b'"');
 }
 
@@ -210,7 +360,11 @@ where
             _ = stopping.as_mut() => Event::Stop,
         };
         match event {
-            Event::Line(Ok(line)) => out.extend_from_slice(&line),
+            Event::Line(Ok(batch)) => {
+                format_batch(&batch, &mut out);
+                // Everything else already there goes in the same write.
+                drain(&mut rx, &mut out);
+            }
             Event::Line(Err(broadcast::error::RecvError::Lagged(_))) => {}
             Event::Line(Err(broadcast::error::RecvError::Closed)) => break Ended::Close,
             Event::Read(true) => {}
@@ -226,11 +380,11 @@ where
     ended
 }
 
-/// Appends every line already in the channel to `out`.
-fn drain(rx: &mut broadcast::Receiver<Bytes>, out: &mut Vec<u8>) {
+/// Appends the lines of every batch already in the channel to `out`.
+fn drain(rx: &mut broadcast::Receiver<Arc<Batch>>, out: &mut Vec<u8>) {
     loop {
         match rx.try_recv() {
-            Ok(line) => out.extend_from_slice(&line),
+            Ok(batch) => format_batch(&batch, out),
             Err(broadcast::error::TryRecvError::Lagged(_)) => {}
             Err(_) => return,
         }
@@ -239,8 +393,8 @@ fn drain(rx: &mut broadcast::Receiver<Bytes>, out: &mut Vec<u8>) {
 
 /// What woke the monitoring loop.
 enum Event {
-    /// A line to send, or the channel's news.
-    Line(Result<Bytes, broadcast::error::RecvError>),
+    /// A batch of lines to send, or the channel's news.
+    Line(Result<Arc<Batch>, broadcast::error::RecvError>),
     /// The client sent something (false: it closed).
     Read(bool),
     /// Killed, or the server stops.
@@ -299,6 +453,8 @@ async fn answer_own(session: &mut Session, shared: &Shared, input: &mut BytesMut
     }
     let is_reset = request[0].eq_ignore_ascii_case(b"reset");
     let plan = super::dispatch(session, request);
+    // Its own line, if shown, goes after its reply.
+    shared.monitors.publish(&session.client);
     let (out, close) = crate::connection::run_alone(plan, shared, session.resp3).await;
     let then = if close {
         Some(Ended::Close)
