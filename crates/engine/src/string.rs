@@ -1,9 +1,8 @@
 //! Strings: a short value lives in the key row, so a read is one row and a
 //! SET is one row written in one b-tree.
 //!
-//! A value too long for its key row to stay within one page
-//! ([`crate::schema::inline_value_max`]: 85 bytes of key and value on
-//! 512-byte pages) is kept in the `strings` table under a new id, which
+//! A long value ([`crate::schema::inline_value_max`]: over 512 bytes of
+//! key and value on 512-byte pages) is kept in the `strings` table under a new id, which
 //! the key row carries: SQLite reads every long cell whole when a search
 //! compares a key with it, so long rows in `keys` would slow every lookup
 //! that passes them. Two triggers in the schema free a value whose key row
