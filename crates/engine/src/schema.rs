@@ -260,6 +260,7 @@ pub(crate) fn prepare(conn: &Connection) -> Result<()> {
         |r| r.get(0),
     )?;
     conn.execute_batch("BEGIN IMMEDIATE")?;
+    let mut moved = 0;
     let result = (|| -> Result<()> {
         // Versions 1 and 2 only lack tables (and version 2 the triggers
         // of `strings`), which SCHEMA creates.
@@ -267,6 +268,9 @@ pub(crate) fn prepare(conn: &Connection) -> Result<()> {
             conn.execute_batch(OLD_ELEMENT_TABLES)?;
         }
         conn.execute_batch(SCHEMA)?;
+        if has_keys && version < 3 {
+            moved = move_long_values(conn)?;
+        }
         conn.pragma_update(None, "user_version", VERSION)?;
         Ok(())
     })();
@@ -284,7 +288,45 @@ pub(crate) fn prepare(conn: &Connection) -> Result<()> {
             "migrated the database file to the layout with key ids"
         );
     }
+    if has_keys && version < 3 {
+        tracing::info!(
+            from = version,
+            to = VERSION,
+            long_values_moved = moved,
+            "migrated the database file to the layout with long values out of their key rows"
+        );
+    }
     Ok(())
+}
+
+/// Moves the long string values of a file from before layout 3 out of
+/// their key rows into `strings` (see [`inline_value_max`]), each under a
+/// new id; returns how many. Its cost is the size of those values, once.
+fn move_long_values(conn: &Connection) -> Result<usize> {
+    let page_size: u32 = conn.pragma_query_value(None, "page_size", |r| r.get(0))?;
+    let limit = inline_value_max(page_size) as i64;
+    conn.execute(
+        "CREATE TEMP TABLE moving AS
+         SELECT db, key,
+                (SELECT value FROM meta WHERE name = 'next_id') + row_number() OVER () - 1 AS id
+         FROM keys
+         WHERE type = 0 AND id IS NULL AND length(key) + length(value) > ?1",
+        [limit],
+    )?;
+    let moved = conn.execute(
+        "INSERT INTO strings (id, value)
+         SELECT m.id, k.value FROM moving m JOIN keys k ON k.db = m.db AND k.key = m.key",
+        [],
+    )?;
+    conn.execute_batch(
+        "UPDATE keys SET
+             id = (SELECT m.id FROM moving m WHERE m.db = keys.db AND m.key = keys.key),
+             value = NULL
+         WHERE (db, key) IN (SELECT db, key FROM moving);
+         UPDATE meta SET value = value + (SELECT count(*) FROM moving) WHERE name = 'next_id';
+         DROP TABLE moving;",
+    )?;
+    Ok(moved)
 }
 
 /// Opens the single read-write connection the writer thread owns, creating

@@ -161,3 +161,68 @@ fn a_value_stays_in_its_row_while_the_row_fits_a_page() {
     assert_eq!(respite_engine::schema::inline_value_max(512), 512);
     assert_eq!(respite_engine::schema::inline_value_max(4096), 985);
 }
+
+#[test]
+fn a_file_of_layout_2_has_its_long_values_moved_out_when_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    {
+        // What a build of layout 2 wrote: long values in their rows.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA page_size = 512;
+             CREATE TABLE keys (
+                 db INTEGER NOT NULL, key BLOB NOT NULL, type INTEGER NOT NULL,
+                 value BLOB, expire_at INTEGER, id INTEGER, count INTEGER,
+                 PRIMARY KEY (db, key)) WITHOUT ROWID;
+             CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+             INSERT INTO meta VALUES ('next_id', 7);
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+        let mut insert = conn
+            .prepare("INSERT INTO keys (db, key, type, value) VALUES (0, ?1, 0, ?2)")
+            .unwrap();
+        insert
+            .execute(rusqlite::params![b"a", long(b'a', 5_000)])
+            .unwrap();
+        insert
+            .execute(rusqlite::params![b"b", long(b'b', 2_000)])
+            .unwrap();
+        insert
+            .execute(rusqlite::params![b"short", b"v".to_vec()])
+            .unwrap();
+    }
+    let engine: Engine<()> = Engine::open(EngineConfig {
+        path: path.clone(),
+        readers: 1,
+        ..EngineConfig::default()
+    })
+    .expect("open");
+    assert_eq!(
+        read(&engine, &["a", "b", "short"]),
+        vec![
+            Some(long(b'a', 5_000)),
+            Some(long(b'b', 2_000)),
+            Some(b"v".to_vec())
+        ]
+    );
+    assert_eq!(rows(&path), (2, 2));
+    // New ids continue past the moved ones.
+    write(
+        &engine,
+        Box::new(|txn: &mut Txn<'_, '_>| {
+            txn.put_string(0, b"c", &long(b'c', 3_000), None)?;
+            Ok(())
+        }),
+    );
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let ids: Vec<i64> = conn
+        .prepare("SELECT id FROM strings ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(ids, vec![7, 8, 9]);
+}
