@@ -1222,6 +1222,62 @@ fn config_set_port_and_bind_rebind_the_listener() {
     drop(busy);
 }
 
+/// DEBUG DIGEST and DIGEST-VALUE compute redis's digests over the same
+/// data: equal hex strings for every type, with and without a TTL, for
+/// missing keys and for the whole dataset (redis's test suites compare
+/// them across COPY, RESTORE and reloads).
+#[test]
+fn debug_digest_matches_redis() {
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    let script: &[&[&str]] = &[
+        &["DEBUG", "DIGEST"],
+        &["RPUSH", "l", "a", "b", "1", "-2", ""],
+        &["SADD", "s", "1", "2", "x", "-7"],
+        &["SADD", "ints", "1", "2", "300"],
+        &[
+            "ZADD", "z", "1.5", "a", "2", "b", "inf", "c", "-0.1", "d", "3", "17",
+        ],
+        &["HSET", "h", "f", "v", "g", "w", "12", "34"],
+        &["SET", "str", "12345"],
+        &["SET", "bin", "a\x00b"],
+        &["SET", "e", "v", "EX", "100"],
+        &[
+            "DEBUG",
+            "DIGEST-VALUE",
+            "l",
+            "s",
+            "ints",
+            "z",
+            "h",
+            "str",
+            "bin",
+            "e",
+            "nosuch",
+        ],
+        &["DEBUG", "DIGEST-VALUE"],
+        &["DEBUG", "DIGEST"],
+        &["SELECT", "3"],
+        &["COPY", "h", "h2", "DB", "0"],
+        &["DEBUG", "DIGEST-VALUE", "h"],
+        &["SET", "in3", "x"],
+        &["DEBUG", "DIGEST"],
+        &["RPUSH", "l2", "b", "a"],
+        &["RPUSH", "l3", "a", "b"],
+        &["DEBUG", "DIGEST-VALUE", "l2", "l3"],
+    ];
+    for args in script {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+}
+
 #[test]
 fn latency_monitor_and_histogram_match_redis() {
     let Some(redis) = RedisServer::start() else {
