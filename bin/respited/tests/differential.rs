@@ -3397,6 +3397,45 @@ fn object_encoding_follows_the_thresholds() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// CONFIG SET of the encoding thresholds (under both names) moves them as
+/// in redis: OBJECT ENCODING and a compact collection's one-page HSCAN,
+/// SSCAN and ZSCAN follow, for writes after the change.
+#[test]
+fn encoding_thresholds_follow_config_set() {
+    check(&[&[
+        "CONFIG SET hash-max-ziplist-entries 4 hash-max-listpack-value 8",
+        "CONFIG SET set-max-intset-entries 3",
+        "CONFIG SET zset-max-ziplist-entries 2 zset-max-ziplist-value 5",
+        "HSET h a 1 b 2 c 3 d 4",
+        "OBJECT ENCODING h",
+        "HSCAN h 0 COUNT 1",
+        "HSET h e 5",
+        "OBJECT ENCODING h",
+        "HSET h2 f 123456789",
+        "OBJECT ENCODING h2",
+        "SADD s 1 2 3",
+        "OBJECT ENCODING s",
+        "SADD s 4",
+        "OBJECT ENCODING s",
+        "ZADD z 1 a 2 b",
+        "OBJECT ENCODING z",
+        "ZSCAN z 0 COUNT 1",
+        "ZADD z 3 c",
+        "OBJECT ENCODING z",
+        "ZADD z2 1 abcdef",
+        "OBJECT ENCODING z2",
+        // Raised again: a collection already converted stays so, a new one
+        // is compact.
+        "CONFIG SET hash-max-listpack-entries 512 set-max-intset-entries 512",
+        "OBJECT ENCODING h",
+        "HSET h3 a 1 b 2 c 3 d 4 e 5",
+        "OBJECT ENCODING h3",
+        "SADD s2 1 2 3 4 5",
+        "OBJECT ENCODING s2",
+        "@sort CONFIG GET *-max-*",
+    ]]);
+}
+
 #[test]
 fn strings_set_options() {
     check(&[SET_OPTIONS]);

@@ -1126,8 +1126,8 @@ fn config_set_of_every_value_in_force_succeeds() {
     }
     assert_eq!(config_get(&mut con, "*"), before);
     // A value other than the one in force is still refused where respite
-    // decides it (the encoding thresholds, its own start-up settings).
-    for (name, value) in [("hash-max-listpack-entries", "7"), ("readers", "99")] {
+    // decides it (`appendonly`, its own start-up settings).
+    for (name, value) in [("appendonly", "no"), ("readers", "99")] {
         assert_eq!(
             error_of(&mut con, &["CONFIG", "SET", name, value]),
             format!(

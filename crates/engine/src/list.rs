@@ -506,7 +506,8 @@ mod cost {
         crate::schema::prepare(&conn).unwrap();
         let stmts = Statements::new(&conn);
         let watches = Watches::default();
-        let mut txn = Txn::new(&stmts, &watches);
+        let thresholds = crate::encoding::Thresholds::default();
+        let mut txn = Txn::new(&stmts, &watches, &thresholds);
         let values: Vec<Vec<u8>> = (0..n).map(|i| format!("v{i}").into_bytes()).collect();
         for chunk in values.chunks(10_000) {
             let mut slot = txn.open(0, b"l", Kind::List).unwrap();
@@ -566,7 +567,8 @@ mod cost {
         crate::schema::prepare(&conn).unwrap();
         let stmts = Statements::new(&conn);
         let watches = Watches::default();
-        let mut txn = Txn::new(&stmts, &watches);
+        let thresholds = crate::encoding::Thresholds::default();
+        let mut txn = Txn::new(&stmts, &watches, &thresholds);
         let mut slot = txn.open(0, b"l", Kind::List).unwrap();
         txn.list_push(&mut slot, &[b"a", b"z"], End::Right).unwrap();
         let mut expected: Vec<Vec<u8>> = vec![b"a".to_vec()];

@@ -41,6 +41,8 @@ pub struct Txn<'s, 'c> {
     pub(crate) touched: Touched,
     /// The WATCH registry, for the flushes (see `keyspace.rs`).
     pub(crate) watches: &'s Watches,
+    /// The encoding thresholds (see `encoding.rs`).
+    pub(crate) thresholds: &'s crate::encoding::Thresholds,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -51,18 +53,28 @@ impl<'s, 'c> Deref for Txn<'s, 'c> {
 }
 
 impl<'s, 'c> Txn<'s, 'c> {
-    pub(crate) fn new(stmts: &'s Statements<'c>, watches: &'s Watches) -> Self {
-        Self::at(stmts, watches, crate::view::now_ms())
+    pub(crate) fn new(
+        stmts: &'s Statements<'c>,
+        watches: &'s Watches,
+        thresholds: &'s crate::encoding::Thresholds,
+    ) -> Self {
+        Self::at(stmts, watches, thresholds, crate::view::now_ms())
     }
 
     /// A `Txn` whose clock reads `now` (Unix milliseconds): the writer's
     /// clock, which stands at the group's expected commit (`writer.rs`).
-    pub(crate) fn at(stmts: &'s Statements<'c>, watches: &'s Watches, now: i64) -> Self {
+    pub(crate) fn at(
+        stmts: &'s Statements<'c>,
+        watches: &'s Watches,
+        thresholds: &'s crate::encoding::Thresholds,
+        now: i64,
+    ) -> Self {
         Txn {
             view: View::at(stmts, now),
             changes: 0,
             touched: Touched::default(),
             watches,
+            thresholds,
         }
     }
 

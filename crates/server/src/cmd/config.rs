@@ -19,9 +19,8 @@
 //!   (`notify-keyspace-events`).
 //!
 //! The encoding thresholds OBJECT ENCODING reports (`hash-max-listpack-*`,
-//! `set-max-intset-entries`, `zset-max-listpack-*`) are fixed at redis's
-//! defaults: they decide how data is laid out on disk, so they are
-//! immutable here.
+//! `set-max-intset-entries`, `zset-max-listpack-*`) are acted on: the
+//! engine's writes follow them (see `respite_engine::encoding`).
 //!
 //! The configuration file is TOML (see `crate::config`). CONFIG REWRITE
 //! writes the live parameters back under their TOML keys (`max_batch`,
@@ -160,15 +159,6 @@ const fn live(name: &'static str, kind: Kind, access: Access, get: fn(&Shared) -
         access,
         default: "",
         source: Source::Live(get),
-    }
-}
-
-/// A parameter redis changes at run time that respite cannot: see
-/// [`Access::Fixed`].
-const fn pinned(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param {
-        access: Access::Fixed,
-        ..fixed(name, kind, default)
     }
 }
 
@@ -537,9 +527,12 @@ static PARAMS: &[Param] = &[
     )),
     hidden(stored("watchdog-period", Kind::Int(0, INT_MAX), "0")),
     hidden(stored("use-exit-on-panic", Kind::Bool, "no")),
-    // Fixed: how data is laid out (OBJECT ENCODING), or what respite is.
+    // The encoding thresholds, acted on by the engine's writes (OBJECT
+    // ENCODING, and the HSCAN/SSCAN/ZSCAN of a compact collection: see
+    // `respite_engine::encoding`). Lists are always `quicklist`, as in
+    // redis 7.0, whatever `list-max-listpack-size` says.
     alias(
-        pinned(
+        stored(
             "list-max-listpack-size",
             Kind::Int(i32::MIN as i64, INT_MAX),
             "-2",
@@ -547,7 +540,7 @@ static PARAMS: &[Param] = &[
         "list-max-ziplist-size",
     ),
     alias(
-        pinned(
+        stored(
             "hash-max-listpack-entries",
             Kind::UInt(0, LONG_MAX as u64),
             "512",
@@ -555,20 +548,20 @@ static PARAMS: &[Param] = &[
         "hash-max-ziplist-entries",
     ),
     alias(
-        pinned(
+        stored(
             "hash-max-listpack-value",
             Kind::Memory(0, LONG_MAX as u64),
             "64",
         ),
         "hash-max-ziplist-value",
     ),
-    pinned(
+    stored(
         "set-max-intset-entries",
         Kind::UInt(0, LONG_MAX as u64),
         "512",
     ),
     alias(
-        pinned(
+        stored(
             "zset-max-listpack-entries",
             Kind::UInt(0, LONG_MAX as u64),
             "128",
@@ -576,7 +569,7 @@ static PARAMS: &[Param] = &[
         "zset-max-ziplist-entries",
     ),
     alias(
-        pinned(
+        stored(
             "zset-max-listpack-value",
             Kind::Memory(0, LONG_MAX as u64),
             "64",
@@ -1102,6 +1095,23 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
                 if set(filter).is_ok() {
                     *lock(&sh.settings.log_level) = filter.into();
                 }
+            }
+        }
+        "hash-max-listpack-entries"
+        | "hash-max-listpack-value"
+        | "set-max-intset-entries"
+        | "zset-max-listpack-entries"
+        | "zset-max-listpack-value" => {
+            let t = sh.engine.thresholds();
+            let n: u64 = value.parse().unwrap_or(0);
+            let entries = i64::try_from(n).unwrap_or(i64::MAX);
+            let bytes = usize::try_from(n).unwrap_or(usize::MAX);
+            match name {
+                "hash-max-listpack-entries" => t.hash_entries.store(entries, Ordering::Relaxed),
+                "hash-max-listpack-value" => t.hash_value.store(bytes, Ordering::Relaxed),
+                "set-max-intset-entries" => t.set_entries.store(entries, Ordering::Relaxed),
+                "zset-max-listpack-entries" => t.zset_entries.store(entries, Ordering::Relaxed),
+                _ => t.zset_value.store(bytes, Ordering::Relaxed),
             }
         }
         "timeout" => sh
