@@ -2186,6 +2186,18 @@ const LISTS: &[&str] = &[
     "LRANGE t 0 -1",
     "LTRIM t 5 1",
     "EXISTS t",
+    // Both ends trimmed with the kept range nearer the head: the tail's
+    // boundary must be found before the head goes (redis's LTRIM stress
+    // test caught stale elements past the tail, seen after the next push).
+    "RPUSH t2 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15",
+    "LTRIM t2 2 5",
+    "LLEN t2",
+    "RPUSH t2 x",
+    "LRANGE t2 0 -1",
+    "LRANGE t2 -2 -1",
+    "LINDEX t2 -1",
+    "RPOP t2 2",
+    "LRANGE t2 0 -1",
     "LTRIM nokey 0 1",
     "LTRIM t a 1",
     "RPUSH p a b c 1 2 3 c c",

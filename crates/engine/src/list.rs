@@ -359,17 +359,28 @@ impl Txn<'_, '_> {
         if ltrim == 0 && rtrim == 0 {
             return Ok(());
         }
-        if ltrim > 0 {
-            if let Some((first_kept, _)) = self.list_at(row.id, row.count, start)? {
-                self.stmt("DELETE FROM lists WHERE id = ?1 AND pos < ?2")?
-                    .execute(params![row.id, first_kept])?;
-            }
+        // Both boundaries are found before either end is deleted: `list_at`
+        // counts from the nearer end of the list as it stands, and once the
+        // head is trimmed the index `stop` no longer names the same element
+        // from the head (the tail's trim then kept elements it should have
+        // deleted).
+        let first_kept = if ltrim > 0 {
+            self.list_at(row.id, row.count, start)?
+        } else {
+            None
+        };
+        let last_kept = if rtrim > 0 {
+            self.list_at(row.id, row.count, stop)?
+        } else {
+            None
+        };
+        if let Some((first_kept, _)) = first_kept {
+            self.stmt("DELETE FROM lists WHERE id = ?1 AND pos < ?2")?
+                .execute(params![row.id, first_kept])?;
         }
-        if rtrim > 0 {
-            if let Some((last_kept, _)) = self.list_at(row.id, row.count, stop)? {
-                self.stmt("DELETE FROM lists WHERE id = ?1 AND pos > ?2")?
-                    .execute(params![row.id, last_kept])?;
-            }
+        if let Some((last_kept, _)) = last_kept {
+            self.stmt("DELETE FROM lists WHERE id = ?1 AND pos > ?2")?
+                .execute(params![row.id, last_kept])?;
         }
         self.settle(slot, -(ltrim + rtrim), 0)
     }
