@@ -1278,6 +1278,44 @@ fn debug_digest_matches_redis() {
     }
 }
 
+/// DEBUG PROTOCOL answers every RESP type byte for byte as redis-server,
+/// in RESP2 and RESP3 (booleans, big numbers, attributes, a push before
+/// its reply, verbatim text), and the same error for a bad name.
+#[test]
+fn debug_protocol_matches_redis_byte_for_byte() {
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let quiet = std::time::Duration::from_millis(200);
+    let talk = |port: u16, hello: &str| {
+        let mut stream = common::raw_for(port);
+        std::io::Write::write_all(&mut stream, &common::encode(&["HELLO", hello])).unwrap();
+        common::read_until_quiet(&mut stream, quiet);
+        let mut out = Vec::new();
+        for name in [
+            "string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib",
+            "push", "true", "false", "verbatim", "nosuch",
+        ] {
+            std::io::Write::write_all(&mut stream, &common::encode(&["DEBUG", "PROTOCOL", name]))
+                .unwrap();
+            let (got, _) = common::read_until_quiet(&mut stream, quiet);
+            out.push((name, String::from_utf8_lossy(&got).into_owned()));
+        }
+        out
+    };
+    for hello in ["2", "3"] {
+        assert_eq!(
+            talk(server.port, hello),
+            talk(redis.port, hello),
+            "RESP{hello}"
+        );
+    }
+}
+
 #[test]
 fn latency_monitor_and_histogram_match_redis() {
     let Some(redis) = RedisServer::start() else {

@@ -250,6 +250,8 @@ pub enum Debug {
     ChangeReplId,
     /// DEBUG DIGEST: redis's digest of the whole dataset.
     Digest,
+    /// DEBUG PROTOCOL type: a sample reply of each RESP type.
+    Protocol(Reply),
     /// DEBUG DIGEST-VALUE key ...: redis's digest of each key's value.
     DigestValue(Vec<Bytes>),
     /// DEBUG HELP.
@@ -293,6 +295,7 @@ impl LocalCommand for Debug {
             }
             ("CHANGE-REPL-ID", 0) => Debug::ChangeReplId,
             ("DIGEST", 0) => Debug::Digest,
+            ("PROTOCOL", 1) => Debug::Protocol(protocol_sample(&args.next()?, s.resp3)?),
             ("DIGEST-VALUE", _) => Debug::DigestValue(args.rest()),
             ("HELP", 0) => Debug::Help,
             _ => return Err(sub.syntax("DEBUG")),
@@ -332,6 +335,7 @@ impl LocalCommand for Debug {
                 s.shared.stats.change_replid();
                 Ok(Plan::Reply(Reply::Ok))
             }
+            Debug::Protocol(reply) => Ok(Plan::Reply(reply)),
             Debug::Digest => {
                 let databases = s.shared.config.databases;
                 Ok(Plan::Read(
@@ -380,6 +384,10 @@ impl LocalCommand for Debug {
                     "    Output a hex signature of the values of all the specified keys.",
                     "OBJECT <key>",
                     "    Show low level info about `key` and associated value.",
+                    "PROTOCOL <type>",
+                    "    Reply with a test value of the specified type. <type> can be: string,",
+                    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+                    "    true, false.",
                     "RELOAD [option ...]",
                     "    Save the RDB on disk and reload it back to memory. Here: wait for every",
                     "    earlier write (the data is always on disk); the options change nothing.",
@@ -393,6 +401,43 @@ impl LocalCommand for Debug {
             ))),
         }
     }
+}
+
+/// DEBUG PROTOCOL's sample of a RESP type, redis's values (debug.c).
+fn protocol_sample(name: &[u8], resp3: bool) -> Result<Reply, CommandError> {
+    let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
+    Ok(match name.to_ascii_lowercase().as_slice() {
+        b"string" => Reply::bulk("Hello World"),
+        b"integer" => Reply::Int(12345),
+        // redis's literal, not π.
+        #[allow(clippy::approx_constant)]
+        b"double" => Reply::Double(3.141),
+        b"bignum" => Reply::BigNum("1234567999999999999999999999999999999".into()),
+        b"null" => Reply::Nil,
+        b"array" => Reply::Array(ints()),
+        b"set" => Reply::Set(ints()),
+        b"map" => Reply::Map((0..3).map(|j| (Reply::Int(j), Reply::Bool(j == 1))).collect()),
+        b"attrib" => Reply::Attribute(
+            vec![(
+                Reply::bulk("key-popularity"),
+                Reply::Array(vec![Reply::bulk("key:123"), Reply::Int(90)]),
+            )],
+            Box::new(Reply::bulk("Some real reply following the attribute")),
+        ),
+        b"push" if !resp3 => {
+            return Err(CommandError::Other(
+                "RESP2 is not supported by this command".into(),
+            ))
+        }
+        b"push" => Reply::Pushed(
+            vec![Reply::bulk("server-cpu-usage"), Reply::Int(42)],
+            Box::new(Reply::bulk("Some real reply following the push reply")),
+        ),
+        b"true" => Reply::Bool(true),
+        b"false" => Reply::Bool(false),
+        b"verbatim" => Reply::Verbatim("This is a verbatim\nstring".into()),
+        _ => return Err(CommandError::Other("Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false".into())),
+    })
 }
 
 /// redis's `xorDigest` (debug.c): the SHA1 of `data` xored into `digest`,
