@@ -3409,6 +3409,37 @@ fn object_encoding_follows_the_thresholds() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// OBJECT REFCOUNT of a string holding one of redis's shared integers
+/// (0..9999) is redis's OBJ_SHARED_REFCOUNT, unless maxmemory is set with an
+/// LRU or LFU policy; any other value answers 1.
+#[test]
+fn object_refcount_of_shared_integers() {
+    check(&[&[
+        "SET k 100",
+        "OBJECT REFCOUNT k",
+        "SET k 9999",
+        "OBJECT REFCOUNT k",
+        "INCR k",
+        "OBJECT REFCOUNT k",
+        "SET k -1",
+        "INCR k",
+        "OBJECT REFCOUNT k",
+        "SET k 007",
+        "OBJECT REFCOUNT k",
+        "SET k abc",
+        "OBJECT REFCOUNT k",
+        "RPUSH l 1",
+        "OBJECT REFCOUNT l",
+        "CONFIG SET maxmemory 1gb maxmemory-policy allkeys-lru",
+        "SET k 5",
+        "OBJECT REFCOUNT k",
+        "CONFIG SET maxmemory-policy noeviction",
+        "SET k 6",
+        "OBJECT REFCOUNT k",
+        "CONFIG SET maxmemory 0",
+    ]]);
+}
+
 /// CONFIG SET of the encoding thresholds (under both names) moves them as
 /// in redis: OBJECT ENCODING and a compact collection's one-page HSCAN,
 /// SSCAN and ZSCAN follow, for writes after the change.
