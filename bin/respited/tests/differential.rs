@@ -2186,6 +2186,18 @@ const LISTS: &[&str] = &[
     "LRANGE t 0 -1",
     "LTRIM t 5 1",
     "EXISTS t",
+    // Both ends trimmed with the kept range nearer the head: the tail's
+    // boundary must be found before the head goes (redis's LTRIM stress
+    // test caught stale elements past the tail, seen after the next push).
+    "RPUSH t2 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15",
+    "LTRIM t2 2 5",
+    "LLEN t2",
+    "RPUSH t2 x",
+    "LRANGE t2 0 -1",
+    "LRANGE t2 -2 -1",
+    "LINDEX t2 -1",
+    "RPOP t2 2",
+    "LRANGE t2 0 -1",
     "LTRIM nokey 0 1",
     "LTRIM t a 1",
     "RPUSH p a b c 1 2 3 c c",
@@ -3395,6 +3407,76 @@ fn object_encoding_follows_the_thresholds() {
     compare(&mut pair, words("SREM ints x"), &mut bad);
     compare(&mut pair, words("OBJECT ENCODING ints"), &mut bad);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// OBJECT REFCOUNT of a string holding one of redis's shared integers
+/// (0..9999) is redis's OBJ_SHARED_REFCOUNT, unless maxmemory is set with an
+/// LRU or LFU policy; any other value answers 1.
+#[test]
+fn object_refcount_of_shared_integers() {
+    check(&[&[
+        "SET k 100",
+        "OBJECT REFCOUNT k",
+        "SET k 9999",
+        "OBJECT REFCOUNT k",
+        "INCR k",
+        "OBJECT REFCOUNT k",
+        "SET k -1",
+        "INCR k",
+        "OBJECT REFCOUNT k",
+        "SET k 007",
+        "OBJECT REFCOUNT k",
+        "SET k abc",
+        "OBJECT REFCOUNT k",
+        "RPUSH l 1",
+        "OBJECT REFCOUNT l",
+        "CONFIG SET maxmemory 1gb maxmemory-policy allkeys-lru",
+        "SET k 5",
+        "OBJECT REFCOUNT k",
+        "CONFIG SET maxmemory-policy noeviction",
+        "SET k 6",
+        "OBJECT REFCOUNT k",
+        "CONFIG SET maxmemory 0",
+    ]]);
+}
+
+/// CONFIG SET of the encoding thresholds (under both names) moves them as
+/// in redis: OBJECT ENCODING and a compact collection's one-page HSCAN,
+/// SSCAN and ZSCAN follow, for writes after the change.
+#[test]
+fn encoding_thresholds_follow_config_set() {
+    check(&[&[
+        "CONFIG SET hash-max-ziplist-entries 4 hash-max-listpack-value 8",
+        "CONFIG SET set-max-intset-entries 3",
+        "CONFIG SET zset-max-ziplist-entries 2 zset-max-ziplist-value 5",
+        "HSET h a 1 b 2 c 3 d 4",
+        "OBJECT ENCODING h",
+        "HSCAN h 0 COUNT 1",
+        "HSET h e 5",
+        "OBJECT ENCODING h",
+        "HSET h2 f 123456789",
+        "OBJECT ENCODING h2",
+        "SADD s 1 2 3",
+        "OBJECT ENCODING s",
+        "SADD s 4",
+        "OBJECT ENCODING s",
+        "ZADD z 1 a 2 b",
+        "OBJECT ENCODING z",
+        "ZSCAN z 0 COUNT 1",
+        "ZADD z 3 c",
+        "OBJECT ENCODING z",
+        "ZADD z2 1 abcdef",
+        "OBJECT ENCODING z2",
+        // Raised again: a collection already converted stays so, a new one
+        // is compact.
+        "CONFIG SET hash-max-listpack-entries 512 set-max-intset-entries 512",
+        "OBJECT ENCODING h",
+        "HSET h3 a 1 b 2 c 3 d 4 e 5",
+        "OBJECT ENCODING h3",
+        "SADD s2 1 2 3 4 5",
+        "OBJECT ENCODING s2",
+        "@sort CONFIG GET *-max-*",
+    ]]);
 }
 
 #[test]

@@ -686,6 +686,8 @@ fn config_get_and_set_match_redis_for_shared_parameters() {
 
     // Patterns match names and aliases, case-insensitively; an exact name
     // answers under the name as asked.
+    // Names and aliases are separate entries (`*of` finds `replicaof` and
+    // `slaveof`); hidden parameters answer only by name.
     for pattern in [
         "*max-*-entries*",
         "SLOWLOG-*",
@@ -693,6 +695,11 @@ fn config_get_and_set_match_redis_for_shared_parameters() {
         "MAXMEMORY",
         "lua-time-limit",
         "nosuch",
+        "*of",
+        "slave-*",
+        "key-load-delay",
+        "*load-delay*",
+        "*repl*",
     ] {
         let a = config_get(&mut ours, pattern);
         let b: BTreeMap<String, String> = config_get(&mut theirs, pattern)
@@ -750,6 +757,56 @@ fn config_get_and_set_match_redis_for_shared_parameters() {
         &["CONFIG", "SET", "list-compress-depth", "abc"],
         &["CONFIG", "SET", "activerehashing", "NO"],
         &["CONFIG", "GET"],
+        // A memory value or a percentage (redis's PERCENT_CONFIG).
+        &["CONFIG", "SET", "maxmemory-clients", "200%"],
+        &["CONFIG", "SET", "maxmemory-clients", "-5"],
+        &["CONFIG", "SET", "maxmemory-clients", "abc"],
+        &["CONFIG", "SET", "maxmemory-clients", "%"],
+        &["CONFIG", "SET", "maxmemory-clients", "10%"],
+        // A failed multi-argument SET changes nothing.
+        &["CONFIG", "SET", "maxmemory", "10000002"],
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "10000001",
+            "maxmemory-clients",
+            "200%",
+            "client-query-buffer-limit",
+            "invalid",
+        ],
+        // Replication and other stored parameters, with redis's checks.
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "10000001",
+            "repl-backlog-size",
+            "10000002",
+            "save",
+            "3000 5",
+        ],
+        &["CONFIG", "SET", "repl-backlog-size", "0"],
+        &["CONFIG", "SET", "masterauth", "secret"],
+        &["CONFIG", "SET", "masteruser", "repl"],
+        &["CONFIG", "SET", "min-slaves-to-write", "2"],
+        &["CONFIG", "SET", "repl-diskless-load", "swapdb"],
+        &["CONFIG", "SET", "repl-diskless-load", "maybe"],
+        &["CONFIG", "SET", "shutdown-on-sigterm", "nosave now"],
+        &["CONFIG", "SET", "shutdown-on-sigint", "save nosave"],
+        &["CONFIG", "SET", "shutdown-on-sigint", "later"],
+        &["CONFIG", "SET", "oom-score-adj-values", "1 2"],
+        &["CONFIG", "SET", "oom-score-adj-values", "1 2 3000"],
+        &["CONFIG", "SET", "oom-score-adj-values", "10 20 30"],
+        &["CONFIG", "SET", "slaveof", "no one"],
+        &["CONFIG", "SET", "daemonize", "no"],
+        &["CONFIG", "SET", "key-load-delay", "5"],
+        &[
+            "CONFIG",
+            "SET",
+            "bind",
+            "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17",
+        ],
     ];
     for args in cases {
         assert_eq!(
@@ -769,6 +826,17 @@ fn config_get_and_set_match_redis_for_shared_parameters() {
         "save",
         "activerehashing",
         "hz",
+        "maxmemory-clients",
+        "repl-backlog-size",
+        "masterauth",
+        "min-replicas-to-write",
+        "min-slaves-to-write",
+        "repl-diskless-load",
+        "shutdown-on-sigterm",
+        "shutdown-on-sigint",
+        "oom-score-adj-values",
+        "key-load-delay",
+        "slaveof",
     ] {
         assert_eq!(
             config_get(&mut ours, name),
@@ -966,6 +1034,288 @@ fn slowlog_matches_redis() {
     assert_eq!(run(&mut ours, &["SLOWLOG", "LEN"]).unwrap(), Value::Int(0));
 }
 
+/// CONFIG GET's entries for several patterns and names at once, in
+/// redis's form: each entry once, whatever its case.
+#[test]
+fn config_get_with_several_arguments_matches_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    for args in [
+        &["maxmemory", "maxmemory*", "bind", "*of"][..],
+        &["maxmemory", "MAXMEMORY"],
+        &["MAXMEMORY", "maxmem*y"],
+        &["slaveof", "replicaof", "SLAVEOF"],
+    ] {
+        let get = |con: &mut redis::Connection| {
+            let v: Vec<String> = redis::cmd("CONFIG")
+                .arg("GET")
+                .arg(args)
+                .query(con)
+                .unwrap();
+            let mut names: Vec<String> = v.chunks(2).map(|kv| kv[0].clone()).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(get(&mut ours), get(&mut theirs), "{args:?}");
+    }
+}
+
+/// redis 7.0's "CONFIG sanity": every parameter CONFIG GET * lists takes
+/// CONFIG SET of its own value and still shows it, except the ones redis
+/// itself leaves out (immutable ones, and those a test cannot set back).
+#[test]
+fn config_set_of_every_value_in_force_succeeds() {
+    let server = Respited::start(&[]);
+    let mut con = server.client();
+    const SKIP: &[&str] = &[
+        "rdbchecksum",
+        "daemonize",
+        "io-threads-do-reads",
+        "tcp-backlog",
+        "always-show-logo",
+        "syslog-enabled",
+        "cluster-enabled",
+        "disable-thp",
+        "aclfile",
+        "unixsocket",
+        "pidfile",
+        "syslog-ident",
+        "appendfilename",
+        "appenddirname",
+        "supervised",
+        "syslog-facility",
+        "databases",
+        "io-threads",
+        "logfile",
+        "unixsocketperm",
+        "replicaof",
+        "slaveof",
+        "requirepass",
+        "server_cpulist",
+        "bio_cpulist",
+        "aof_rewrite_cpulist",
+        "bgsave_cpulist",
+        "set-proc-title",
+        "cluster-config-file",
+        "cluster-port",
+        "oom-score-adj",
+        "oom-score-adj-values",
+        "enable-protected-configs",
+        "enable-debug-command",
+        "enable-module-command",
+        "dbfilename",
+        "dir",
+        "socket-mark-id",
+    ];
+    let before = config_get(&mut con, "*");
+    assert!(before.len() > 150, "{} parameters", before.len());
+    for (name, value) in &before {
+        if SKIP.contains(&name.as_str()) {
+            continue;
+        }
+        let set: redis::RedisResult<()> = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut con);
+        assert!(set.is_ok(), "CONFIG SET {name} {value:?}: {set:?}");
+    }
+    assert_eq!(config_get(&mut con, "*"), before);
+    // A value other than the one in force is still refused where respite
+    // decides it (`appendonly`, its own start-up settings).
+    for (name, value) in [("appendonly", "no"), ("readers", "99")] {
+        assert_eq!(
+            error_of(&mut con, &["CONFIG", "SET", name, value]),
+            format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+            )
+        );
+    }
+}
+
+/// CONFIG SET port and bind listen anew, as redis's: a busy port fails
+/// with redis's text, changes nothing (the other arguments included) and
+/// keeps the old listener; a free one moves the listener.
+#[test]
+fn config_set_port_and_bind_rebind_the_listener() {
+    let redis = RedisServer::start();
+    let server = Respited::start(&[]);
+    let mut ours = server.client();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port().to_string();
+    let args = [
+        "CONFIG",
+        "SET",
+        "maxmemory",
+        "10000001",
+        "port",
+        &busy_port,
+        "client-query-buffer-limit",
+        "10m",
+    ];
+    let expected = "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.";
+    assert_eq!(error_of(&mut ours, &args), expected);
+    if let Some(redis) = &redis {
+        assert_eq!(error_of(&mut redis.client(), &args), expected);
+    }
+    let bind_args = ["CONFIG", "SET", "bind", "192.0.2.1", "maxmemory", "5"];
+    assert_eq!(
+        error_of(&mut ours, &bind_args),
+        "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses."
+    );
+    if let Some(redis) = &redis {
+        assert_eq!(
+            error_of(&mut redis.client(), &bind_args),
+            error_of(&mut ours, &bind_args)
+        );
+    }
+    assert_eq!(config_get(&mut ours, "maxmemory")["maxmemory"], "0");
+    assert_eq!(
+        config_get(&mut ours, "client-query-buffer-limit")["client-query-buffer-limit"],
+        "1073741824"
+    );
+    assert_eq!(
+        config_get(&mut ours, "port")["port"],
+        server.port.to_string()
+    );
+    common::assert_still_serves(&mut common::client_for(server.port));
+
+    // The values in force: nothing moves.
+    let same = server.port.to_string();
+    redis::cmd("CONFIG")
+        .arg(&["SET", "bind", "127.0.0.1", "port", &same])
+        .query::<()>(&mut ours)
+        .unwrap();
+    common::assert_still_serves(&mut common::client_for(server.port));
+
+    // A free port: the new listener answers, the old one is closed, and
+    // the connection that asked stays open.
+    let new_port = common::free_port();
+    redis::cmd("CONFIG")
+        .arg(&["SET", "port", &new_port.to_string()])
+        .query::<()>(&mut ours)
+        .unwrap();
+    assert_eq!(config_get(&mut ours, "port")["port"], new_port.to_string());
+    let info: String = redis::cmd("INFO").arg("server").query(&mut ours).unwrap();
+    assert!(info.contains(&format!("tcp_port:{new_port}\r\n")), "{info}");
+    common::assert_still_serves(&mut common::client_for(new_port));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::net::TcpStream::connect(("127.0.0.1", server.port)).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "old port still open");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Two addresses, one of them optional and absent here: the one that
+    // exists is bound.
+    redis::cmd("CONFIG")
+        .arg(&["SET", "bind", "127.0.0.1 -192.0.2.1"])
+        .query::<()>(&mut ours)
+        .unwrap();
+    assert_eq!(
+        config_get(&mut ours, "bind")["bind"],
+        "127.0.0.1 -192.0.2.1"
+    );
+    common::assert_still_serves(&mut common::client_for(new_port));
+    drop(busy);
+}
+
+/// DEBUG DIGEST and DIGEST-VALUE compute redis's digests over the same
+/// data: equal hex strings for every type, with and without a TTL, for
+/// missing keys and for the whole dataset (redis's test suites compare
+/// them across COPY, RESTORE and reloads).
+#[test]
+fn debug_digest_matches_redis() {
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let mut ours = server.client();
+    let mut theirs = redis.client();
+    let script: &[&[&str]] = &[
+        &["DEBUG", "DIGEST"],
+        &["RPUSH", "l", "a", "b", "1", "-2", ""],
+        &["SADD", "s", "1", "2", "x", "-7"],
+        &["SADD", "ints", "1", "2", "300"],
+        &[
+            "ZADD", "z", "1.5", "a", "2", "b", "inf", "c", "-0.1", "d", "3", "17",
+        ],
+        &["HSET", "h", "f", "v", "g", "w", "12", "34"],
+        &["SET", "str", "12345"],
+        &["SET", "bin", "a\x00b"],
+        &["SET", "e", "v", "EX", "100"],
+        &[
+            "DEBUG",
+            "DIGEST-VALUE",
+            "l",
+            "s",
+            "ints",
+            "z",
+            "h",
+            "str",
+            "bin",
+            "e",
+            "nosuch",
+        ],
+        &["DEBUG", "DIGEST-VALUE"],
+        &["DEBUG", "DIGEST"],
+        &["SELECT", "3"],
+        &["COPY", "h", "h2", "DB", "0"],
+        &["DEBUG", "DIGEST-VALUE", "h"],
+        &["SET", "in3", "x"],
+        &["DEBUG", "DIGEST"],
+        &["RPUSH", "l2", "b", "a"],
+        &["RPUSH", "l3", "a", "b"],
+        &["DEBUG", "DIGEST-VALUE", "l2", "l3"],
+    ];
+    for args in script {
+        assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
+    }
+}
+
+/// DEBUG PROTOCOL answers every RESP type byte for byte as redis-server,
+/// in RESP2 and RESP3 (booleans, big numbers, attributes, a push before
+/// its reply, verbatim text), and the same error for a bad name.
+#[test]
+fn debug_protocol_matches_redis_byte_for_byte() {
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let quiet = std::time::Duration::from_millis(200);
+    let talk = |port: u16, hello: &str| {
+        let mut stream = common::raw_for(port);
+        std::io::Write::write_all(&mut stream, &common::encode(&["HELLO", hello])).unwrap();
+        common::read_until_quiet(&mut stream, quiet);
+        let mut out = Vec::new();
+        for name in [
+            "string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib",
+            "push", "true", "false", "verbatim", "nosuch",
+        ] {
+            std::io::Write::write_all(&mut stream, &common::encode(&["DEBUG", "PROTOCOL", name]))
+                .unwrap();
+            let (got, _) = common::read_until_quiet(&mut stream, quiet);
+            out.push((name, String::from_utf8_lossy(&got).into_owned()));
+        }
+        out
+    };
+    for hello in ["2", "3"] {
+        assert_eq!(
+            talk(server.port, hello),
+            talk(redis.port, hello),
+            "RESP{hello}"
+        );
+    }
+}
+
 #[test]
 fn latency_monitor_and_histogram_match_redis() {
     let Some(redis) = RedisServer::start() else {
@@ -1022,6 +1372,37 @@ fn latency_monitor_and_histogram_match_redis() {
             .collect::<BTreeMap<_, _>>()
     };
     assert_eq!(hist(&mut ours), hist(&mut theirs));
+    // A container stands for its subcommands, and a subcommand answers by
+    // its full name (`client|id`), case aside.
+    for con in [&mut ours, &mut theirs] {
+        run(con, &["CONFIG", "RESETSTAT"]).unwrap();
+        run(con, &["CLIENT", "ID"]).unwrap();
+        run(con, &["CLIENT", "GETNAME"]).unwrap();
+    }
+    let names = |con: &mut redis::Connection, args: &[&str]| {
+        let Value::Map(cmds) = run(con, args).unwrap() else {
+            panic!()
+        };
+        let mut names: Vec<String> = cmds.iter().map(|(n, _)| text(n)).collect();
+        names.sort();
+        names
+    };
+    for args in [
+        &["LATENCY", "HISTOGRAM", "client"][..],
+        &["LATENCY", "HISTOGRAM", "client|id"],
+        &[
+            "LATENCY",
+            "HISTOGRAM",
+            "CLIENT|GETNAME",
+            "client|nosuch",
+            "nosuch|id",
+        ],
+        &["LATENCY", "HISTOGRAM", "client|id", "client|id"],
+    ] {
+        let got = names(&mut ours, args);
+        assert!(!got.is_empty() || args.len() > 3, "{args:?}");
+        assert_eq!(got, names(&mut theirs, args), "{args:?}");
+    }
 
     // A command slower than the threshold is an event (DEBUG SLEEP stalls
     // the writer, a `command` as redis classes it).

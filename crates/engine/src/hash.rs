@@ -18,13 +18,6 @@ use crate::view::View;
 /// A field/value pair.
 pub type Pair = (Vec<u8>, Vec<u8>);
 
-/// Past this many fields, or with a field or value longer than
-/// [`COMPACT_VALUE`], redis-server 7.0 stores a hash as a hashtable
-/// (`hash-max-listpack-entries`, `hash-max-listpack-value`).
-pub const COMPACT_ENTRIES: i64 = 512;
-/// See [`COMPACT_ENTRIES`].
-pub const COMPACT_VALUE: usize = 64;
-
 impl View<'_, '_> {
     /// One field's value (HGET): one statement, the key row and one element
     /// row. WRONGTYPE if the key holds another type.
@@ -94,8 +87,8 @@ impl View<'_, '_> {
 }
 
 /// The flag bits a hash gets from storing this pair.
-fn pair_flags(field: &[u8], value: &[u8]) -> i64 {
-    if field.len() > COMPACT_VALUE || value.len() > COMPACT_VALUE {
+fn pair_flags(field: &[u8], value: &[u8], max: usize) -> i64 {
+    if field.len() > max || value.len() > max {
         ENC_BIG
     } else {
         0
@@ -135,7 +128,7 @@ impl Txn<'_, '_> {
                         .execute(params![id, field, value])?;
                     added += 1;
                 }
-                flags |= pair_flags(field, value);
+                flags |= pair_flags(field, value, self.thresholds.hash_value());
                 continue;
             }
             let inserted = self
@@ -149,9 +142,9 @@ impl Txn<'_, '_> {
             } else {
                 continue;
             }
-            flags |= pair_flags(field, value);
+            flags |= pair_flags(field, value, self.thresholds.hash_value());
         }
-        if slot.len() + added > COMPACT_ENTRIES {
+        if slot.len() + added > self.thresholds.hash_entries() {
             flags |= ENC_BIG;
         }
         self.settle(slot, added, flags)?;

@@ -42,6 +42,7 @@ pub mod cache;
 pub mod checkpointer;
 pub mod config;
 pub mod disk;
+pub mod encoding;
 pub mod error;
 pub mod glob;
 pub mod hash;
@@ -274,6 +275,8 @@ pub struct Engine<R: Send + 'static> {
     /// Last access and frequency per key, keyspace hits and misses.
     access: Arc<Access>,
     watches: Arc<Watches>,
+    /// The encoding thresholds (see `encoding.rs`).
+    thresholds: Arc<encoding::Thresholds>,
     blocking: Arc<Blocking>,
     snapshots: Arc<Snapshots>,
     snapshot_path: PathBuf,
@@ -343,6 +346,7 @@ impl<R: Send + 'static> Engine<R> {
         let access = Arc::new(Access::new());
         let snapshots = Arc::new(Snapshots::new(&config.path, &config.snapshot_path()));
         let watches = Arc::new(Watches::default());
+        let thresholds = Arc::new(encoding::Thresholds::default());
         let blocking = Arc::new(Blocking::default());
         let progress = Arc::new(AtomicU64::new(0));
         let disk = Arc::new(Disk::new(
@@ -379,6 +383,7 @@ impl<R: Send + 'static> Engine<R> {
             access: access.clone(),
             snapshots: snapshots.clone(),
             watches: watches.clone(),
+            thresholds: thresholds.clone(),
             blocking: blocking.clone(),
             progress: progress.clone(),
             disk: disk.clone(),
@@ -422,6 +427,7 @@ impl<R: Send + 'static> Engine<R> {
             cache,
             access,
             watches,
+            thresholds,
             blocking,
             snapshots,
             snapshot_path: config.snapshot_path(),
@@ -470,6 +476,12 @@ impl<R: Send + 'static> Engine<R> {
     /// The registry of WATCHed keys (see [`watch`]).
     pub fn watches(&self) -> Arc<Watches> {
         self.watches.clone()
+    }
+
+    /// The encoding thresholds writes follow (CONFIG SET
+    /// `hash-max-listpack-entries` and friends change them).
+    pub fn thresholds(&self) -> &encoding::Thresholds {
+        &self.thresholds
     }
 
     /// The registry of clients blocked on keys (see [`blocking`]).

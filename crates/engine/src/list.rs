@@ -359,17 +359,28 @@ impl Txn<'_, '_> {
         if ltrim == 0 && rtrim == 0 {
             return Ok(());
         }
-        if ltrim > 0 {
-            if let Some((first_kept, _)) = self.list_at(row.id, row.count, start)? {
-                self.stmt("DELETE FROM lists WHERE id = ?1 AND pos < ?2")?
-                    .execute(params![row.id, first_kept])?;
-            }
+        // Both boundaries are found before either end is deleted: `list_at`
+        // counts from the nearer end of the list as it stands, and once the
+        // head is trimmed the index `stop` no longer names the same element
+        // from the head (the tail's trim then kept elements it should have
+        // deleted).
+        let first_kept = if ltrim > 0 {
+            self.list_at(row.id, row.count, start)?
+        } else {
+            None
+        };
+        let last_kept = if rtrim > 0 {
+            self.list_at(row.id, row.count, stop)?
+        } else {
+            None
+        };
+        if let Some((first_kept, _)) = first_kept {
+            self.stmt("DELETE FROM lists WHERE id = ?1 AND pos < ?2")?
+                .execute(params![row.id, first_kept])?;
         }
-        if rtrim > 0 {
-            if let Some((last_kept, _)) = self.list_at(row.id, row.count, stop)? {
-                self.stmt("DELETE FROM lists WHERE id = ?1 AND pos > ?2")?
-                    .execute(params![row.id, last_kept])?;
-            }
+        if let Some((last_kept, _)) = last_kept {
+            self.stmt("DELETE FROM lists WHERE id = ?1 AND pos > ?2")?
+                .execute(params![row.id, last_kept])?;
         }
         self.settle(slot, -(ltrim + rtrim), 0)
     }
@@ -506,7 +517,8 @@ mod cost {
         crate::schema::prepare(&conn).unwrap();
         let stmts = Statements::new(&conn);
         let watches = Watches::default();
-        let mut txn = Txn::new(&stmts, &watches);
+        let thresholds = crate::encoding::Thresholds::default();
+        let mut txn = Txn::new(&stmts, &watches, &thresholds);
         let values: Vec<Vec<u8>> = (0..n).map(|i| format!("v{i}").into_bytes()).collect();
         for chunk in values.chunks(10_000) {
             let mut slot = txn.open(0, b"l", Kind::List).unwrap();
@@ -566,7 +578,8 @@ mod cost {
         crate::schema::prepare(&conn).unwrap();
         let stmts = Statements::new(&conn);
         let watches = Watches::default();
-        let mut txn = Txn::new(&stmts, &watches);
+        let thresholds = crate::encoding::Thresholds::default();
+        let mut txn = Txn::new(&stmts, &watches, &thresholds);
         let mut slot = txn.open(0, b"l", Kind::List).unwrap();
         txn.list_push(&mut slot, &[b"a", b"z"], End::Right).unwrap();
         let mut expected: Vec<Vec<u8>> = vec![b"a".to_vec()];

@@ -13,11 +13,6 @@ use crate::schema::{Kind, ENC_BIG};
 use crate::txn::Txn;
 use crate::view::View;
 
-/// Past this many members, or with a member that is not an integer,
-/// redis-server 7.0 stores a set as a hashtable instead of an intset
-/// (`set-max-intset-entries`).
-pub const INTSET_ENTRIES: i64 = 512;
-
 /// Whether redis-server would keep `member` in an intset: it is the
 /// canonical decimal form of a 64-bit signed integer (Redis's
 /// `string2ll`: no sign but a leading `-`, no leading zeros, no spaces).
@@ -149,7 +144,7 @@ impl Txn<'_, '_> {
                 }
             }
         }
-        if slot.len() + added > INTSET_ENTRIES {
+        if slot.len() + added > self.thresholds.set_entries() {
             flags |= ENC_BIG;
         }
         self.settle(slot, added, flags)?;

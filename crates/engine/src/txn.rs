@@ -41,6 +41,8 @@ pub struct Txn<'s, 'c> {
     pub(crate) touched: Touched,
     /// The WATCH registry, for the flushes (see `keyspace.rs`).
     pub(crate) watches: &'s Watches,
+    /// The encoding thresholds (see `encoding.rs`).
+    pub(crate) thresholds: &'s crate::encoding::Thresholds,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -53,12 +55,17 @@ impl<'s, 'c> Deref for Txn<'s, 'c> {
 impl<'s, 'c> Txn<'s, 'c> {
     /// A `Txn` whose clock reads the time now: the moment the operation
     /// runs, which relative expiries count from.
-    pub(crate) fn new(stmts: &'s Statements<'c>, watches: &'s Watches) -> Self {
+    pub(crate) fn new(
+        stmts: &'s Statements<'c>,
+        watches: &'s Watches,
+        thresholds: &'s crate::encoding::Thresholds,
+    ) -> Self {
         Txn {
             view: View::at(stmts, crate::view::now_ms()),
             changes: 0,
             touched: Touched::default(),
             watches,
+            thresholds,
         }
     }
 

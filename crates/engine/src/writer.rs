@@ -133,6 +133,8 @@ pub(crate) struct WriterSettings {
     /// `rdb_changes_since_last_save`).
     pub snapshots: Arc<crate::snapshot::Snapshots>,
     pub watches: Arc<Watches>,
+    /// The encoding thresholds (see `encoding.rs`).
+    pub thresholds: Arc<crate::encoding::Thresholds>,
     pub blocking: Arc<Blocking>,
     /// Raised at every operation and every turn of the loop (see
     /// `Engine::writer_progress`).
@@ -366,7 +368,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// before writing has changed nothing; one that fails after writing
     /// poisons the transaction, which is then rolled back whole.
     fn run_op(&mut self, op: WriteOp<R>) -> Result<R> {
-        let mut txn = Txn::new(self.stmts, &self.settings.watches);
+        let mut txn = Txn::new(
+            self.stmts,
+            &self.settings.watches,
+            &self.settings.thresholds,
+        );
         // A panicking operation (a bug in a command) fails alone, and takes
         // its transaction down like a failure after writing: what it did
         // before panicking is unknown.
@@ -415,7 +421,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                     blocking.remove(id);
                     continue;
                 }
-                let mut txn = Txn::new(self.stmts, &self.settings.watches);
+                let mut txn = Txn::new(
+                    self.stmts,
+                    &self.settings.watches,
+                    &self.settings.thresholds,
+                );
                 let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     waiter.serve(&mut txn, db, &key)
                 }));
@@ -673,7 +683,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // DEFERRED: a sweep that finds nothing takes no write lock and
             // costs no fsync.
             self.exec("BEGIN")?;
-            let mut txn = Txn::new(self.stmts, &self.settings.watches);
+            let mut txn = Txn::new(
+                self.stmts,
+                &self.settings.watches,
+                &self.settings.thresholds,
+            );
             let n = match txn.expire_due(chunk) {
                 Ok(n) => n,
                 Err(e) => {

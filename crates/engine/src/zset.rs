@@ -57,13 +57,6 @@ use crate::schema::{Kind, ENC_BIG, ZBLOCKS};
 use crate::txn::Txn;
 use crate::view::View;
 
-/// Past this many members, or with a member longer than [`COMPACT_VALUE`],
-/// redis-server 7.0 stores a sorted set as a skiplist instead of a listpack
-/// (`zset-max-listpack-entries`, `zset-max-listpack-value`).
-pub const COMPACT_ENTRIES: i64 = 128;
-/// See [`COMPACT_ENTRIES`].
-pub const COMPACT_VALUE: usize = 64;
-
 /// The members a rank block aims at (see the module docs).
 pub const BLOCK: i64 = 1024;
 /// Sets with more members than this keep rank blocks.
@@ -663,7 +656,7 @@ impl Txn<'_, '_> {
                 Change::Insert(member, score) => {
                     self.stmt("INSERT INTO zsets (id, member, score) VALUES (?1, ?2, ?3)")?
                         .execute(params![id, member, score])?;
-                    if member.len() > COMPACT_VALUE {
+                    if member.len() > self.thresholds.zset_value() {
                         bits |= ENC_BIG;
                     }
                     if blocks {
@@ -681,7 +674,7 @@ impl Txn<'_, '_> {
             }
         }
         let count = slot.len() + done.added;
-        if count > COMPACT_ENTRIES {
+        if count > self.thresholds.zset_entries() {
             bits |= ENC_BIG;
         }
         if !blocks && count > BLOCKS_FROM {
@@ -906,7 +899,8 @@ mod tests {
         crate::schema::prepare(&conn).unwrap();
         let stmts = Statements::new(&conn);
         let watches = Watches::default();
-        let mut txn = Txn::new(&stmts, &watches);
+        let thresholds = crate::encoding::Thresholds::default();
+        let mut txn = Txn::new(&stmts, &watches, &thresholds);
         let n: u64 = 100_000;
         // In batches, so the blocks are built once and then kept up by
         // inserts that split them.

@@ -142,7 +142,10 @@ struct UnixBound {
 
 /// Sockets bound, before accepting starts.
 pub struct Listeners {
+    /// TCP sockets systemd passed beyond the configured address.
     tcp: Vec<TcpListener>,
+    /// The listeners of `bind` and `port` (see [`Binding`]).
+    configured: Vec<Arc<TcpListener>>,
     unix: Vec<UnixBound>,
     /// The first TCP port, for INFO and CONFIG GET port.
     tcp_port: Option<u16>,
@@ -171,7 +174,6 @@ impl Listeners {
                     let l = TcpListener::from_std(l).map_err(fail)?;
                     tracing::info!(name = %name, "socket from systemd: tcp {addr}");
                     tracing::info!("listening on tcp {addr}");
-                    tcp_port.get_or_insert(addr.port());
                     tcp.push(l);
                 }
                 Activated::Unix(l, path, name) => {
@@ -192,30 +194,39 @@ impl Listeners {
                 }
             }
         }
-        if !c.bind.is_empty() {
-            let addr = format!("{}:{}", c.bind, c.port);
-            let fail = |source| ListenError::Tcp {
-                addr: addr.clone(),
-                source,
-            };
-            // Already passed by systemd? Then that socket serves it.
-            let covered = tcp.iter().any(|l| {
-                l.local_addr().is_ok_and(|a| {
-                    a.port() == c.port
-                        && c.bind
-                            .parse()
-                            .is_ok_and(|ip: std::net::IpAddr| ip == a.ip())
-                })
+        // The listeners of `bind` and `port`, which CONFIG SET may replace:
+        // an activated socket with that address serves it, else respited
+        // binds its own.
+        let mut configured = Vec::new();
+        let mut covered = Vec::new();
+        for addr in bind_addresses(&c.bind) {
+            let ip: Option<std::net::IpAddr> = addr.parse().ok();
+            let passed = tcp.iter().position(|l: &TcpListener| {
+                l.local_addr()
+                    .is_ok_and(|a| a.port() == c.port && ip == Some(a.ip()))
             });
-            if !covered {
-                let l = TcpListener::bind((c.bind.as_str(), c.port))
-                    .await
-                    .map_err(fail)?;
-                set_backlog(&l, c.tcp_backlog).map_err(fail)?;
-                let local = l.local_addr().map_err(fail)?;
-                tracing::info!("listening on tcp {local}");
-                tcp_port.get_or_insert(local.port());
-                tcp.push(l);
+            match passed {
+                Some(at) => configured.push(Arc::new(tcp.remove(at))),
+                None => covered.push(addr),
+            }
+        }
+        if !covered.is_empty() {
+            let own = bind_tcp(&covered.join(" "), c.port, c.tcp_backlog, &[]).map_err(
+                |(addr, source)| ListenError::Tcp {
+                    addr: format!("{addr}:{}", c.port),
+                    source,
+                },
+            )?;
+            for l in &own {
+                if let Ok(local) = l.local_addr() {
+                    tracing::info!("listening on tcp {local}");
+                }
+            }
+            configured.extend(own);
+        }
+        for l in configured.iter().map(|l| &**l).chain(tcp.iter()) {
+            if let Ok(a) = l.local_addr() {
+                tcp_port.get_or_insert(a.port());
             }
         }
         let tls_config = crate::tls::server_config(c)?;
@@ -226,7 +237,12 @@ impl Listeners {
                 addr: addr.clone(),
                 source,
             };
-            let l = TcpListener::bind((c.bind.as_str(), port))
+            // On the first address of `bind`.
+            let host = bind_addresses(&c.bind)
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            let l = TcpListener::bind((host.as_str(), port))
                 .await
                 .map_err(fail)?;
             let local = l.local_addr().map_err(fail)?;
@@ -250,11 +266,12 @@ impl Listeners {
                 });
             }
         }
-        if tcp.is_empty() && unix.is_empty() && tls.is_none() {
+        if tcp.is_empty() && configured.is_empty() && unix.is_empty() && tls.is_none() {
             return Err(ListenError::Nothing);
         }
         Ok(Listeners {
             tcp,
+            configured,
             unix,
             tcp_port,
             tls,
@@ -288,6 +305,8 @@ impl Listeners {
         for l in self.tcp {
             accept_loops.spawn(accept_loop(l, shared.clone(), tasks.clone()));
         }
+        shared.binding.publish(self.configured);
+        accept_loops.spawn(configured_loop(shared.clone(), tasks.clone()));
         if let Some(l) = self.tls {
             accept_loops.spawn(tls_accept_loop(l, shared.clone(), tasks.clone()));
         }
@@ -316,6 +335,164 @@ impl Listeners {
         if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
             tracing::warn!("connections still open after {SHUTDOWN_GRACE:?}; closing them");
             set.abort_all();
+        }
+    }
+}
+
+/// The addresses of a `bind` value: redis's list of addresses separated by
+/// spaces, `*` for every IPv4 address and `::*` for every IPv6 one. An
+/// address may start with `-`, redis's mark for one that may be absent
+/// (see [`bind_tcp`]).
+fn bind_addresses(bind: &str) -> Vec<String> {
+    bind.split_whitespace().map(str::to_string).collect()
+}
+
+/// Binds `port` on each address of `bind` (none for an empty `bind`),
+/// reusing the listener of `current` that already has an address (so
+/// setting the value in force, or adding an address, keeps the sockets
+/// that are open). All or nothing: the first address that cannot be bound
+/// is returned with the OS's error, and the sockets bound before it close.
+/// An address marked `-` that does not exist on this host is skipped, as in
+/// redis.
+fn bind_tcp(
+    bind: &str,
+    port: u16,
+    backlog: u32,
+    current: &[Arc<TcpListener>],
+) -> Result<Vec<Arc<TcpListener>>, (String, std::io::Error)> {
+    let mut out = Vec::new();
+    for addr in bind_addresses(bind) {
+        let (optional, host) = match addr.strip_prefix('-') {
+            Some(h) => (true, h),
+            None => (false, addr.as_str()),
+        };
+        let host = match host {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            h => h,
+        };
+        let fail = |e| (addr.clone(), e);
+        if port != 0 {
+            if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+                let wanted = SocketAddr::new(ip, port);
+                if let Some(l) = current
+                    .iter()
+                    .find(|l| l.local_addr().is_ok_and(|a| a == wanted))
+                {
+                    out.push(l.clone());
+                    continue;
+                }
+            }
+        }
+        let l = match std::net::TcpListener::bind((host, port)) {
+            Ok(l) => l,
+            Err(e) if optional && e.kind() == std::io::ErrorKind::AddrNotAvailable => continue,
+            Err(e) => return Err(fail(e)),
+        };
+        l.set_nonblocking(true).map_err(fail)?;
+        set_backlog(&l, backlog).map_err(fail)?;
+        out.push(Arc::new(TcpListener::from_std(l).map_err(fail)?));
+    }
+    Ok(out)
+}
+
+/// The TCP listeners of `bind` and `port`. CONFIG SET of either binds the
+/// new sockets first and swaps them in only once all are bound, so a
+/// failure (a busy port, an address this host does not have) leaves the
+/// old ones serving; the accept loop of [`Listeners::run`] follows the
+/// swap, and connections accepted before it stay open, as in redis.
+pub struct Binding {
+    /// `bind` as last set.
+    bind: Mutex<String>,
+    /// The listeners in force; the accept loop watches it.
+    listeners: tokio::sync::watch::Sender<Vec<Arc<TcpListener>>>,
+}
+
+/// Why CONFIG SET bind/port could not listen.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen on tcp {addr}:{port}: {source}")]
+pub struct RebindError {
+    addr: String,
+    port: u16,
+    source: std::io::Error,
+}
+
+impl Binding {
+    /// The binding of a configuration, before any socket is published.
+    pub fn new(config: &Config) -> Binding {
+        Binding {
+            bind: Mutex::new(config.bind.clone()),
+            listeners: tokio::sync::watch::Sender::new(Vec::new()),
+        }
+    }
+
+    /// `bind` as CONFIG GET shows it.
+    pub fn bind(&self) -> String {
+        lock(&self.bind).clone()
+    }
+
+    fn publish(&self, listeners: Vec<Arc<TcpListener>>) {
+        self.listeners.send_replace(listeners);
+    }
+
+    /// Listens on `port` at each address of `bind` in place of the current
+    /// listeners; on failure nothing changes. Returns the port bound (port
+    /// 0 resolved, as at start-up: respite's 0 asks for a free port).
+    pub fn rebind(&self, shared: &Shared, bind: &str, port: u16) -> Result<u16, RebindError> {
+        let current = self.listeners.borrow().clone();
+        let fail = |(addr, source)| RebindError { addr, port, source };
+        // Outside a runtime (an embedder calling the command table
+        // directly) there is no reactor to register sockets with.
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(fail((
+                bind.to_string(),
+                std::io::Error::other("no runtime to listen in"),
+            )));
+        }
+        let new = bind_tcp(bind, port, shared.config.tcp_backlog, &current).map_err(fail)?;
+        let bound = new
+            .first()
+            .and_then(|l| l.local_addr().ok())
+            .map_or(port, |a| a.port());
+        for l in &new {
+            if !current.iter().any(|c| Arc::ptr_eq(c, l)) {
+                if let Ok(local) = l.local_addr() {
+                    tracing::info!("listening on tcp {local} (CONFIG SET)");
+                }
+            }
+        }
+        *lock(&self.bind) = bind.to_string();
+        shared.tcp_port.store(u32::from(bound), Ordering::Relaxed);
+        self.publish(new);
+        Ok(bound)
+    }
+}
+
+/// Accepts on the listeners of [`Binding`], starting again on the new set
+/// each time CONFIG SET replaces it, until shutdown begins.
+async fn configured_loop(shared: Arc<Shared>, tasks: Arc<Mutex<JoinSet<()>>>) {
+    let mut rx = shared.binding.listeners.subscribe();
+    loop {
+        let current = rx.borrow_and_update().clone();
+        let mut loops = JoinSet::new();
+        for l in current {
+            loops.spawn(accept_loop(l, shared.clone(), tasks.clone()));
+        }
+        tokio::select! {
+            changed = rx.changed() => {
+                // Accepting is cancel-safe: a connection not yet accepted
+                // waits in the backlog of a socket that stays open if it is
+                // reused, or is refused as the old socket closes.
+                loops.abort_all();
+                while loops.join_next().await.is_some() {}
+                if changed.is_err() {
+                    break;
+                }
+            }
+            _ = shared.wait_for_shutdown() => {
+                while loops.join_next().await.is_some() {}
+                break;
+            }
         }
     }
 }
@@ -375,6 +552,16 @@ impl Accept for TcpListener {
             .local_addr()
             .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
         Ok((stream, Peer::Tcp(peer, local)))
+    }
+}
+
+impl Accept for Arc<TcpListener> {
+    type Stream = TcpStream;
+    fn exposed(&self) -> bool {
+        (**self).exposed()
+    }
+    async fn accept_peer(&self) -> std::io::Result<(TcpStream, Peer)> {
+        (**self).accept_peer().await
     }
 }
 

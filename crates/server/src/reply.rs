@@ -46,6 +46,15 @@ pub enum Reply {
     /// No reply at all: a command's answer while CLIENT REPLY OFF or SKIP
     /// silences it (encodes to nothing).
     Silent,
+    /// A boolean: RESP3 `#t`/`#f`, the integer 1 or 0 in RESP2.
+    Bool(bool),
+    /// A big number's digits: RESP3 `(`, a bulk string in RESP2.
+    BigNum(String),
+    /// RESP3 attributes (`|`) before a reply; in RESP2 only the reply.
+    Attribute(Vec<(Reply, Reply)>, Box<Reply>),
+    /// A RESP3 push message (`>`) sent just before a command's reply (DEBUG
+    /// PROTOCOL push); only meaningful in RESP3.
+    Pushed(Vec<Reply>, Box<Reply>),
 }
 
 impl Reply {
@@ -119,6 +128,36 @@ impl Reply {
                 } else {
                     bulk(out, text.as_bytes());
                 }
+            }
+            Reply::Bool(on) => match (resp3, on) {
+                (true, true) => out.put_slice(b"#t\r\n"),
+                (true, false) => out.put_slice(b"#f\r\n"),
+                (false, true) => out.put_slice(b":1\r\n"),
+                (false, false) => out.put_slice(b":0\r\n"),
+            },
+            Reply::BigNum(digits) => {
+                if resp3 {
+                    line(out, b'(', digits.as_bytes());
+                } else {
+                    bulk(out, digits.as_bytes());
+                }
+            }
+            Reply::Attribute(pairs, reply) => {
+                if resp3 {
+                    header(out, b'|', pairs.len());
+                    for (k, v) in pairs {
+                        k.encode(out, resp3);
+                        v.encode(out, resp3);
+                    }
+                }
+                reply.encode(out, resp3);
+            }
+            Reply::Pushed(items, reply) => {
+                header(out, if resp3 { b'>' } else { b'*' }, items.len());
+                for item in items {
+                    item.encode(out, resp3);
+                }
+                reply.encode(out, resp3);
             }
             Reply::Verbatim(text) => {
                 if resp3 {

@@ -230,6 +230,8 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// The TCP address actually bound (port 0 resolved), for INFO.
     pub tcp_port: AtomicU32,
+    /// The listeners of `bind` and `port`, for CONFIG SET.
+    pub binding: crate::listener::Binding,
     /// When protected mode last logged a refusal, per source address.
     pub protected_log: crate::protected::RefusalLog,
     /// The ACL users, log and counters.
@@ -269,6 +271,7 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             tcp_port: AtomicU32::new(config.port as u32),
+            binding: crate::listener::Binding::new(&config),
             protected_log: Default::default(),
             tls: Default::default(),
             acl: crate::acl::Acl::new(config.requirepass.as_deref()),

@@ -410,6 +410,12 @@ impl RedisServer {
     /// Starts redis-server, or returns `None` (printing why) when it is not
     /// installed and `RESPITE_REQUIRE_REDIS` is not set.
     pub fn start() -> Option<RedisServer> {
+        RedisServer::start_with(&[])
+    }
+
+    /// [`RedisServer::start`] with more arguments (`--enable-debug-command
+    /// yes`...).
+    pub fn start_with(extra: &[&str]) -> Option<RedisServer> {
         let found = Command::new("redis-server")
             .arg("--version")
             .stdout(Stdio::null())
@@ -439,6 +445,7 @@ impl RedisServer {
                 ])
                 .arg("--dir")
                 .arg(dir.path())
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()

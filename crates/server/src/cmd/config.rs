@@ -19,9 +19,8 @@
 //!   (`notify-keyspace-events`).
 //!
 //! The encoding thresholds OBJECT ENCODING reports (`hash-max-listpack-*`,
-//! `set-max-intset-entries`, `zset-max-listpack-*`) are fixed at redis's
-//! defaults: they decide how data is laid out on disk, so they are
-//! immutable here.
+//! `set-max-intset-entries`, `zset-max-listpack-*`) are acted on: the
+//! engine's writes follow them (see `respite_engine::encoding`).
 //!
 //! The configuration file is TOML (see `crate::config`). CONFIG REWRITE
 //! writes the live parameters back under their TOML keys (`max_batch`,
@@ -56,6 +55,9 @@ enum Kind {
     UInt(u64, u64),
     /// A byte count with redis's units (`1gb`), within bounds.
     Memory(u64, u64),
+    /// A byte count, or a percentage (`10%`, up to the first bound's
+    /// magnitude) kept as redis keeps it, negative (`maxmemory-clients`).
+    MemoryPercent(i64, i64),
     /// One of these words.
     Enum(&'static [&'static str]),
     /// Any string.
@@ -71,6 +73,14 @@ enum Kind {
     /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>`
     /// groups (see `crate::output`).
     OutputLimits,
+    /// `shutdown-on-sigint` / `-sigterm`: `default` or flags.
+    ShutdownFlags,
+    /// `oom-score-adj-values`: three integers from -2000 to 2000.
+    OomValues,
+    /// `replicaof`: `<host> <port>` or `no one` (shown empty).
+    ReplicaOf,
+    /// `bind`: up to 16 addresses.
+    Bind,
 }
 
 /// Who may change a parameter.
@@ -80,6 +90,12 @@ enum Access {
     Mutable,
     /// Only the configuration file, at start.
     Immutable,
+    /// Changeable in redis, decided by what respite is here (the encoding
+    /// thresholds, `appendonly`, respite's own start-up settings): CONFIG
+    /// SET of the value in force succeeds and changes nothing, so a tool
+    /// that writes back what it read works; any other value is refused as
+    /// immutable.
+    Fixed,
     /// redis's protected configs (`dir`, `dbfilename`): refused, as redis
     /// refuses them unless `enable-protected-configs` is set.
     Protected,
@@ -98,6 +114,9 @@ enum Source {
 struct Param {
     name: &'static str,
     alias: Option<&'static str>,
+    /// redis's HIDDEN_CONFIG: left out of pattern matches (`CONFIG GET
+    /// *`), answered by its exact name.
+    hidden: bool,
     kind: Kind,
     access: Access,
     default: &'static str,
@@ -111,6 +130,7 @@ const fn stored(name: &'static str, kind: Kind, default: &'static str) -> Param 
     Param {
         name,
         alias: None,
+        hidden: false,
         kind,
         access: Access::Mutable,
         default,
@@ -122,6 +142,7 @@ const fn fixed(name: &'static str, kind: Kind, default: &'static str) -> Param {
     Param {
         name,
         alias: None,
+        hidden: false,
         kind,
         access: Access::Immutable,
         default,
@@ -133,11 +154,16 @@ const fn live(name: &'static str, kind: Kind, access: Access, get: fn(&Shared) -
     Param {
         name,
         alias: None,
+        hidden: false,
         kind,
         access,
         default: "",
         source: Source::Live(get),
     }
+}
+
+const fn hidden(p: Param) -> Param {
+    Param { hidden: true, ..p }
 }
 
 const fn alias(p: Param, alias: &'static str) -> Param {
@@ -161,10 +187,9 @@ const MAXMEMORY_POLICIES: &[&str] = &[
 /// Every parameter CONFIG knows, in CONFIG GET's order.
 static PARAMS: &[Param] = &[
     // The running server's own settings.
-    live("bind", Kind::Str, Access::Immutable, |s| {
-        s.config.bind.clone()
-    }),
-    live("port", Kind::Int(0, 65535), Access::Immutable, |s| {
+    // CONFIG SET rebinds the listener (see `crate::listener::Binding`).
+    live("bind", Kind::Bind, Access::Mutable, |s| s.binding.bind()),
+    live("port", Kind::Int(0, 65535), Access::Mutable, |s| {
         s.tcp_port.load(Ordering::Relaxed).to_string()
     }),
     live("unixsocket", Kind::Str, Access::Immutable, |s| {
@@ -191,9 +216,7 @@ static PARAMS: &[Param] = &[
     live("databases", Kind::Int(1, INT_MAX), Access::Immutable, |s| {
         s.config.databases.to_string()
     }),
-    live("appendonly", Kind::Bool, Access::Immutable, |_| {
-        "yes".into()
-    }),
+    live("appendonly", Kind::Bool, Access::Fixed, |_| "yes".into()),
     live(
         "appendfsync",
         Kind::Enum(&["always", "everysec", "no"]),
@@ -305,7 +328,11 @@ static PARAMS: &[Param] = &[
         "noeviction",
     ),
     stored("maxmemory-samples", Kind::Int(1, INT_MAX), "5"),
-    stored("maxmemory-clients", Kind::Memory(0, LONG_MAX as u64), "0"),
+    stored(
+        "maxmemory-clients",
+        Kind::MemoryPercent(-100, LONG_MAX),
+        "0",
+    ),
     stored("notify-keyspace-events", Kind::Notify, ""),
     stored("hz", Kind::Int(0, INT_MAX), "10"),
     stored("dynamic-hz", Kind::Bool, "yes"),
@@ -328,7 +355,10 @@ static PARAMS: &[Param] = &[
     stored("lazyfree-lazy-user-flush", Kind::Bool, "no"),
     stored("lfu-log-factor", Kind::Int(0, INT_MAX), "10"),
     stored("lfu-decay-time", Kind::Int(0, INT_MAX), "1"),
-    stored("replica-read-only", Kind::Bool, "yes"),
+    alias(
+        stored("replica-read-only", Kind::Bool, "yes"),
+        "slave-read-only",
+    ),
     stored("acllog-max-len", Kind::UInt(0, LONG_MAX as u64), "128"),
     stored("list-compress-depth", Kind::Int(0, INT_MAX), "0"),
     stored(
@@ -337,9 +367,172 @@ static PARAMS: &[Param] = &[
         "4096",
     ),
     stored("stream-node-max-entries", Kind::Int(0, LONG_MAX), "100"),
-    // Fixed: how data is laid out (OBJECT ENCODING), or what respite is.
+    // Stored and shown, with no effect: respite has no replication, AOF
+    // rewrite, RDB file, active defragmentation, cluster bus or OOM score
+    // to act on. Tools and clients set them (a replica's `masterauth`,
+    // `repl-backlog-size`, `min-replicas-to-write`...) and read them back;
+    // docs/commands.md lists them.
+    stored("masterauth", Kind::Str, ""),
+    stored("masteruser", Kind::Str, ""),
+    alias(fixed("replicaof", Kind::ReplicaOf, ""), "slaveof"),
+    stored(
+        "repl-backlog-size",
+        Kind::Memory(1, LONG_MAX as u64),
+        "1048576",
+    ),
+    stored("repl-backlog-ttl", Kind::Int(0, LONG_MAX), "3600"),
+    stored("repl-timeout", Kind::Int(1, INT_MAX), "60"),
     alias(
-        fixed(
+        stored("repl-ping-replica-period", Kind::Int(1, INT_MAX), "10"),
+        "repl-ping-slave-period",
+    ),
+    stored("repl-disable-tcp-nodelay", Kind::Bool, "no"),
+    stored("repl-diskless-sync", Kind::Bool, "yes"),
+    stored("repl-diskless-sync-delay", Kind::Int(0, INT_MAX), "5"),
+    stored(
+        "repl-diskless-sync-max-replicas",
+        Kind::Int(0, INT_MAX),
+        "0",
+    ),
+    stored(
+        "repl-diskless-load",
+        Kind::Enum(&["disabled", "on-empty-db", "swapdb"]),
+        "disabled",
+    ),
+    alias(
+        stored("replica-serve-stale-data", Kind::Bool, "yes"),
+        "slave-serve-stale-data",
+    ),
+    alias(
+        stored("replica-lazy-flush", Kind::Bool, "no"),
+        "slave-lazy-flush",
+    ),
+    alias(
+        stored("replica-ignore-maxmemory", Kind::Bool, "yes"),
+        "slave-ignore-maxmemory",
+    ),
+    stored("replica-ignore-disk-write-errors", Kind::Bool, "no"),
+    alias(
+        stored("replica-priority", Kind::Int(0, INT_MAX), "100"),
+        "slave-priority",
+    ),
+    alias(
+        stored("replica-announce-ip", Kind::Str, ""),
+        "slave-announce-ip",
+    ),
+    alias(
+        stored("replica-announce-port", Kind::Int(0, 65535), "0"),
+        "slave-announce-port",
+    ),
+    stored("replica-announced", Kind::Bool, "yes"),
+    alias(
+        stored("min-replicas-to-write", Kind::Int(0, INT_MAX), "0"),
+        "min-slaves-to-write",
+    ),
+    alias(
+        stored("min-replicas-max-lag", Kind::Int(0, INT_MAX), "10"),
+        "min-slaves-max-lag",
+    ),
+    stored(
+        "propagation-error-behavior",
+        Kind::Enum(&["ignore", "panic", "panic-on-replicas"]),
+        "ignore",
+    ),
+    stored("stop-writes-on-bgsave-error", Kind::Bool, "yes"),
+    stored("rdbcompression", Kind::Bool, "yes"),
+    stored("rdb-del-sync-files", Kind::Bool, "no"),
+    stored("rdb-save-incremental-fsync", Kind::Bool, "yes"),
+    stored("aof-rewrite-incremental-fsync", Kind::Bool, "yes"),
+    stored("aof-load-truncated", Kind::Bool, "yes"),
+    stored("aof-use-rdb-preamble", Kind::Bool, "yes"),
+    stored("aof-timestamp-enabled", Kind::Bool, "no"),
+    stored("aof-disable-auto-gc", Kind::Bool, "no"),
+    stored("no-appendfsync-on-rewrite", Kind::Bool, "no"),
+    stored("auto-aof-rewrite-percentage", Kind::Int(0, INT_MAX), "100"),
+    stored(
+        "auto-aof-rewrite-min-size",
+        Kind::Memory(0, LONG_MAX as u64),
+        "67108864",
+    ),
+    stored("activedefrag", Kind::Bool, "no"),
+    stored("active-defrag-cycle-min", Kind::Int(1, 99), "1"),
+    stored("active-defrag-cycle-max", Kind::Int(1, 99), "25"),
+    stored("active-defrag-threshold-lower", Kind::Int(0, 1000), "10"),
+    stored("active-defrag-threshold-upper", Kind::Int(0, 1000), "100"),
+    stored(
+        "active-defrag-ignore-bytes",
+        Kind::Memory(1, LONG_MAX as u64),
+        "104857600",
+    ),
+    stored(
+        "active-defrag-max-scan-fields",
+        Kind::UInt(1, LONG_MAX as u64),
+        "1000",
+    ),
+    stored("jemalloc-bg-thread", Kind::Bool, "yes"),
+    stored("maxmemory-eviction-tenacity", Kind::Int(0, 100), "10"),
+    stored(
+        "hll-sparse-max-bytes",
+        Kind::Memory(0, LONG_MAX as u64),
+        "3000",
+    ),
+    stored(
+        "tracking-table-max-keys",
+        Kind::UInt(0, LONG_MAX as u64),
+        "1000000",
+    ),
+    stored(
+        "acl-pubsub-default",
+        Kind::Enum(&["allchannels", "resetchannels"]),
+        "resetchannels",
+    ),
+    stored(
+        "sanitize-dump-payload",
+        Kind::Enum(&["no", "yes", "clients"]),
+        "no",
+    ),
+    stored(
+        "oom-score-adj",
+        Kind::Enum(&["no", "yes", "relative", "absolute"]),
+        "no",
+    ),
+    stored("oom-score-adj-values", Kind::OomValues, "0 200 800"),
+    stored("crash-log-enabled", Kind::Bool, "yes"),
+    stored("crash-memcheck-enabled", Kind::Bool, "yes"),
+    stored("shutdown-timeout", Kind::Int(0, INT_MAX), "10"),
+    stored("shutdown-on-sigint", Kind::ShutdownFlags, "default"),
+    stored("shutdown-on-sigterm", Kind::ShutdownFlags, "default"),
+    stored("bind-source-addr", Kind::Str, ""),
+    stored("ignore-warnings", Kind::Str, ""),
+    stored(
+        "proc-title-template",
+        Kind::Str,
+        "{title} {listen-addr} {server-mode}",
+    ),
+    // redis's hidden test hooks: answered by exact name only.
+    hidden(stored(
+        "key-load-delay",
+        Kind::Int(i32::MIN as i64, INT_MAX),
+        "0",
+    )),
+    hidden(stored(
+        "rdb-key-save-delay",
+        Kind::Int(i32::MIN as i64, INT_MAX),
+        "0",
+    )),
+    hidden(stored(
+        "loading-process-events-interval-bytes",
+        Kind::Int(1024, INT_MAX),
+        "2097152",
+    )),
+    hidden(stored("watchdog-period", Kind::Int(0, INT_MAX), "0")),
+    hidden(stored("use-exit-on-panic", Kind::Bool, "no")),
+    // The encoding thresholds, acted on by the engine's writes (OBJECT
+    // ENCODING, and the HSCAN/SSCAN/ZSCAN of a compact collection: see
+    // `respite_engine::encoding`). Lists are always `quicklist`, as in
+    // redis 7.0, whatever `list-max-listpack-size` says.
+    alias(
+        stored(
             "list-max-listpack-size",
             Kind::Int(i32::MIN as i64, INT_MAX),
             "-2",
@@ -347,7 +540,7 @@ static PARAMS: &[Param] = &[
         "list-max-ziplist-size",
     ),
     alias(
-        fixed(
+        stored(
             "hash-max-listpack-entries",
             Kind::UInt(0, LONG_MAX as u64),
             "512",
@@ -355,20 +548,20 @@ static PARAMS: &[Param] = &[
         "hash-max-ziplist-entries",
     ),
     alias(
-        fixed(
+        stored(
             "hash-max-listpack-value",
             Kind::Memory(0, LONG_MAX as u64),
             "64",
         ),
         "hash-max-ziplist-value",
     ),
-    fixed(
+    stored(
         "set-max-intset-entries",
         Kind::UInt(0, LONG_MAX as u64),
         "512",
     ),
     alias(
-        fixed(
+        stored(
             "zset-max-listpack-entries",
             Kind::UInt(0, LONG_MAX as u64),
             "128",
@@ -376,7 +569,7 @@ static PARAMS: &[Param] = &[
         "zset-max-ziplist-entries",
     ),
     alias(
-        fixed(
+        stored(
             "zset-max-listpack-value",
             Kind::Memory(0, LONG_MAX as u64),
             "64",
@@ -392,6 +585,37 @@ static PARAMS: &[Param] = &[
     fixed("pidfile", Kind::Str, ""),
     fixed("logfile", Kind::Str, ""),
     fixed("cluster-enabled", Kind::Bool, "no"),
+    fixed("rdbchecksum", Kind::Bool, "yes"),
+    fixed("always-show-logo", Kind::Bool, "no"),
+    fixed("set-proc-title", Kind::Bool, "yes"),
+    fixed("disable-thp", Kind::Bool, "yes"),
+    fixed("io-threads-do-reads", Kind::Bool, "no"),
+    fixed("syslog-enabled", Kind::Bool, "no"),
+    fixed("syslog-ident", Kind::Str, "redis"),
+    fixed(
+        "syslog-facility",
+        Kind::Enum(&[
+            "user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+        ]),
+        "local0",
+    ),
+    fixed("appendfilename", Kind::Str, "appendonly.aof"),
+    fixed("appenddirname", Kind::Str, "appendonlydir"),
+    fixed(
+        "enable-protected-configs",
+        Kind::Enum(&["no", "yes", "local"]),
+        "no",
+    ),
+    fixed(
+        "enable-module-command",
+        Kind::Enum(&["no", "yes", "local"]),
+        "no",
+    ),
+    fixed("socket-mark-id", Kind::UInt(0, u32::MAX as u64), "0"),
+    fixed("server_cpulist", Kind::Str, ""),
+    fixed("bio_cpulist", Kind::Str, ""),
+    fixed("aof_rewrite_cpulist", Kind::Str, ""),
+    fixed("bgsave_cpulist", Kind::Str, ""),
     // respite's own, under the TOML names with dashes.
     live(
         "max-batch",
@@ -399,37 +623,34 @@ static PARAMS: &[Param] = &[
         Access::Mutable,
         |s| s.engine.max_batch().to_string(),
     ),
-    live("write-queue-depth", Kind::Str, Access::Immutable, |s| {
+    live("write-queue-depth", Kind::Str, Access::Fixed, |s| {
         s.config.write_queue_depth.to_string()
     }),
-    live("readers", Kind::Str, Access::Immutable, |s| {
+    live("readers", Kind::Str, Access::Fixed, |s| {
         s.config.readers.to_string()
     }),
-    live("wal-checkpoint-bytes", Kind::Str, Access::Immutable, |s| {
+    live("wal-checkpoint-bytes", Kind::Str, Access::Fixed, |s| {
         s.config.wal_checkpoint_bytes.to_string()
     }),
-    live("page-size", Kind::Str, Access::Immutable, |s| {
+    live("page-size", Kind::Str, Access::Fixed, |s| {
         s.engine.page_size().to_string()
     }),
-    live("checkpoint-wal-bytes", Kind::Str, Access::Immutable, |s| {
+    live("checkpoint-wal-bytes", Kind::Str, Access::Fixed, |s| {
         s.config.checkpoint_wal_bytes.to_string()
     }),
-    live(
-        "checkpoint-wal-percent",
-        Kind::Str,
-        Access::Immutable,
-        |s| s.config.checkpoint_wal_percent.to_string(),
-    ),
-    live("journal-size-limit", Kind::Str, Access::Immutable, |s| {
+    live("checkpoint-wal-percent", Kind::Str, Access::Fixed, |s| {
+        s.config.checkpoint_wal_percent.to_string()
+    }),
+    live("journal-size-limit", Kind::Str, Access::Fixed, |s| {
         s.config.journal_size_limit.to_string()
     }),
-    live("expire-chunk", Kind::Str, Access::Immutable, |s| {
+    live("expire-chunk", Kind::Str, Access::Fixed, |s| {
         s.config.expire_chunk.to_string()
     }),
-    live("read-cache-bytes", Kind::Str, Access::Immutable, |s| {
+    live("read-cache-bytes", Kind::Str, Access::Fixed, |s| {
         s.config.read_cache_bytes.to_string()
     }),
-    live("disk-reserve-bytes", Kind::Str, Access::Immutable, |s| {
+    live("disk-reserve-bytes", Kind::Str, Access::Fixed, |s| {
         s.config.disk_reserve_bytes.to_string()
     }),
 ];
@@ -577,7 +798,100 @@ fn validate(p: &Param, raw: &str) -> Result<String, String> {
                 ))
             }
         }
+        Kind::MemoryPercent(lo, hi) => {
+            // redis tries a memory value first, then `N%`, kept negative.
+            let n = match parse_memory(raw) {
+                Some(n) => i64::try_from(n).unwrap_or(i64::MAX),
+                None => raw
+                    .strip_suffix('%')
+                    .filter(|d| !d.is_empty())
+                    .and_then(|d| crate::args::parse_i64(d.as_bytes()))
+                    .filter(|n| *n >= 0)
+                    .map(|n| -n)
+                    .ok_or("argument must be a memory or percent value")?,
+            };
+            if n < 0 {
+                if n < lo {
+                    return Err(format!(
+                        "percentage argument must be less or equal to {}",
+                        -lo
+                    ));
+                }
+                return Ok(format!("{}%", -n));
+            }
+            if n > hi {
+                return Err(between(lo.to_string(), hi.to_string()));
+            }
+            Ok(n.to_string())
+        }
         Kind::Str => Ok(raw.to_string()),
+        Kind::Bind => {
+            // redis's CONFIG_BINDADDR_MAX.
+            if raw.split_whitespace().count() > 16 {
+                return Err("Too many bind addresses specified.".into());
+            }
+            Ok(raw.split_whitespace().collect::<Vec<_>>().join(" "))
+        }
+        Kind::ReplicaOf => {
+            let words: Vec<&str> = raw.split_whitespace().collect();
+            let [host, port] = words[..] else {
+                return Err("wrong number of arguments".into());
+            };
+            if host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one") {
+                return Ok(String::new());
+            }
+            match port.parse::<i64>() {
+                Ok(p) if (0..=65535).contains(&p) => Ok(format!("{host} {p}")),
+                _ => Err("Invalid master port".into()),
+            }
+        }
+        Kind::ShutdownFlags => {
+            const FLAGS: [&str; 4] = ["save", "nosave", "now", "force"];
+            let mut set = [false; 4];
+            for w in raw.split_whitespace() {
+                let w = w.to_ascii_lowercase();
+                if w == "default" {
+                    continue;
+                }
+                match FLAGS.iter().position(|f| *f == w) {
+                    Some(i) => set[i] = true,
+                    None => {
+                        return Err("argument(s) must be one of the following: default, save, nosave, now, force".into())
+                    }
+                }
+            }
+            if set[0] && set[1] {
+                return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+            }
+            let shown: Vec<&str> = FLAGS
+                .iter()
+                .zip(set)
+                .filter(|(_, on)| *on)
+                .map(|(f, _)| *f)
+                .collect();
+            if shown.is_empty() {
+                Ok("default".into())
+            } else {
+                Ok(shown.join(" "))
+            }
+        }
+        Kind::OomValues => {
+            let words: Vec<&str> = raw.split_whitespace().collect();
+            if words.len() != 3 {
+                return Err("wrong number of arguments".into());
+            }
+            let mut out = Vec::new();
+            for w in words {
+                match w.parse::<i64>() {
+                    Ok(v) if (-2000..=2000).contains(&v) => out.push(v.to_string()),
+                    _ => return Err(
+                        "Invalid oom-score-adj-values, elements must be between -2000 and 2000."
+                            .into(),
+                    ),
+                }
+            }
+            Ok(out.join(" "))
+        }
         Kind::Octal => u32::from_str_radix(raw, 8)
             .ok()
             .filter(|n| *n <= 0o777)
@@ -783,6 +1097,23 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
                 }
             }
         }
+        "hash-max-listpack-entries"
+        | "hash-max-listpack-value"
+        | "set-max-intset-entries"
+        | "zset-max-listpack-entries"
+        | "zset-max-listpack-value" => {
+            let t = sh.engine.thresholds();
+            let n: u64 = value.parse().unwrap_or(0);
+            let entries = i64::try_from(n).unwrap_or(i64::MAX);
+            let bytes = usize::try_from(n).unwrap_or(usize::MAX);
+            match name {
+                "hash-max-listpack-entries" => t.hash_entries.store(entries, Ordering::Relaxed),
+                "hash-max-listpack-value" => t.hash_value.store(bytes, Ordering::Relaxed),
+                "set-max-intset-entries" => t.set_entries.store(entries, Ordering::Relaxed),
+                "zset-max-listpack-entries" => t.zset_entries.store(entries, Ordering::Relaxed),
+                _ => t.zset_value.store(bytes, Ordering::Relaxed),
+            }
+        }
         "timeout" => sh
             .idle_timeout_secs
             .store(value.parse().unwrap_or(0), Ordering::Relaxed),
@@ -934,27 +1265,32 @@ impl LocalCommand for Config {
     }
 }
 
-/// CONFIG GET: an exact name answers under the name as asked; a pattern
-/// matches names and aliases without regard to case. Each parameter once.
+/// CONFIG GET, as redis's: a name and each of its aliases are separate
+/// entries (`CONFIG GET *of` finds `replicaof` and `slaveof`); an exact
+/// name answers under the name as asked, hidden parameters included; a
+/// pattern matches names and aliases without regard to case, hidden ones
+/// left out. Each entry once, compared without regard to case.
 fn config_get(sh: &Shared, patterns: &[Bytes]) -> Reply {
-    let mut seen: Vec<&'static str> = Vec::new();
+    let mut seen: Vec<Vec<u8>> = Vec::new();
     let mut pairs = Vec::new();
     for pattern in patterns {
         let is_glob = pattern.iter().any(|b| b"[*?".contains(b));
         if !is_glob {
+            let key = pattern.to_ascii_lowercase();
             if let Some(p) = find(pattern) {
-                if !seen.contains(&p.name) {
-                    seen.push(p.name);
+                if !seen.contains(&key) {
+                    seen.push(key);
                     pairs.push((Reply::Bulk(pattern.clone()), Reply::bulk(value(sh, p.name))));
                 }
             }
             continue;
         }
         let lower = pattern.to_ascii_lowercase();
-        for p in PARAMS {
+        for p in PARAMS.iter().filter(|p| !p.hidden) {
             for name in std::iter::once(p.name).chain(p.alias) {
-                if !seen.contains(&p.name) && glob_match(&lower, name.as_bytes()) {
-                    seen.push(p.name);
+                if !seen.iter().any(|k| k == name.as_bytes()) && glob_match(&lower, name.as_bytes())
+                {
+                    seen.push(name.as_bytes().to_vec());
                     pairs.push((Reply::bulk(name), Reply::bulk(value(sh, p.name))));
                 }
             }
@@ -1004,6 +1340,9 @@ fn config_set(sh: &Shared, pairs: &[(Bytes, Bytes)]) -> Result<(), CommandError>
             _ => validate(p, &raw),
         }
         .map_err(|why| set_failed(p.name, &why))?;
+        if p.access == Access::Fixed && v != value(sh, p.name) {
+            return Err(set_failed(p.name, "can't set immutable config"));
+        }
         values.push(v);
     }
     // A larger maxclients needs a larger open files limit: raised now, or
@@ -1022,6 +1361,37 @@ fn config_set(sh: &Shared, pairs: &[(Bytes, Bytes)]) -> Result<(), CommandError>
                     ),
                 ));
             }
+        }
+    }
+    // Listening on a new address or port is the one change that can fail
+    // once validated (a busy port): it is made before any other is
+    // applied, and on failure the old listeners stay and nothing changes,
+    // which is redis's rollback. The first of the two in the command takes
+    // the blame, as redis calls their apply functions in that order.
+    let listen = found
+        .iter()
+        .zip(&values)
+        .filter(|(p, _)| p.name == "bind" || p.name == "port");
+    let mut blamed = None;
+    let mut bind = sh.binding.bind();
+    let mut port = sh.tcp_port.load(Ordering::Relaxed) as u16;
+    for (p, v) in listen {
+        blamed.get_or_insert(p.name);
+        if p.name == "bind" {
+            bind = v.clone();
+        } else {
+            port = v.parse().unwrap_or(port);
+        }
+    }
+    if let Some(name) = blamed {
+        if let Err(e) = sh.binding.rebind(sh, &bind, port) {
+            tracing::warn!("CONFIG SET {name}: {e}");
+            let why = if name == "port" {
+                "Unable to listen on this port. Check server logs."
+            } else {
+                "Failed to bind to specified addresses."
+            };
+            return Err(set_failed(name, why));
         }
     }
     for (p, v) in found.into_iter().zip(values) {

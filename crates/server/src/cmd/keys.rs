@@ -578,6 +578,10 @@ pub struct Object {
     /// `maxmemory-policy` is an LFU one: FREQ answers, IDLETIME refuses
     /// (redis's rule; respite keeps both figures whatever the policy).
     lfu: bool,
+    /// redis shares the integers 0..9999 between string values (REFCOUNT
+    /// then reports its OBJ_SHARED_REFCOUNT), unless `maxmemory` is set
+    /// with an LRU or LFU policy, which needs an object per value.
+    shared_integers: bool,
     /// Where IDLETIME and FREQ are read.
     access: Arc<Access>,
     /// For DEBUG OBJECT, which reads redis's dictionary directly: the
@@ -624,6 +628,7 @@ impl Object {
             sub: kind,
             key: args.next()?,
             lfu: false,
+            shared_integers: false,
             access,
             quiet: true,
         })
@@ -653,6 +658,11 @@ impl ReadCommand for Object {
             sub: kind,
             key,
             lfu: s.shared.params.get("maxmemory-policy").ends_with("lfu"),
+            shared_integers: {
+                let policy = s.shared.params.get("maxmemory-policy");
+                s.shared.params.get("maxmemory") == "0"
+                    || !(policy.ends_with("lru") || policy.ends_with("lfu"))
+            },
             access: s.shared.engine.access().clone(),
             quiet: false,
         })
@@ -707,7 +717,18 @@ impl ReadCommand for Object {
                 Kind::ZSet if big => "skiplist",
                 Kind::ZSet => "listpack",
             }),
-            ObjectSub::RefCount => Reply::Int(1),
+            ObjectSub::RefCount => {
+                // A string holding one of redis's shared integers (judged
+                // by the value, as ENCODING is: see `string_encoding`).
+                let shared = self.shared_integers
+                    && entry.kind == Kind::String
+                    && view
+                        .peek_string(self.db, &self.key)?
+                        .filter(|v| v.len() <= 20)
+                        .and_then(|v| crate::args::parse_i64(&v))
+                        .is_some_and(|n| (0..10_000).contains(&n));
+                Reply::Int(if shared { i64::from(i32::MAX) } else { 1 })
+            }
             ObjectSub::IdleTime if self.lfu => {
                 return Err(CommandError::Other("An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.".into()))
             }

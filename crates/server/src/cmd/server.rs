@@ -231,7 +231,7 @@ impl LocalCommand for LastSave {
 }
 
 /// `DEBUG SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | OBJECT key | RELOAD |
-/// CHANGE-REPL-ID | HELP`: the subset of redis's DEBUG that test suites
+/// CHANGE-REPL-ID | DIGEST | DIGEST-VALUE key [key ...] | HELP`: the subset of redis's DEBUG that test suites
 /// use. Only with `enable_debug_command` set, as in Redis 7.
 pub enum Debug {
     /// Stalls the writer thread for that long, as a write operation (so
@@ -248,6 +248,12 @@ pub enum Debug {
     Reload,
     /// A new replication id (INFO's `master_replid`).
     ChangeReplId,
+    /// DEBUG DIGEST: redis's digest of the whole dataset.
+    Digest,
+    /// DEBUG PROTOCOL type: a sample reply of each RESP type.
+    Protocol(Reply),
+    /// DEBUG DIGEST-VALUE key ...: redis's digest of each key's value.
+    DigestValue(Vec<Bytes>),
     /// DEBUG HELP.
     Help,
 }
@@ -288,6 +294,9 @@ impl LocalCommand for Debug {
                 Debug::Reload
             }
             ("CHANGE-REPL-ID", 0) => Debug::ChangeReplId,
+            ("DIGEST", 0) => Debug::Digest,
+            ("PROTOCOL", 1) => Debug::Protocol(protocol_sample(&args.next()?, s.resp3)?),
+            ("DIGEST-VALUE", _) => Debug::DigestValue(args.rest()),
             ("HELP", 0) => Debug::Help,
             _ => return Err(sub.syntax("DEBUG")),
         })
@@ -326,14 +335,59 @@ impl LocalCommand for Debug {
                 s.shared.stats.change_replid();
                 Ok(Plan::Reply(Reply::Ok))
             }
+            Debug::Protocol(reply) => Ok(Plan::Reply(reply)),
+            Debug::Digest => {
+                let databases = s.shared.config.databases;
+                Ok(Plan::Read(
+                    Box::new(move |view| {
+                        view.set_touch(false);
+                        dataset_digest(view, databases)
+                            .map(|d| Reply::Status(hex(&d)))
+                            .unwrap_or_else(Reply::from)
+                    }),
+                    respite_engine::ReadNeeds {
+                        snapshot: true,
+                        quick: false,
+                    },
+                ))
+            }
+            Debug::DigestValue(keys) => {
+                let db = s.db;
+                Ok(Plan::Read(
+                    Box::new(move |view| {
+                        view.set_touch(false);
+                        let digests: Result<Vec<Reply>, CommandError> = keys
+                            .iter()
+                            .map(|key| {
+                                let mut d = [0u8; 20];
+                                value_digest(view, db, key, &mut d)?;
+                                Ok(Reply::Status(hex(&d)))
+                            })
+                            .collect();
+                        digests.map(Reply::Array).unwrap_or_else(Reply::from)
+                    }),
+                    respite_engine::ReadNeeds {
+                        snapshot: true,
+                        quick: false,
+                    },
+                ))
+            }
             Debug::Help => Ok(Plan::Reply(super::introspection::help(
                 "DEBUG",
                 &[
                     "CHANGE-REPL-ID",
                     "    Change the replication IDs of the instance.",
                     "    Dangerous: should be used only for testing the replication subsystem.",
+                    "DIGEST",
+                    "    Output a hex signature representing the current DB content.",
+                    "DIGEST-VALUE <key> [<key> ...]",
+                    "    Output a hex signature of the values of all the specified keys.",
                     "OBJECT <key>",
                     "    Show low level info about `key` and associated value.",
+                    "PROTOCOL <type>",
+                    "    Reply with a test value of the specified type. <type> can be: string,",
+                    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+                    "    true, false.",
                     "RELOAD [option ...]",
                     "    Save the RDB on disk and reload it back to memory. Here: wait for every",
                     "    earlier write (the data is always on disk); the options change nothing.",
@@ -347,6 +401,151 @@ impl LocalCommand for Debug {
             ))),
         }
     }
+}
+
+/// DEBUG PROTOCOL's sample of a RESP type, redis's values (debug.c).
+fn protocol_sample(name: &[u8], resp3: bool) -> Result<Reply, CommandError> {
+    let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
+    Ok(match name.to_ascii_lowercase().as_slice() {
+        b"string" => Reply::bulk("Hello World"),
+        b"integer" => Reply::Int(12345),
+        // redis's literal, not π.
+        #[allow(clippy::approx_constant)]
+        b"double" => Reply::Double(3.141),
+        b"bignum" => Reply::BigNum("1234567999999999999999999999999999999".into()),
+        b"null" => Reply::Nil,
+        b"array" => Reply::Array(ints()),
+        b"set" => Reply::Set(ints()),
+        b"map" => Reply::Map((0..3).map(|j| (Reply::Int(j), Reply::Bool(j == 1))).collect()),
+        b"attrib" => Reply::Attribute(
+            vec![(
+                Reply::bulk("key-popularity"),
+                Reply::Array(vec![Reply::bulk("key:123"), Reply::Int(90)]),
+            )],
+            Box::new(Reply::bulk("Some real reply following the attribute")),
+        ),
+        b"push" if !resp3 => {
+            return Err(CommandError::Other(
+                "RESP2 is not supported by this command".into(),
+            ))
+        }
+        b"push" => Reply::Pushed(
+            vec![Reply::bulk("server-cpu-usage"), Reply::Int(42)],
+            Box::new(Reply::bulk("Some real reply following the push reply")),
+        ),
+        b"true" => Reply::Bool(true),
+        b"false" => Reply::Bool(false),
+        b"verbatim" => Reply::Verbatim("This is a verbatim\nstring".into()),
+        _ => return Err(CommandError::Other("Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false".into())),
+    })
+}
+
+/// redis's `xorDigest` (debug.c): the SHA1 of `data` xored into `digest`,
+/// so the order of the elements added this way does not matter.
+fn xor_digest(digest: &mut [u8; 20], data: &[u8]) {
+    use sha1::Digest;
+    let hash = sha1::Sha1::digest(data);
+    for (d, h) in digest.iter_mut().zip(hash) {
+        *d ^= h;
+    }
+}
+
+/// redis's `mixDigest`: `SHA1(digest xor SHA1(data))`, so the order of the
+/// elements added this way does matter.
+fn mix_digest(digest: &mut [u8; 20], data: &[u8]) {
+    use sha1::Digest;
+    xor_digest(digest, data);
+    *digest = sha1::Sha1::digest(&digest[..]).into();
+}
+
+fn hex(digest: &[u8; 20]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// redis's `xorObjectDigest`: the value of `key` mixed into `digest`, by
+/// the same steps over the same bytes (so the digests equal redis's for
+/// the same data): the type code, then a string's bytes, a list's elements
+/// in order, a set's members, a hash's field-value pairs and a sorted set's
+/// member-score pairs (the score as `%.17g`) each xored in, whatever
+/// their order; and a mark if the key has a TTL. Nothing for a missing key.
+fn value_digest(
+    view: &View<'_, '_>,
+    db: u32,
+    key: &[u8],
+    digest: &mut [u8; 20],
+) -> Result<(), CommandError> {
+    use respite_engine::schema::Kind;
+    let Some(entry) = view.peek_entry(db, key)? else {
+        return Ok(());
+    };
+    // redis's OBJ_STRING .. OBJ_HASH.
+    let code: u32 = match entry.kind {
+        Kind::String => 0,
+        Kind::List => 1,
+        Kind::Set => 2,
+        Kind::ZSet => 3,
+        Kind::Hash => 4,
+    };
+    mix_digest(digest, &code.to_be_bytes());
+    let row = view.live(db, key, entry.kind)?;
+    match (entry.kind, row) {
+        (Kind::String, _) => {
+            let value = view.peek_string(db, key)?.unwrap_or_default();
+            mix_digest(digest, &value);
+        }
+        (Kind::List, Some(row)) => {
+            for e in view.list_range(&row, 0, -1)? {
+                mix_digest(digest, &e);
+            }
+        }
+        (Kind::Set, Some(row)) => {
+            for m in view.set_members(row.id)? {
+                xor_digest(digest, &m);
+            }
+        }
+        (Kind::ZSet, Some(row)) => {
+            for (member, score) in view.zset_all(row.id)? {
+                let mut e = [0u8; 20];
+                mix_digest(&mut e, &member);
+                mix_digest(&mut e, crate::reply::format_double(score).as_bytes());
+                xor_digest(digest, &e);
+            }
+        }
+        (Kind::Hash, Some(row)) => {
+            for (field, value) in view.hash_all(row.id)? {
+                let mut e = [0u8; 20];
+                mix_digest(&mut e, &field);
+                mix_digest(&mut e, &value);
+                xor_digest(digest, &e);
+            }
+        }
+        _ => {}
+    }
+    if entry.expire_at.is_some() {
+        xor_digest(digest, b"!!expire!!");
+    }
+    Ok(())
+}
+
+/// redis's `computeDatasetDigest`: for each non-empty database its number,
+/// then each key's digest (the key mixed, then its value) xored in. Forty
+/// zeros for an empty dataset.
+fn dataset_digest(view: &View<'_, '_>, databases: u32) -> Result<[u8; 20], CommandError> {
+    let mut out = [0u8; 20];
+    for db in 0..databases {
+        let keys = view.keys(db, b"*")?;
+        if keys.is_empty() {
+            continue;
+        }
+        mix_digest(&mut out, &db.to_be_bytes());
+        for key in keys {
+            let mut d = [0u8; 20];
+            mix_digest(&mut d, &key);
+            value_digest(view, db, &key, &mut d)?;
+            xor_digest(&mut out, &d);
+        }
+    }
+    Ok(out)
 }
 
 /// DEBUG OBJECT's line: redis's fields, with the encoding OBJECT ENCODING

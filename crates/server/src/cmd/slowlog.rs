@@ -276,19 +276,30 @@ fn histogram(sh: &Shared, names: &[Bytes]) -> Reply {
     if names.is_empty() {
         rows = all.into_iter().map(|r| r.name).collect();
     } else {
+        // Each name as redis's lookupCommandBySds finds it: a command (a
+        // container stands for all its subcommands) or one subcommand by
+        // its full name (`client|id`); an unknown name is skipped, and a
+        // name given twice answers twice, as in redis.
         for name in names {
-            let Some(spec) = lookup(name) else { continue };
-            let with_subs: Vec<String> = match spec.subcommands {
-                Some((_, subs)) => subs
-                    .iter()
-                    .map(|(sub, _)| format!("{}|{sub}", spec.name))
-                    .collect(),
-                None => vec![spec.name.to_string()],
+            let (container, sub) = match name.iter().position(|&b| b == b'|') {
+                Some(at) => (&name[..at], Some(&name[at + 1..])),
+                None => (&name[..], None),
             };
-            for r in with_subs {
-                if !rows.contains(&r) {
-                    rows.push(r);
+            let Some(spec) = lookup(container) else {
+                continue;
+            };
+            let subs = spec.subcommands.map_or(&[][..], |(_, subs)| subs);
+            match sub {
+                Some(sub) => {
+                    if let Some((sub, _)) = subs
+                        .iter()
+                        .find(|(s, _)| s.as_bytes().eq_ignore_ascii_case(sub))
+                    {
+                        rows.push(format!("{}|{sub}", spec.name));
+                    }
                 }
+                None if subs.is_empty() => rows.push(spec.name.to_string()),
+                None => rows.extend(subs.iter().map(|(sub, _)| format!("{}|{sub}", spec.name))),
             }
         }
     }
