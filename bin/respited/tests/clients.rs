@@ -10,7 +10,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{RedisServer, Respited};
+use common::{info_field, RedisServer, Respited};
 
 /// One field of a CLIENT LIST line.
 fn field(line: &str, name: &str) -> String {
@@ -388,4 +388,46 @@ fn monitor_shows_every_command_of_a_pipeline_in_order_as_redis() {
     }
     assert_eq!(seen[0], seen[1]);
     assert_eq!(seen[0][1], r#"+T [0 A] "GET" "k0\x00\xff""#);
+}
+
+/// CLIENT PAUSE (WRITE as ALL) stops the expiry of keys, as in redis: a key
+/// that expires during the pause is invisible but not deleted (INFO's
+/// expired_keys stays put) until the pause ends.
+#[test]
+fn a_pause_holds_the_expiry_of_keys_until_it_ends() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    for port in [server.port, redis.port] {
+        let mut con = common::client_for(port);
+        let expired = |con: &mut redis::Connection| info_field(con, "stats", "expired_keys");
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(&mut con)
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg("v")
+            .arg("PX")
+            .arg(100)
+            .query(&mut con)
+            .unwrap();
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(5_000)
+            .arg("WRITE")
+            .query(&mut con)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        let v: Option<String> = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+        assert_eq!(v, None, "port {port}");
+        assert_eq!(expired(&mut con), 0.0, "port {port}");
+        let _: () = redis::cmd("CLIENT").arg("UNPAUSE").query(&mut con).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while expired(&mut con) < 1.0 {
+            assert!(Instant::now() < deadline, "port {port}: never swept");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }

@@ -264,6 +264,8 @@ pub struct Engine<R: Send + 'static> {
     max_batch: Arc<AtomicUsize>,
     /// Whether the writer sweeps expired keys (DEBUG SET-ACTIVE-EXPIRE).
     active_expire: Arc<std::sync::atomic::AtomicBool>,
+    /// Until when the sweep waits (CLIENT PAUSE).
+    expiry_paused_until: Arc<Mutex<Option<std::time::Instant>>>,
     wal_path: PathBuf,
     db_path: PathBuf,
     /// The database's page size, read once at open.
@@ -342,6 +344,7 @@ impl<R: Send + 'static> Engine<R> {
         let stats = Arc::new(Stats::new());
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
         let active_expire = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let expiry_paused_until = Arc::new(Mutex::new(None));
         let cache = Arc::new(ValueCache::new(config.read_cache_bytes));
         let access = Arc::new(Access::new());
         let snapshots = Arc::new(Snapshots::new(&config.path, &config.snapshot_path()));
@@ -377,6 +380,7 @@ impl<R: Send + 'static> Engine<R> {
             fsync: config.appendfsync,
             max_batch: max_batch.clone(),
             active_expire: active_expire.clone(),
+            expiry_paused_until: expiry_paused_until.clone(),
             wal_checkpoint_bytes: config.wal_checkpoint_bytes,
             expire_chunk: config.expire_chunk,
             cache: cache.clone(),
@@ -419,6 +423,7 @@ impl<R: Send + 'static> Engine<R> {
             stats,
             max_batch,
             active_expire,
+            expiry_paused_until,
             wal_path,
             db_path: config.path.clone(),
             page_size,
@@ -580,6 +585,16 @@ impl<R: Send + 'static> Engine<R> {
     /// stored). Reads never show an expired key either way.
     pub fn set_active_expire(&self, on: bool) {
         self.active_expire.store(on, Ordering::Relaxed);
+    }
+
+    /// Stops the writer's sweep of expired keys until `until` (CLIENT
+    /// PAUSE), or lets it go on (`None`, CLIENT UNPAUSE). Expired keys stay
+    /// invisible to every command meanwhile; only their deletion waits.
+    pub fn pause_expiry(&self, until: Option<std::time::Instant>) {
+        *self
+            .expiry_paused_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = until;
     }
 
     /// Changes durability from the next batch on.

@@ -124,6 +124,8 @@ pub(crate) struct WriterSettings {
     pub max_batch: Arc<AtomicUsize>,
     /// Whether expired keys are swept (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire: Arc<std::sync::atomic::AtomicBool>,
+    /// Until when the sweep waits (CLIENT PAUSE).
+    pub expiry_paused_until: Arc<std::sync::Mutex<Option<Instant>>>,
     pub wal_checkpoint_bytes: u64,
     pub expire_chunk: usize,
     pub cache: Arc<ValueCache>,
@@ -621,8 +623,15 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 self.settings.disk.try_recover();
             }
         }
+        let paused = self
+            .settings
+            .expiry_paused_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|until| Instant::now() < until);
         if (self.sweep_again || self.last_sweep.elapsed() >= TICK)
             && self.settings.active_expire.load(Ordering::Relaxed)
+            && !paused
         {
             self.sweep_expired();
         }

@@ -355,7 +355,9 @@ impl Pause {
         }
     }
 
-    fn pause(&self, until: Instant, all: bool) {
+    /// Pauses until `until` (or the later end of a pause in force), and
+    /// returns when the pause ends.
+    fn pause(&self, until: Instant, all: bool) -> Instant {
         let mut st = lock(&self.state);
         // A pause never shortens one already in force, nor weakens it
         // (redis keeps the later end and the stronger type).
@@ -366,6 +368,7 @@ impl Pause {
         *st = Some((until, all));
         self.active.store(true, Ordering::Relaxed);
         self.notify.notify_waiters();
+        until
     }
 
     fn unpause(&self) {
@@ -702,11 +705,15 @@ impl LocalCommand for Client {
             }
             Client::Kill(f) => return kill(s, &f).map(Plan::Reply),
             Client::Pause(d, all) => {
-                s.shared.pause.pause(Instant::now() + d, all);
+                let until = s.shared.pause.pause(Instant::now() + d, all);
+                // Both kinds of pause stop the expiry of keys too, as in
+                // redis: nothing in the file changes until the pause ends.
+                s.shared.engine.pause_expiry(Some(until));
                 Reply::Ok
             }
             Client::Unpause => {
                 s.shared.pause.unpause();
+                s.shared.engine.pause_expiry(None);
                 Reply::Ok
             }
             Client::Reply(mode) => {
