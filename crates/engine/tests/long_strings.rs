@@ -5,22 +5,10 @@
 
 use std::time::Duration;
 
-use respite_engine::{now_ms, Engine, EngineConfig, ReadNeeds, Txn, WriteItem, WriteOp};
+mod common;
 
-fn write(engine: &Engine<()>, op: WriteOp<()>) {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let item = WriteItem {
-        ops: vec![op],
-        done: Box::new(move |results| {
-            let _ = tx.send(results);
-        }),
-    };
-    assert!(engine.submit_write(item).is_ok());
-    let results = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("writer answered");
-    assert!(results.iter().all(Result::is_ok));
-}
+use common::write;
+use respite_engine::{now_ms, Engine, EngineConfig, ReadNeeds, Txn};
 
 /// The string values of `keys` in database 0, read on the pool.
 fn read(engine: &Engine<()>, keys: &[&str]) -> Vec<Option<Vec<u8>>> {
