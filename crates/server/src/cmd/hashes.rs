@@ -152,6 +152,9 @@ pub struct HMGet {
 impl ReadCommand for HMGet {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
+    fn is_quick(&self) -> bool {
+        self.fields.len() <= super::QUICK_READ_LIMIT
+    }
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(HMGet {
             db: s.db,

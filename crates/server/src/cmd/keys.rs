@@ -125,6 +125,9 @@ impl<const TOUCH: bool> ReadCommand for ExistsGeneric<TOUCH> {
     } else {
         Touching::Never
     };
+    fn is_quick(&self) -> bool {
+        self.keys.len() <= super::QUICK_READ_LIMIT
+    }
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(ExistsGeneric {
             db: s.db,
@@ -811,5 +814,32 @@ mod tests {
             Deadline::parse(5, ExpireUnit::Seconds).map(|d| d.at(100)),
             Some(5100)
         );
+    }
+
+    #[test]
+    fn a_long_exists_or_lrange_is_not_a_quick_read() {
+        let keys = |n: usize| vec![Bytes::from_static(b"k"); n];
+        let limit = super::super::QUICK_READ_LIMIT;
+        assert!(Exists {
+            db: 0,
+            keys: keys(limit)
+        }
+        .is_quick());
+        assert!(!Exists {
+            db: 0,
+            keys: keys(limit + 1)
+        }
+        .is_quick());
+        assert!(!Touch {
+            db: 0,
+            keys: keys(1_000_000)
+        }
+        .is_quick());
+        let range = |start, stop| super::super::lists::LRange::probe(start, stop).is_quick();
+        assert!(range(0, 9));
+        assert!(range(-10, -1));
+        assert!(!range(0, -1));
+        assert!(!range(0, 1_000));
+        assert!(!range(-5, 3));
     }
 }

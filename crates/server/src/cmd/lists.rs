@@ -176,9 +176,29 @@ pub struct LRange {
     stop: i64,
 }
 
+impl LRange {
+    /// An LRANGE of `start..=stop` on key `l` of database 0 (for tests of
+    /// [`ReadCommand::is_quick`]).
+    #[cfg(test)]
+    pub(crate) fn probe(start: i64, stop: i64) -> LRange {
+        LRange {
+            db: 0,
+            key: Bytes::from_static(b"l"),
+            start,
+            stop,
+        }
+    }
+}
+
 impl ReadCommand for LRange {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
+    /// Quick when the range is short by its indexes alone (both from the
+    /// head or both from the tail); `0 -1` may be a whole list.
+    fn is_quick(&self) -> bool {
+        (self.start >= 0) == (self.stop >= 0)
+            && self.stop.saturating_sub(self.start) < super::QUICK_READ_LIMIT as i64
+    }
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(LRange {
             db: s.db,

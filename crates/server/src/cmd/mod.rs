@@ -163,6 +163,14 @@ pub trait ReadCommand: Sized + Send + 'static {
     const QUICK: bool = false;
     /// Whether its lookups count as accesses.
     const TOUCHING: Touching = Touching::Yes;
+    /// Whether this command, as parsed, reads a bounded amount: `QUICK`,
+    /// unless its arguments make it long (an EXISTS of a million keys, an
+    /// LRANGE of a whole list). A quick job's result may wait for the
+    /// quick jobs after it (see [`ReadNeeds::quick`]), so a long one must
+    /// not pass for quick.
+    fn is_quick(&self) -> bool {
+        Self::QUICK
+    }
     /// Parses the arguments (after the command name).
     fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
     /// Runs against a read snapshot.
@@ -220,7 +228,7 @@ pub(crate) fn read_job<C: ReadCommand>(cmd: C, session: &Session) -> (ReadFn, Re
 pub(crate) fn read_job_touching<C: ReadCommand>(cmd: C, touches: bool) -> (ReadFn, ReadNeeds) {
     let needs = ReadNeeds {
         snapshot: C::MULTI_STATEMENT,
-        quick: C::QUICK,
+        quick: cmd.is_quick(),
     };
     let touch = match C::TOUCHING {
         Touching::Yes => touches,

@@ -165,6 +165,9 @@ pub struct SMIsMember {
 impl ReadCommand for SMIsMember {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
+    fn is_quick(&self) -> bool {
+        self.members.len() <= super::QUICK_READ_LIMIT
+    }
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(SMIsMember {
             db: s.db,

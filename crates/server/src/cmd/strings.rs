@@ -96,11 +96,8 @@ impl Cached {
                 super::read_job_touching(get, touches)
             }
             Cached::MGet(mget) => {
-                let bounded = mget.keys.len() <= super::QUICK_READ_LIMIT;
                 let touches = mget.touches;
-                let (f, mut needs) = super::read_job_touching(mget, touches);
-                needs.quick &= bounded;
-                (f, needs)
+                super::read_job_touching(mget, touches)
             }
         }
     }
@@ -119,6 +116,9 @@ pub struct MGet {
 impl ReadCommand for MGet {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
+    fn is_quick(&self) -> bool {
+        self.keys.len() <= super::QUICK_READ_LIMIT
+    }
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(MGet {
             db: s.db,

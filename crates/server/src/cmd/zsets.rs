@@ -438,6 +438,9 @@ pub struct ZMScore {
 impl ReadCommand for ZMScore {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
+    fn is_quick(&self) -> bool {
+        self.members.len() <= super::QUICK_READ_LIMIT
+    }
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(ZMScore {
             db: s.db,
