@@ -1694,12 +1694,19 @@ fn wait_waitaof_role_lolwut_and_debug() {
         &["CONFIG", "SET", "enable-debug-command", "yes"],
     );
     let _ = run(&mut ours, &["RPUSH", "l", "a"]);
-    for (key, value) in [("s", "hello"), ("n", "12345")] {
+    // A shared integer (0..9999) has redis's OBJ_SHARED_REFCOUNT there too.
+    for (key, value, refcount) in [
+        ("s", "hello", 1),
+        ("n", "12345", 1),
+        ("small", "42", 2147483647),
+    ] {
         let _ = run(&mut ours, &["SET", key, value]);
         let line = format!("{:?}", run(&mut ours, &["DEBUG", "OBJECT", key]).unwrap());
         let enc = if value == "hello" { "embstr" } else { "int" };
         assert!(
-            line.contains(&format!("refcount:1 encoding:{enc} serializedlength:")),
+            line.contains(&format!(
+                "refcount:{refcount} encoding:{enc} serializedlength:"
+            )),
             "{line}"
         );
     }

@@ -28,7 +28,8 @@ pub enum DebugCommand {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// TCP address to listen on; an empty string turns TCP off.
+    /// TCP addresses to listen on, separated by spaces (redis's `bind`;
+    /// see `listener::Binding`); an empty string turns TCP off.
     pub bind: String,
     /// TCP port; 0 asks the OS for a free one (the chosen port is logged).
     pub port: u16,

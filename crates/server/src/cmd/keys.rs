@@ -613,6 +613,14 @@ fn string_encoding(value: &[u8]) -> &'static str {
     }
 }
 
+/// Whether redis would share the integers 0..9999 between string values:
+/// not when `maxmemory` is set with an LRU or LFU policy, which needs an
+/// object per value (`MAXMEMORY_FLAG_NO_SHARED_INTEGERS`).
+pub(crate) fn shares_integers(shared: &crate::state::Shared) -> bool {
+    let policy = shared.params.get("maxmemory-policy");
+    shared.params.get("maxmemory") == "0" || !(policy.ends_with("lru") || policy.ends_with("lfu"))
+}
+
 impl Object {
     /// OBJECT parsed from `args` for database `db`, for another command
     /// that reports what OBJECT would (DEBUG OBJECT).
@@ -620,10 +628,12 @@ impl Object {
         args: &mut Args,
         db: u32,
         access: Arc<Access>,
+        shared_integers: bool,
     ) -> Result<Object, CommandError> {
         let sub = super::subcommand(args)?;
         let kind = match sub.name.as_str() {
             "ENCODING" => ObjectSub::Encoding,
+            "REFCOUNT" => ObjectSub::RefCount,
             _ => return Err(sub.unknown("OBJECT")),
         };
         Ok(Object {
@@ -631,7 +641,7 @@ impl Object {
             sub: kind,
             key: args.next()?,
             lfu: false,
-            shared_integers: false,
+            shared_integers,
             access,
             quiet: true,
         })
@@ -661,11 +671,7 @@ impl ReadCommand for Object {
             sub: kind,
             key,
             lfu: s.shared.params.get("maxmemory-policy").ends_with("lfu"),
-            shared_integers: {
-                let policy = s.shared.params.get("maxmemory-policy");
-                s.shared.params.get("maxmemory") == "0"
-                    || !(policy.ends_with("lru") || policy.ends_with("lfu"))
-            },
+            shared_integers: shares_integers(&s.shared),
             access: s.shared.engine.access().clone(),
             quiet: false,
         })

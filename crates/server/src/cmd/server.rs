@@ -315,12 +315,13 @@ impl LocalCommand for Debug {
             Debug::Object(key) => {
                 let db = s.db;
                 let access = s.shared.engine.access().clone();
+                let shared_integers = super::keys::shares_integers(&s.shared);
                 Ok(Plan::Read(
                     Box::new(move |view| {
                         // DEBUG OBJECT looks without using (redis reads
                         // the dictionary directly).
                         view.set_touch(false);
-                        debug_object(view, db, key, &access).unwrap_or_else(Reply::from)
+                        debug_object(view, db, key, &access, shared_integers).unwrap_or_else(Reply::from)
                     }),
                     respite_engine::ReadNeeds {
                         snapshot: true,
@@ -555,15 +556,23 @@ fn debug_object(
     db: u32,
     key: Bytes,
     access: &std::sync::Arc<respite_engine::Access>,
+    shared_integers: bool,
 ) -> Result<Reply, CommandError> {
     let Some(entry) = view.peek_entry(db, &key)? else {
         return Err(CommandError::Other("no such key".into()));
     };
-    let mut args = Args::new(vec![Bytes::from_static(b"ENCODING"), key.clone()].into_iter());
-    let probe = super::keys::Object::probe(&mut args, db, access.clone())?;
-    let encoding = match probe.apply(view)? {
+    // What OBJECT ENCODING and OBJECT REFCOUNT answer.
+    let object = |sub: &'static [u8]| {
+        let mut args = Args::new(vec![Bytes::from_static(sub), key.clone()].into_iter());
+        super::keys::Object::probe(&mut args, db, access.clone(), shared_integers)?.apply(view)
+    };
+    let encoding = match object(b"ENCODING")? {
         Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
         _ => "unknown".into(),
+    };
+    let refcount = match object(b"REFCOUNT")? {
+        Reply::Int(n) => n,
+        _ => 1,
     };
     let length = match entry.kind {
         respite_engine::Kind::String => view.peek_string(db, &key)?.map_or(0, |v| v.len() as i64),
@@ -571,7 +580,7 @@ fn debug_object(
     };
     let seen = access.figures(db, &key);
     Ok(Reply::Status(format!(
-        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{length} lru:{} lru_seconds_idle:{}",
+        "Value at:0x0 refcount:{refcount} encoding:{encoding} serializedlength:{length} lru:{} lru_seconds_idle:{}",
         seen.lru, seen.idle_secs
     )))
 }
