@@ -431,3 +431,35 @@ fn a_pause_holds_the_expiry_of_keys_until_it_ends() {
         }
     }
 }
+
+/// A client held by CLIENT PAUSE counts in INFO's blocked_clients, as in
+/// redis, until the pause ends.
+#[test]
+fn clients_held_by_a_pause_count_as_blocked() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    for port in [server.port, redis.port] {
+        let mut con = common::client_for(port);
+        let blocked = |con: &mut redis::Connection| info_field(con, "clients", "blocked_clients");
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(10_000)
+            .arg("WRITE")
+            .query(&mut con)
+            .unwrap();
+        let mut held = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        held.write_all(&common::encode(&["SET", "k", "v"])).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while blocked(&mut con) < 1.0 {
+            assert!(Instant::now() < deadline, "port {port}: not counted");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _: () = redis::cmd("CLIENT").arg("UNPAUSE").query(&mut con).unwrap();
+        let mut reply = [0u8; 5];
+        std::io::Read::read_exact(&mut held, &mut reply).unwrap();
+        assert_eq!(&reply, b"+OK\r\n", "port {port}");
+        assert_eq!(blocked(&mut con), 0.0, "port {port}");
+    }
+}

@@ -294,6 +294,18 @@ pub struct Pause {
     active: AtomicBool,
     /// Wakes waiting connections at CLIENT UNPAUSE.
     notify: tokio::sync::Notify,
+    /// Connections waiting for the pause to end (INFO counts them among
+    /// `blocked_clients`, as redis does).
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a connection as waiting on a pause while it lives.
+struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Pause {
@@ -335,8 +347,16 @@ impl Pause {
         self.active.load(Ordering::Relaxed)
     }
 
+    /// Connections waiting for the pause to end now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
     /// Waits until the pause ends (its deadline or CLIENT UNPAUSE).
     pub async fn wait(&self) {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        // Dropped however the wait ends (the connection may be killed).
+        let _waiting = Waiting(&self.waiting);
         loop {
             let until = match *lock(&self.state) {
                 Some((until, _)) => until,

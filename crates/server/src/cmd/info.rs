@@ -221,7 +221,7 @@ fn clients(sh: &Shared, out: &mut String) {
         "maxclients" => sh.settings.maxclients.load(Ordering::Relaxed),
         "client_recent_max_input_buffer" => max_input,
         "client_recent_max_output_buffer" => max_output,
-        "blocked_clients" => blocked,
+        "blocked_clients" => blocked + sh.pause.waiting(),
         "tracking_clients" => 0,
         "clients_in_timeout_table" => blocked,
     );
