@@ -5041,3 +5041,29 @@ fn long_values_across_the_row_limit() {
     let refs: Vec<&str> = script.iter().map(String::as_str).collect();
     check(&[&refs]);
 }
+
+/// `min-replicas-to-write`: with no replicas, writes are refused with
+/// NOREPLICAS (inside MULTI too, dooming the EXEC); reads go on; a
+/// `min-replicas-max-lag` of 0 turns the check off, as in redis.
+#[test]
+fn min_replicas_to_write_refuses_writes() {
+    check(&[&[
+        "SET k before",
+        "CONFIG SET min-replicas-to-write 1",
+        "SET k v",
+        "INCR n",
+        "GET k",
+        "PING",
+        "MULTI",
+        "SET k in-multi",
+        "GET k",
+        "EXEC",
+        "CONFIG SET min-replicas-max-lag 0",
+        "SET k after",
+        "CONFIG SET min-replicas-max-lag 10",
+        "DEL k",
+        "CONFIG SET min-slaves-to-write 0",
+        "SET k last",
+        "GET k",
+    ]]);
+}

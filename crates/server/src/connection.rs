@@ -144,8 +144,10 @@ fn fast_set(
         )
         || session.multi.is_some()
         || !fast_path_open(session)
-        // Over maxdisk or on a full disk: the general path refuses it.
+        // Over maxdisk or on a full disk, or with min-replicas-to-write
+        // set: the general path refuses it.
         || session.shared.engine.disk().refusal().is_some()
+        || session.shared.wants_replicas.load(Ordering::Relaxed)
     {
         return None;
     }

@@ -66,6 +66,10 @@ pub enum CommandError {
     /// AUTH when no password is configured.
     #[error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")]
     AuthNotConfigured,
+    /// A write while `min-replicas-to-write` asks for replicas respite
+    /// does not have.
+    #[error("NOREPLICAS Not enough good replicas to write.")]
+    NoReplicas,
     /// HELLO with a protocol version other than 2 or 3.
     #[error("NOPROTO unsupported protocol version")]
     NoProto,

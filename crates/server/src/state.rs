@@ -222,6 +222,9 @@ pub struct Shared {
     /// Resident memory once the engine was open (INFO's
     /// `used_memory_startup`).
     pub startup_rss: u64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` are both above
+    /// 0: with no replicas, every write is refused (NOREPLICAS).
+    pub wants_replicas: AtomicBool,
     /// Set once shutdown begins: a lock-free copy of the `shutdown` watch
     /// value, read by every connection after every turn.
     pub shutting_down: AtomicBool,
@@ -268,6 +271,7 @@ impl Shared {
             monitors: Default::default(),
             started: Instant::now(),
             startup_rss: crate::cmd::info::resident_bytes(),
+            wants_replicas: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             tcp_port: AtomicU32::new(config.port as u32),

@@ -1117,6 +1117,18 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
         "timeout" => sh
             .idle_timeout_secs
             .store(value.parse().unwrap_or(0), Ordering::Relaxed),
+        "min-replicas-to-write" | "min-replicas-max-lag" => {
+            let set = |n: &str| {
+                let v = if n == name {
+                    value.to_string()
+                } else {
+                    sh.params.get(n)
+                };
+                v.parse::<i64>().unwrap_or(0) > 0
+            };
+            let wants = set("min-replicas-to-write") && set("min-replicas-max-lag");
+            sh.wants_replicas.store(wants, Ordering::Relaxed);
+        }
         "lfu-log-factor" | "lfu-decay-time" => {
             let get = |n: &str, default| {
                 let v = if n == name {

@@ -726,6 +726,17 @@ fn check(
             return Err(CommandError::Engine(refusal));
         }
     }
+    // `min-replicas-to-write` (with `min-replicas-max-lag` not 0) asks for
+    // that many replicas in sync before a write: respite has none, so
+    // writes are refused, as redis refuses them without enough replicas.
+    if session
+        .shared
+        .wants_replicas
+        .load(std::sync::atomic::Ordering::Relaxed)
+        && spec.has_flag("write")
+    {
+        return Err(CommandError::NoReplicas);
+    }
     Ok((index, spec))
 }
 
