@@ -623,15 +623,17 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 self.settings.disk.try_recover();
             }
         }
-        let paused = self
-            .settings
-            .expiry_paused_until
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some_and(|until| Instant::now() < until);
+        // A CLIENT PAUSE holds the sweep; looked at only when one is due.
+        let paused = || {
+            self.settings
+                .expiry_paused_until
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some_and(|until| Instant::now() < until)
+        };
         if (self.sweep_again || self.last_sweep.elapsed() >= TICK)
             && self.settings.active_expire.load(Ordering::Relaxed)
-            && !paused
+            && !paused()
         {
             self.sweep_expired();
         }

@@ -1118,31 +1118,27 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
             .idle_timeout_secs
             .store(value.parse().unwrap_or(0), Ordering::Relaxed),
         "min-replicas-to-write" | "min-replicas-max-lag" => {
-            let set = |n: &str| {
-                let v = if n == name {
-                    value.to_string()
-                } else {
-                    sh.params.get(n)
-                };
-                v.parse::<i64>().unwrap_or(0) > 0
-            };
+            let set = |n| paired(sh, name, value, n).parse::<i64>().unwrap_or(0) > 0;
             let wants = set("min-replicas-to-write") && set("min-replicas-max-lag");
             sh.wants_replicas.store(wants, Ordering::Relaxed);
         }
         "lfu-log-factor" | "lfu-decay-time" => {
-            let get = |n: &str, default| {
-                let v = if n == name {
-                    value.to_string()
-                } else {
-                    sh.params.get(n)
-                };
-                v.parse().unwrap_or(default)
-            };
+            let get = |n, default| paired(sh, name, value, n).parse().unwrap_or(default);
             sh.engine
                 .access()
                 .set_lfu(get("lfu-log-factor", 10), get("lfu-decay-time", 1));
         }
         _ => {}
+    }
+}
+
+/// For a parameter acted on together with another: `wanted`'s value, the
+/// one being set (`name` to `value`, not stored yet) or the stored one.
+fn paired(sh: &Shared, name: &str, value: &str, wanted: &str) -> String {
+    if wanted == name {
+        value.to_string()
+    } else {
+        sh.params.get(wanted)
     }
 }
 
