@@ -430,11 +430,12 @@ impl ValueCache {
             return;
         }
         let key_at = |i: usize| (touched.keys[i].0, &touched.keys[i].1[..]);
-        let cached: hashbrown::HashSet<(u32, &[u8])> =
+        let cached: hashbrown::HashSet<(u32, &[u8]), foldhash::fast::RandomState> =
             was_cached.iter().map(|&i| key_at(i)).collect();
         // Walk the writes backwards: the first time a key is met is its
         // last change, and only that one may decide what is cached.
-        let mut decided: hashbrown::HashSet<(u32, &[u8])> = hashbrown::HashSet::new();
+        let mut decided: hashbrown::HashSet<(u32, &[u8]), foldhash::fast::RandomState> =
+            hashbrown::HashSet::default();
         let mut puts = touched.puts.iter().rev().peekable();
         for i in (0..touched.keys.len()).rev() {
             let put = puts.next_if(|p| p.at == i);

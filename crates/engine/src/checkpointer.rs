@@ -88,7 +88,8 @@ impl Checkpointer {
         };
         conn.pragma_update(None, "synchronous", sync)?;
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-        let page_size: u64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let page_size = page_size.max(512) as u64;
         let mut shm = path.as_os_str().to_owned();
         shm.push("-shm");
         let sizing = Sizing {
