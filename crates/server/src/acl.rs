@@ -72,7 +72,8 @@ use sha2::{Digest, Sha256};
 
 use crate::command::{Access, Spec, TABLE};
 use crate::meta::{self, Meta};
-use crate::state::{lock, ClientHandle, Shared};
+use crate::state::{ClientHandle, Shared};
+use crate::sync::lock;
 
 /// Redis 7.0's ACL categories, in the order ACL CAT lists them (and the
 /// description of a user's rules tries them).
