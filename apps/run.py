@@ -55,7 +55,8 @@ SCENARIOS = {
     "limits-sliding-window-counter": ([PY, "py/limits_scenario.py", "sliding"], 60),
     "rq": ([PY, "py/rq_scenario.py"], 180),
     "celery": ([PY, "py/celery_scenario.py"], 180),
-    "sidekiq": (["ruby", "sidekiq/scenario.rb"], 180),
+    "sidekiq": (["ruby", "sidekiq/scenario.rb", "jobs"], 120),
+    "sidekiq-scheduled": (["ruby", "sidekiq/scenario.rb", "scheduled"], 120),
     "bullmq": (["node", "bullmq/scenario.mjs"], 180),
 }
 
@@ -69,6 +70,7 @@ PENDING = {
     "limits-sliding-window-counter": LUA,
     "rq": STREAMS,
     "celery": PUBSUB,
+    "sidekiq-scheduled": LUA,
     "bullmq": LUA,
 }
 
