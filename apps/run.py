@@ -59,7 +59,12 @@ SCENARIOS = {
     "sidekiq": (["ruby", "sidekiq/scenario.rb", "jobs"], 120),
     "sidekiq-scheduled": (["ruby", "sidekiq/scenario.rb", "scheduled"], 120),
     "bullmq": (["node", "bullmq/scenario.mjs"], 180),
+    # Starts, kills and restarts its own server (OWN_SERVER).
+    "durability-sidekiq": ([PY, "py/durability.py", "sidekiq", "1000"], 240),
 }
+
+# Scenarios that start their own server (of the kind in APPS_SERVER).
+OWN_SERVER = {"durability-sidekiq"}
 
 # Scenarios expected to fail on respite until capabilities land: name ->
 # the capabilities it needs that respite lacks, each with the error text
@@ -96,10 +101,11 @@ def run_scenario(name, kind, keep):
     scratch = tempfile.mkdtemp(prefix=f"apps-{name}-{kind}-")
     started = time.monotonic()
     try:
-        server.start()
-        env = dict(os.environ, REDIS_URL=server.url, REDIS_PORT=str(server.port),
-                   APPS_SERVER=kind, APPS_SCRATCH=scratch,
-                   PYTHONPATH=os.path.join(HERE, "py"), PYTHONUNBUFFERED="1")
+        env = dict(os.environ, APPS_SERVER=kind, APPS_SCRATCH=scratch,
+                   PYTHONPATH=os.path.join(HERE, "py") + os.pathsep + HERE, PYTHONUNBUFFERED="1")
+        if name not in OWN_SERVER:
+            server.start()
+            env.update(REDIS_URL=server.url, REDIS_PORT=str(server.port))
         proc = subprocess.Popen(program, cwd=HERE, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -117,7 +123,7 @@ def run_scenario(name, kind, keep):
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        if server.proc.poll() is not None:
+        if server.proc and server.proc.poll() is not None:
             ok = False
             out += f"\n[{kind} server died: exit {server.proc.returncode}]\n{server.tail()}"
     except Exception as e:  # the server did not start: the harness's failure

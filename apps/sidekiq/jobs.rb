@@ -66,3 +66,15 @@ class DoomedJob
     raise "doomed #{id}"
   end
 end
+
+# A job of the durability run: takes a moment, so that a crash lands among
+# jobs in flight.
+class SlowJob
+  include Sidekiq::Worker
+  sidekiq_options retry: false
+
+  def perform(i)
+    sleep 0.02
+    record("slow", i, jid)
+  end
+end
