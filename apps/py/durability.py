@@ -4,8 +4,9 @@ is SIGKILLed and restarted on the same files and port.
     durability.py sidekiq [N]
 
 Starts its own server (APPS_SERVER: respite or redis-server with
-appendfsync always), a worker and an enqueuer; once about a third of
-the jobs have run, kills the server with SIGKILL, restarts it a moment
+appendfsync always) and an enqueuer, and a worker once 40% of the jobs
+are queued; once a third of the jobs have run (with a backlog still
+queued and the enqueuer still going), kills the server with SIGKILL, restarts it a moment
 later, and lets the worker reconnect and the enqueuer finish. Then every
 job whose enqueue was acknowledged must have run, except jobs the
 framework itself may lose (see GUARANTEES), and none may have run twice
@@ -54,20 +55,21 @@ def main():
     env = dict(os.environ, REDIS_URL=server.url)
     procs = []
     try:
+        acked_count = lambda: sum(1 for p in lines("pushes.log") if p[0] == "acked")
         if framework == "sidekiq":
+            pusher = subprocess.Popen(["ruby", os.path.join(HERE, "sidekiq", "durability_push.rb"), str(n)], env=env)
+            procs.append(pusher)
+            wait_until(lambda: acked_count() >= 0.4 * n, 60, "the first 40% enqueued")
             worker = subprocess.Popen(
                 ["sidekiq", "-r", os.path.join(HERE, "sidekiq", "jobs.rb"), "-c", str(g["concurrency"]), "-t", "5"],
                 env=env, stdout=open(os.path.join(SCRATCH, "worker.log"), "w"), stderr=subprocess.STDOUT)
             procs.append(worker)
-            wait_until(lambda: redis.Redis.from_url(server.url).exists("processes"), 30, "the sidekiq process registered")
-            pusher = subprocess.Popen(["ruby", os.path.join(HERE, "sidekiq", "durability_push.rb"), str(n)], env=env)
-            procs.append(pusher)
         ran = lambda: [r for r in lines("runs.log") if r[0] == "slow"]
         wait_until(lambda: len(ran()) >= n // 3, 60, f"{n // 3} jobs ran before the crash")
         server.kill()
         killed_at = time.monotonic()
         at_kill = len(ran())
-        acked_at_kill = sum(1 for p in lines("pushes.log") if p[0] == "acked")
+        acked_at_kill = acked_count()
         time.sleep(1.0)
         server.restart()
         recovered = time.monotonic() - killed_at

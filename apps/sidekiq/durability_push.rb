@@ -1,6 +1,7 @@
 # The enqueuing side of the Sidekiq durability run (py/durability.py):
-# pushes N SlowJobs with Sidekiq::Client, about one a millisecond (faster
-# than the worker runs them, so a backlog waits in the queue), and
+# pushes N SlowJobs with Sidekiq::Client, the first 40% at once (the
+# worker is started after them, so a backlog waits in the queue), the
+# rest about one every 5 ms, and
 # records each push's outcome in pushes.log as it happens: "acked I JID"
 # once perform_async returned, "failed I ERROR" when it raised (the
 # server was down; such a push may or may not have been stored). A failed
@@ -19,6 +20,6 @@ n.times do |i|
     log.puts("failed #{i} #{e.class}")
     sleep 0.05
   end
-  sleep 0.001
+  sleep 0.005 if i >= n * 0.4
 end
 log.puts("done")
