@@ -35,6 +35,18 @@ lint:
 # build and unpack the .deb from the debug binary).
 ci: lint test-redis
 
+# The applications people run on Redis (apps/README.md): Celery, BullMQ,
+# Sidekiq, python-rq, redis-py and limits, each scenario run against a
+# redis-server and a respited it starts (the debug build). Installs the
+# pinned versions first (apps/install.sh). Scenarios waiting for a
+# capability respite lacks are listed in apps/run.py's PENDING and
+# reported as xfail; one that passes anyway fails the run. ARGS: scenario
+# names, --only respite|redis, -v, --keep. Example: just apps rq -v
+apps *ARGS:
+    cargo build -p respite-daemon
+    apps/install.sh
+    target/apps/venv/bin/python apps/run.py {{ARGS}}
+
 # Crash safety (bin/respited/tests/crash.rs) for N cycles: writer
 # clients record every acknowledged write while respited is SIGKILLed at
 # random moments, restarted on the same files and checked (every
