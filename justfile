@@ -556,7 +556,7 @@ bench-lists N="200000" ROUNDS="3" REDKA="" REDLITE="":
     echo
     echo "elements left in one list (every pop above found one): respite $(redis-cli -p 7501 llen list:000000000001), redis $(redis-cli -p 7503 llen list:000000000001)"
 
-# Issue 13's load runs (docs/durability.md, "Under load"): 1,000
+# The load run of docs/durability.md, "Under load": 1,000
 # connections running the mixed profile for SECS against a release
 # respited, with RSS, database, WAL and key count sampled every 5 s; fails
 # on any error reply. Heavy: run it on a quiet machine.

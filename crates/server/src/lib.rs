@@ -20,6 +20,7 @@ pub mod acl;
 pub mod args;
 pub mod blocking;
 pub mod cmd;
+pub mod command;
 pub mod config;
 pub mod connection;
 pub mod delivery;

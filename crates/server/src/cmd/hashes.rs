@@ -16,8 +16,9 @@
 use bytes::Bytes;
 use respite_engine::{EngineError, KeyRow, Kind, Txn, View};
 
-use super::{ReadCommand, Session, WriteCommand};
+use super::{ReadCommand, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
+use crate::command::Ctx;
 use crate::error::CommandError;
 use crate::long_double;
 use crate::reply::Reply;
@@ -58,7 +59,7 @@ pub type HSet = HSetGeneric<false>;
 pub type HMSet = HSetGeneric<true>;
 
 impl<const OK_REPLY: bool> WriteCommand for HSetGeneric<OK_REPLY> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let name = if OK_REPLY { "hmset" } else { "hset" };
         Ok(HSetGeneric {
@@ -91,7 +92,7 @@ pub struct HSetNx {
 }
 
 impl WriteCommand for HSetNx {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HSetNx {
             db: s.db,
             key: args.next()?,
@@ -123,7 +124,7 @@ pub struct HGet {
 
 impl ReadCommand for HGet {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HGet {
             db: s.db,
             key: args.next()?,
@@ -155,7 +156,7 @@ impl ReadCommand for HMGet {
     fn is_quick(&self) -> bool {
         self.fields.len() <= super::QUICK_READ_LIMIT
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HMGet {
             db: s.db,
             key: args.next()?,
@@ -203,7 +204,7 @@ pub type HVals = HGetAllGeneric<2>;
 
 impl<const PART: u8> ReadCommand for HGetAllGeneric<PART> {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HGetAllGeneric {
             db: s.db,
             key: args.next()?,
@@ -244,7 +245,7 @@ pub struct HDel {
 }
 
 impl WriteCommand for HDel {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HDel {
             db: s.db,
             key: args.next()?,
@@ -274,7 +275,7 @@ pub type HStrLen = HFieldInfo<true>;
 
 impl<const LEN: bool> ReadCommand for HFieldInfo<LEN> {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HFieldInfo {
             db: s.db,
             key: args.next()?,
@@ -301,7 +302,7 @@ pub struct HLen {
 
 impl ReadCommand for HLen {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HLen {
             db: s.db,
             key: args.next()?,
@@ -327,7 +328,7 @@ pub struct HIncrBy {
 }
 
 impl WriteCommand for HIncrBy {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HIncrBy {
             db: s.db,
             key: args.next()?,
@@ -370,7 +371,7 @@ pub struct HIncrByFloat {
 }
 
 impl WriteCommand for HIncrByFloat {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let field = args.next()?;
         let delta = long_double::parse(&args.next()?).ok_or(CommandError::NotFloat)?;
@@ -422,7 +423,7 @@ pub struct HRandField {
 
 impl ReadCommand for HRandField {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let (count, with_values) = parse_random_count(args, "WITHVALUES")?;
         Ok(HRandField {
@@ -600,7 +601,7 @@ pub struct HScan {
 
 impl ReadCommand for HScan {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let cursor = parse_cursor(&args.next()?)?;
         Ok(HScan {

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use respite_engine::{now_ms, Access, Kind, Txn, View};
 
-use super::{ReadCommand, Session, Touching, WriteCommand};
+use super::{ReadCommand, Touching, WriteCommand};
 use crate::args::{upper, Args};
+use crate::command::Ctx;
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 
@@ -75,7 +76,7 @@ pub struct Del {
 }
 
 impl WriteCommand for Del {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         // In key order, once each: deleting walks the keys' b-tree from
         // one end to the other, each page visited once, where argument
         // order may jump back and forth and have the writer read evicted
@@ -128,7 +129,7 @@ impl<const TOUCH: bool> ReadCommand for ExistsGeneric<TOUCH> {
     fn is_quick(&self) -> bool {
         self.keys.len() <= super::QUICK_READ_LIMIT
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ExistsGeneric {
             db: s.db,
             keys: args.rest(),
@@ -151,7 +152,7 @@ pub struct Type {
 impl ReadCommand for Type {
     const QUICK: bool = true;
     const TOUCHING: Touching = Touching::Never;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Type {
             db: s.db,
             key: args.next()?,
@@ -250,7 +251,7 @@ pub type ExpireAt = ExpireGeneric<2>;
 pub type PExpireAt = ExpireGeneric<3>;
 
 impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let (unit, name) = match UNIT {
             0 => (ExpireUnit::Seconds, "expire"),
             1 => (ExpireUnit::Millis, "pexpire"),
@@ -293,7 +294,7 @@ pub struct Persist {
 }
 
 impl WriteCommand for Persist {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Persist {
             db: s.db,
             key: args.next()?,
@@ -331,7 +332,7 @@ pub type PExpireTime = TtlGeneric<3>;
 impl<const KIND: u8> ReadCommand for TtlGeneric<KIND> {
     const QUICK: bool = true;
     const TOUCHING: Touching = Touching::Never;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(TtlGeneric {
             db: s.db,
             key: args.next()?,
@@ -370,7 +371,7 @@ pub type Rename = RenameGeneric<false>;
 pub type RenameNx = RenameGeneric<true>;
 
 impl<const NX: bool> WriteCommand for RenameGeneric<NX> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(RenameGeneric {
             db: s.db,
             from: args.next()?,
@@ -402,7 +403,7 @@ pub struct Copy {
 }
 
 impl WriteCommand for Copy {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let from = args.next()?;
         let to = args.next()?;
         let mut cmd = Copy {
@@ -417,7 +418,7 @@ impl WriteCommand for Copy {
                 "REPLACE" => cmd.replace = true,
                 "DB" => {
                     let n = args.next_i32()?;
-                    if n < 0 || n as u32 >= s.shared.config.databases {
+                    if n < 0 || n as u32 >= s.databases() {
                         return Err(CommandError::DbIndexOutOfRange);
                     }
                     cmd.dst_db = n as u32;
@@ -449,10 +450,10 @@ pub struct Move {
 }
 
 impl WriteCommand for Move {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let n = args.next_i32()?;
-        if n < 0 || n as u32 >= s.shared.config.databases {
+        if n < 0 || n as u32 >= s.databases() {
             return Err(CommandError::DbIndexOutOfRange);
         }
         if n as u32 == s.db {
@@ -482,7 +483,7 @@ pub struct Keys {
 }
 
 impl ReadCommand for Keys {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Keys {
             db: s.db,
             pattern: args.next()?,
@@ -514,7 +515,7 @@ pub struct Scan {
 }
 
 impl ReadCommand for Scan {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let cursor = super::hashes::parse_cursor(&args.next()?)?;
         let mut cmd = Scan {
             db: s.db,
@@ -651,7 +652,7 @@ impl Object {
 impl ReadCommand for Object {
     const QUICK: bool = true;
     const TOUCHING: Touching = Touching::Never;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let sub = super::subcommand(args)?;
         let (kind, name) = match sub.name.as_str() {
             "ENCODING" => (ObjectSub::Encoding, "object|encoding"),
@@ -670,9 +671,9 @@ impl ReadCommand for Object {
             db: s.db,
             sub: kind,
             key,
-            lfu: s.shared.params.get("maxmemory-policy").ends_with("lfu"),
-            shared_integers: shares_integers(&s.shared),
-            access: s.shared.engine.access().clone(),
+            lfu: s.lfu(),
+            shared_integers: s.shares_integers(),
+            access: s.access().clone(),
             quiet: false,
         })
     }
@@ -763,7 +764,7 @@ pub struct RandomKey {
 
 impl ReadCommand for RandomKey {
     const MULTI_STATEMENT: bool = true;
-    fn parse(_args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(_args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(RandomKey { db: s.db })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {

@@ -57,6 +57,10 @@ use bytes::Bytes;
 use respite_engine::{EngineError, Txn, View, WriteOp};
 
 use crate::args::{upper, Args};
+use crate::command::call::{
+    run_blocking, run_context, run_read, run_unsupported, run_write, CallFn,
+};
+use crate::command::Ctx;
 use crate::error::{c_str, CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::{ClientHandle, Shared};
@@ -114,6 +118,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// The context this client's commands are parsed in.
+    pub fn ctx(&self) -> Ctx<'_> {
+        Ctx::new(&self.shared, self.db, self.resp3, self.touches())
+    }
+
     /// Whether this client's reads count as accesses: not in CLIENT
     /// NO-TOUCH mode.
     pub fn touches(&self) -> bool {
@@ -172,7 +181,7 @@ pub trait ReadCommand: Sized + Send + 'static {
         Self::QUICK
     }
     /// Parses the arguments (after the command name).
-    fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
+    fn parse(args: &mut Args, ctx: &Ctx<'_>) -> Result<Self, CommandError>;
     /// Runs against a read snapshot.
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError>;
 }
@@ -180,7 +189,7 @@ pub trait ReadCommand: Sized + Send + 'static {
 /// A command whose `apply` changes the keyspace on the writer thread.
 pub trait WriteCommand: Sized + Send + 'static {
     /// Parses the arguments (after the command name).
-    fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
+    fn parse(args: &mut Args, ctx: &Ctx<'_>) -> Result<Self, CommandError>;
     /// Runs inside the current group commit. An error found before the
     /// first write is this command's reply alone; one after it (only a
     /// storage failure) takes the whole group back (see the engine's
@@ -193,7 +202,18 @@ pub trait WriteCommand: Sized + Send + 'static {
 /// or, inside EXEC, tried once.
 pub trait BlockingCommand: crate::blocking::Blocker + Sized {
     /// Parses the arguments (after the command name).
-    fn parse(args: &mut Args, session: &Session) -> Result<Self, CommandError>;
+    fn parse(args: &mut Args, ctx: &Ctx<'_>) -> Result<Self, CommandError>;
+}
+
+/// A command about the connection or the server that needs nothing of the
+/// connection but its [`Ctx`] (PING, ECHO, SELECT, TIME, LASTSAVE): run on
+/// the connection like a [`LocalCommand`], and callable from a script
+/// (see [`crate::command::call`]).
+pub trait ContextCommand: Sized {
+    /// Parses the arguments (after the command name).
+    fn parse(args: &mut Args, ctx: &Ctx<'_>) -> Result<Self, CommandError>;
+    /// Runs, possibly changing the context's database (SELECT).
+    fn apply(self, ctx: &mut Ctx<'_>) -> Result<Reply, CommandError>;
 }
 
 /// A command answered on the connection itself.
@@ -205,12 +225,12 @@ pub trait LocalCommand: Sized {
 }
 
 /// Parses the whole argument list, refusing leftovers.
-fn parse_all<C>(
+pub(crate) fn parse_all<X: ?Sized, C>(
     mut args: Args,
-    session: &Session,
-    parse: impl FnOnce(&mut Args, &Session) -> Result<C, CommandError>,
+    context: &X,
+    parse: impl FnOnce(&mut Args, &X) -> Result<C, CommandError>,
 ) -> Result<C, CommandError> {
-    let cmd = parse(&mut args, session)?;
+    let cmd = parse(&mut args, context)?;
     if args.remaining() > 0 {
         return Err(CommandError::Syntax);
     }
@@ -230,11 +250,7 @@ pub(crate) fn read_job_touching<C: ReadCommand>(cmd: C, touches: bool) -> (ReadF
         snapshot: C::MULTI_STATEMENT,
         quick: cmd.is_quick(),
     };
-    let touch = match C::TOUCHING {
-        Touching::Yes => touches,
-        Touching::Never => false,
-        Touching::Always => true,
-    };
+    let touch = touch::<C>(touches);
     (
         Box::new(move |view| {
             view.set_touch(touch);
@@ -244,24 +260,34 @@ pub(crate) fn read_job_touching<C: ReadCommand>(cmd: C, touches: bool) -> (ReadF
     )
 }
 
+/// Whether a read command's lookups count as accesses, for a client that
+/// is (`touches`) or is not in CLIENT NO-TOUCH mode.
+pub(crate) fn touch<C: ReadCommand>(touches: bool) -> bool {
+    match C::TOUCHING {
+        Touching::Yes => touches,
+        Touching::Never => false,
+        Touching::Always => true,
+    }
+}
+
 fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
-    let cmd = parse_all(args, s, C::parse)?;
+    let cmd = parse_all(args, &s.ctx(), C::parse)?;
     let (f, needs) = read_job(cmd, s);
     Ok(Plan::Read(f, needs))
 }
 
 fn plan_get(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
-    let get = parse_all(args, s, strings::Get::parse)?;
+    let get = parse_all(args, &s.ctx(), strings::Get::parse)?;
     Ok(Plan::Cached(strings::Cached::Get(get)))
 }
 
 fn plan_mget(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
-    let mget = parse_all(args, s, strings::MGet::parse)?;
+    let mget = parse_all(args, &s.ctx(), strings::MGet::parse)?;
     Ok(Plan::Cached(strings::Cached::MGet(mget)))
 }
 
 fn plan_write<C: WriteCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
-    let cmd = parse_all(args, s, C::parse)?;
+    let cmd = parse_all(args, &s.ctx(), C::parse)?;
     Ok(Plan::Write(write_op(cmd)))
 }
 
@@ -296,13 +322,25 @@ pub(crate) fn command_result(
 }
 
 fn plan_block<C: BlockingCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
-    let cmd = parse_all(args, s, C::parse)?;
+    let cmd = parse_all(args, &s.ctx(), C::parse)?;
     Ok(Plan::Block(std::sync::Arc::new(cmd)))
 }
 
 fn plan_local<C: LocalCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     let cmd = parse_all(args, s, C::parse)?;
     cmd.apply(s)
+}
+
+fn plan_context<C: ContextCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let mut ctx = s.ctx();
+    let cmd = parse_all(args, &ctx, C::parse)?;
+    let reply = cmd.apply(&mut ctx)?;
+    let db = ctx.db;
+    if db != s.db {
+        s.db = db;
+        s.client.db.store(db, Ordering::Relaxed);
+    }
+    Ok(Plan::Reply(reply))
 }
 
 /// A row's plan: parse, then say where the command runs (or run it, for a
@@ -315,19 +353,23 @@ type PlanFn = fn(&mut Session, Args) -> Result<Plan, CommandError>;
 type ParseFn = fn(&Session, Args) -> Result<(), CommandError>;
 
 fn parse_read<C: ReadCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
-    parse_all(args, s, C::parse).map(drop)
+    parse_all(args, &s.ctx(), C::parse).map(drop)
 }
 
 fn parse_write<C: WriteCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
-    parse_all(args, s, C::parse).map(drop)
+    parse_all(args, &s.ctx(), C::parse).map(drop)
 }
 
 fn parse_block<C: BlockingCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
-    parse_all(args, s, C::parse).map(drop)
+    parse_all(args, &s.ctx(), C::parse).map(drop)
 }
 
 fn parse_local<C: LocalCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
     parse_all(args, s, C::parse).map(drop)
+}
+
+fn parse_context<C: ContextCommand>(s: &Session, args: Args) -> Result<(), CommandError> {
+    parse_all(args, &s.ctx(), C::parse).map(drop)
 }
 
 /// Where a command's `apply` runs, as the trait it implements says.
@@ -367,6 +409,8 @@ pub struct Spec {
     pub plan: fn(&mut Session, Args) -> Result<Plan, CommandError>,
     /// Only parses it (see [`parse_only`]).
     parse: ParseFn,
+    /// Runs it without a connection (see [`crate::command::call`]).
+    pub(crate) call: CallFn,
     /// For a container command whose subcommands Redis checks before
     /// queueing (OBJECT): its upper-case name and each subcommand's arity.
     pub subcommands: Option<(&'static str, &'static [(&'static str, i32)])>,
@@ -383,7 +427,7 @@ impl Spec {
         keys: [i32; 3],
         group: &'static str,
         summary: &'static str,
-        (plan, parse): (PlanFn, ParseFn),
+        (plan, parse, call): (PlanFn, ParseFn, CallFn),
     ) -> Spec {
         Spec {
             name,
@@ -397,6 +441,7 @@ impl Spec {
             summary,
             plan,
             parse,
+            call,
             subcommands: None,
         }
     }
@@ -431,7 +476,7 @@ impl Spec {
             keys,
             group,
             summary,
-            (plan_read::<C>, parse_read::<C>),
+            (plan_read::<C>, parse_read::<C>, run_read::<C>),
         )
     }
 
@@ -452,7 +497,7 @@ impl Spec {
             keys,
             group,
             summary,
-            (plan_write::<C>, parse_write::<C>),
+            (plan_write::<C>, parse_write::<C>, run_write::<C>),
         )
     }
 
@@ -473,7 +518,7 @@ impl Spec {
             keys,
             group,
             summary,
-            (plan_block::<C>, parse_block::<C>),
+            (plan_block::<C>, parse_block::<C>, run_blocking::<C>),
         )
     }
 
@@ -494,7 +539,28 @@ impl Spec {
             keys,
             group,
             summary,
-            (plan_local::<C>, parse_local::<C>),
+            (plan_local::<C>, parse_local::<C>, run_unsupported),
+        )
+    }
+
+    /// The row of a [`ContextCommand`].
+    pub(crate) fn context<C: ContextCommand>(
+        name: &'static str,
+        arity: i32,
+        flags: &'static [&'static str],
+        keys: [i32; 3],
+        group: &'static str,
+        summary: &'static str,
+    ) -> Spec {
+        Spec::row(
+            name,
+            arity,
+            Access::Local,
+            flags,
+            keys,
+            group,
+            summary,
+            (plan_context::<C>, parse_context::<C>, run_context::<C>),
         )
     }
 
@@ -800,7 +866,7 @@ impl Sub {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]

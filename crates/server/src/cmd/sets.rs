@@ -18,8 +18,9 @@ use rand::seq::index;
 use respite_engine::{KeyRow, Kind, Txn, View};
 
 use super::hashes::{parse_cursor, range_error, scan_reply, ScanOptions, MAX_REPEATED};
-use super::{ReadCommand, Session, WriteCommand};
+use super::{ReadCommand, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
+use crate::command::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -67,7 +68,7 @@ pub struct SAdd {
 }
 
 impl WriteCommand for SAdd {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SAdd {
             db: s.db,
             key: args.next()?,
@@ -92,7 +93,7 @@ pub struct SRem {
 }
 
 impl WriteCommand for SRem {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SRem {
             db: s.db,
             key: args.next()?,
@@ -115,7 +116,7 @@ pub struct SMembers {
 
 impl ReadCommand for SMembers {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SMembers {
             db: s.db,
             key: args.next()?,
@@ -138,7 +139,7 @@ pub struct SIsMember {
 
 impl ReadCommand for SIsMember {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SIsMember {
             db: s.db,
             key: args.next()?,
@@ -168,7 +169,7 @@ impl ReadCommand for SMIsMember {
     fn is_quick(&self) -> bool {
         self.members.len() <= super::QUICK_READ_LIMIT
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SMIsMember {
             db: s.db,
             key: args.next()?,
@@ -199,7 +200,7 @@ pub struct SCard {
 
 impl ReadCommand for SCard {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SCard {
             db: s.db,
             key: args.next()?,
@@ -223,7 +224,7 @@ pub struct SPop {
 }
 
 impl WriteCommand for SPop {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         if args.remaining() > 1 {
             return Err(CommandError::Syntax);
@@ -281,7 +282,7 @@ pub struct SRandMember {
 
 impl ReadCommand for SRandMember {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         if args.remaining() > 1 {
             return Err(CommandError::Syntax);
@@ -340,7 +341,7 @@ pub struct SMove {
 }
 
 impl WriteCommand for SMove {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SMove {
             db: s.db,
             from: args.next()?,
@@ -475,7 +476,7 @@ fn op_of(code: u8) -> Op {
 
 impl<const OP: u8> ReadCommand for SetAlgebra<OP> {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SetAlgebra {
             db: s.db,
             keys: args.rest(),
@@ -507,7 +508,7 @@ pub type SUnionStore = SetAlgebraStore<1>;
 pub type SDiffStore = SetAlgebraStore<2>;
 
 impl<const OP: u8> WriteCommand for SetAlgebraStore<OP> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SetAlgebraStore {
             db: s.db,
             dest: args.next()?,
@@ -533,7 +534,7 @@ pub struct SInterCard {
 
 impl ReadCommand for SInterCard {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let numkeys_error = || CommandError::Other("numkeys should be greater than 0".into());
         let numkeys = parse_i64(&args.next()?).ok_or_else(numkeys_error)?;
         if numkeys < 1 {
@@ -594,7 +595,7 @@ pub struct SScan {
 
 impl ReadCommand for SScan {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let cursor = parse_cursor(&args.next()?)?;
         Ok(SScan {

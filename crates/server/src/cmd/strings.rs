@@ -11,8 +11,9 @@ use bytes::Bytes;
 use respite_engine::{now_ms, Access, EngineError, Txn, ValueCache, View};
 
 use super::keys::{Deadline, ExpireUnit};
-use super::{ReadCommand, Session, WriteCommand};
+use super::{ReadCommand, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
+use crate::command::Ctx;
 use crate::error::CommandError;
 use crate::long_double;
 use crate::reply::Reply;
@@ -29,11 +30,11 @@ pub struct Get {
 
 impl ReadCommand for Get {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Get {
             db: s.db,
             key: args.next()?,
-            touches: s.touches(),
+            touches: s.touches,
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -119,11 +120,11 @@ impl ReadCommand for MGet {
     fn is_quick(&self) -> bool {
         self.keys.len() <= super::QUICK_READ_LIMIT
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(MGet {
             db: s.db,
             keys: args.rest(),
-            touches: s.touches(),
+            touches: s.touches,
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -149,7 +150,7 @@ pub struct StrLen {
 
 impl ReadCommand for StrLen {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(StrLen {
             db: s.db,
             key: args.next()?,
@@ -175,7 +176,7 @@ pub struct GetRange {
 
 impl ReadCommand for GetRange {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(GetRange {
             db: s.db,
             key: args.next()?,
@@ -349,7 +350,7 @@ impl Set {
 }
 
 impl WriteCommand for Set {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let value = args.next()?;
         let ext = parse_extended(args, true)?;
@@ -417,7 +418,7 @@ pub struct SetNx {
 }
 
 impl WriteCommand for SetNx {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SetNx {
             db: s.db,
             key: args.next()?,
@@ -451,7 +452,7 @@ pub type SetEx = SetWithExpire<false>;
 pub type PSetEx = SetWithExpire<true>;
 
 impl<const MILLIS: bool> WriteCommand for SetWithExpire<MILLIS> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let ttl = args.next()?;
         let value = args.next()?;
@@ -486,7 +487,7 @@ pub struct GetSet {
 }
 
 impl WriteCommand for GetSet {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(GetSet {
             db: s.db,
             key: args.next()?,
@@ -509,7 +510,7 @@ pub struct GetDel {
 }
 
 impl WriteCommand for GetDel {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(GetDel {
             db: s.db,
             key: args.next()?,
@@ -537,7 +538,7 @@ pub struct GetEx {
 }
 
 impl WriteCommand for GetEx {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let ext = parse_extended(args, false)?;
         Ok(GetEx {
@@ -605,7 +606,7 @@ fn parse_pairs(args: &mut Args, name: &str) -> Result<Vec<(Bytes, Bytes)>, Comma
 }
 
 impl WriteCommand for MSet {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(MSet {
             db: s.db,
             pairs: parse_pairs(args, "mset")?,
@@ -628,7 +629,7 @@ pub struct MSetNx {
 }
 
 impl WriteCommand for MSetNx {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(MSetNx {
             db: s.db,
             pairs: parse_pairs(args, "msetnx")?,
@@ -668,7 +669,7 @@ pub struct Incr {
 }
 
 impl WriteCommand for Incr {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Incr {
             db: s.db,
             key: args.next()?,
@@ -688,7 +689,7 @@ pub struct Decr {
 }
 
 impl WriteCommand for Decr {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Decr {
             db: s.db,
             key: args.next()?,
@@ -710,7 +711,7 @@ pub struct IncrBy {
 }
 
 impl WriteCommand for IncrBy {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(IncrBy {
             db: s.db,
             key: args.next()?,
@@ -733,7 +734,7 @@ pub struct DecrBy {
 }
 
 impl WriteCommand for DecrBy {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let n = args.next_i64()?;
         // Redis refuses to negate i64::MIN.
@@ -762,7 +763,7 @@ pub struct IncrByFloat {
 }
 
 impl WriteCommand for IncrByFloat {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(IncrByFloat {
             db: s.db,
             key: args.next()?,
@@ -795,16 +796,12 @@ pub struct Append {
 }
 
 impl WriteCommand for Append {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Append {
             db: s.db,
             key: args.next()?,
             value: args.next()?,
-            max_len: s
-                .shared
-                .settings
-                .proto_max_bulk_len
-                .load(std::sync::atomic::Ordering::Relaxed),
+            max_len: s.max_bulk_len(),
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
@@ -833,18 +830,14 @@ pub struct SetRange {
 }
 
 impl WriteCommand for SetRange {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let offset = args.next_i64()?;
         if offset < 0 {
             return Err(CommandError::Other("offset is out of range".into()));
         }
         let value = args.next()?;
-        let max_len = s
-            .shared
-            .settings
-            .proto_max_bulk_len
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let max_len = s.max_bulk_len();
         if !value.is_empty() && offset as u64 + value.len() as u64 > max_len as u64 {
             return Err(CommandError::Engine(EngineError::StringTooLong));
         }
@@ -909,7 +902,7 @@ struct LcsOptions {
 
 impl ReadCommand for Lcs {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let keys = [args.next()?, args.next()?];
         let rest = args.rest();
         let options = (|| {
@@ -945,11 +938,7 @@ impl ReadCommand for Lcs {
             db: s.db,
             keys,
             options,
-            max_len: s
-                .shared
-                .settings
-                .proto_max_bulk_len
-                .load(std::sync::atomic::Ordering::Relaxed),
+            max_len: s.max_bulk_len(),
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
