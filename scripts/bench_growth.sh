@@ -13,7 +13,10 @@
 # /proc/PID/stat utime+stime), the WAL's peak size (sampled every 100 ms),
 # the database's size after a clean stop (with any WAL the stop left; for
 # redis the AOF directory), and the random SET and GET rates with their p99.
-# LOAD_TIMEOUT (seconds, default 240) stops a load that takes longer.
+# For respited, INFO's commit latency (p99, max) and WAL figures over the
+# whole run follow its row. LOAD_TIMEOUT (seconds, default 240) stops a
+# load that takes longer. `just growth N SECS` is the long run (10 minutes
+# of random SETs, then of GETs, by default).
 set -euo pipefail
 n=$1; secs=$2; shift 2
 port=6479
@@ -57,6 +60,11 @@ for spec in "$@"; do
     memtier_benchmark -p $port --protocol=redis -t 2 -c 25 --ratio=0:1 --key-pattern=R:R \
         --key-minimum=1 --key-maximum="$n" --test-time="$secs" \
         --hide-histogram >"$dir/get" 2>/dev/null
+    if [ "$cmd" != redis ]; then
+        redis-cli -p $port info persistence | tr -d '\r' | grep -E \
+            '^(group_commit_commit_latency_(p99|max)_us|wal_pause_max_us|wal_size_peak_bytes):' \
+            | tr '\n' ' ' | sed 's/^/    info: /' >"$dir/info" || true
+    fi
     redis-cli -p $port shutdown >/dev/null 2>&1 || true
     wait $pid 2>/dev/null || true
     # After the stop: the database and whatever WAL the stop left.
@@ -68,5 +76,6 @@ for spec in "$@"; do
         printf "| %s | %d | %d | %.1f | %d | %.1f | %.1f | %.0f | %d (%s) | %d (%s) |\n",
             name, keys, keys / t, t, w / keys, c * 1e6 / tick / keys, walpeak / 1e6,
             size / 1e6, sr, sp, gr, gp }'
+    [ -s "$dir/info" ] && { cat "$dir/info"; echo; }
     grep -E "recover|stopped cleanly|emptied" "$dir/log" | sed 's/^/    log: /' | cut -c1-160 || true
 done
