@@ -541,6 +541,9 @@ pub async fn sampler(shared: std::sync::Arc<crate::state::Shared>) {
         }
         shared.stats.sample(&shared.counters);
         n += 1;
+        if n.is_multiple_of(10) {
+            crate::cmd::info::sample_memory();
+        }
         let timeout = shared.idle_timeout_secs.load(Ordering::Relaxed);
         if timeout > 0 && n.is_multiple_of(10) {
             let idle: Vec<_> = lock(&shared.clients)
