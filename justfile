@@ -585,3 +585,12 @@ long-commands N="1000000":
     for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
     scripts/long_commands.py {{N}} "$port" MSET,DEL "$pid"
     scripts/long_commands.py {{N}} "$port" MSET,DEL "$pid"
+
+# Data growth, the long run: load N keys of 100-byte values (memtier
+# --pipeline 32), then SECS seconds of random SETs and SECS of random GETs
+# at 50 connections, respite (release build) beside redis-server AOF
+# always; WAL peak, commit latency p99/max and bytes per write are printed
+# (docs/benchmarks.md, "Data growth"). Needs memtier_benchmark.
+growth N="10000000" SECS="600":
+    cargo build --release -p respite-daemon
+    scripts/bench_growth.sh {{N}} {{SECS}} respite=target/release/respited redis=redis

@@ -61,10 +61,11 @@ SCENARIOS = {
     "bullmq": (["node", "bullmq/scenario.mjs"], 180),
     # Starts, kills and restarts its own server (OWN_SERVER).
     "durability-sidekiq": ([PY, "py/durability.py", "sidekiq", "1000"], 240),
+    "durability-rq": ([PY, "py/durability.py", "rq", "1000"], 240),
 }
 
 # Scenarios that start their own server (of the kind in APPS_SERVER).
-OWN_SERVER = {"durability-sidekiq"}
+OWN_SERVER = {"durability-sidekiq", "durability-rq"}
 
 # Scenarios expected to fail on respite until capabilities land: name ->
 # the capabilities it needs that respite lacks, each with the error text
@@ -76,11 +77,13 @@ PENDING = {
     "limits-fixed-window": [LUA],
     "limits-moving-window": [LUA],
     "limits-sliding-window-counter": [LUA],
-    # Results are a stream per job; the worker subscribes to a command
-    # channel; the scheduler's lock and Queue's bulk paths are scripts.
-    "rq": [STREAMS, PUBSUB, LUA],
-    # Results are awaited by SUBSCRIBE; kombu refreshes bindings by script.
-    "celery": [PUBSUB, LUA],
+    # The worker subscribes to a command channel; results are a stream per
+    # job; the scheduler's lock and Queue's bulk paths are scripts.
+    "rq": [PUBSUB, STREAMS, LUA],
+    "durability-rq": [PUBSUB, STREAMS, LUA],
+    # kombu guards its unacked-message restore with a redis-py Lock (a
+    # script); results are awaited by SUBSCRIBE.
+    "celery": [LUA, PUBSUB],
     # The scheduled and retry sets are polled by a script (ZPOPBYSCORE).
     "sidekiq-scheduled": [LUA],
     # Every queue operation is a script; QueueEvents reads a stream.

@@ -164,8 +164,11 @@ fn proc_status(pid: u32, field: &str) -> f64 {
 fn info_memory_counts_what_the_process_holds() {
     // On the build's disk: the database file's pages then sit in the page
     // cache, not in shared memory as on a tmpfs.
+    // The WAL is copied from 1 MiB on, so that the data is in the file.
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let server = Respited::start_in(tmp.path(), &[]);
+    let conf = tmp.path().join("respite.toml");
+    std::fs::write(&conf, "checkpoint_wal_bytes = 1048576\n").unwrap();
+    let server = Respited::start_in(tmp.path(), &["--config", conf.to_str().unwrap()]);
     // About 20 MB of data, then every key read back from four connections,
     // so that several readers map (and the kernel counts) its pages.
     load(&server, 2, 20_000, 1000, "mem");
@@ -222,6 +225,7 @@ fn info_memory_counts_what_the_process_holds() {
     assert!(peak >= used - slack, "peak {peak} below {used}");
     // The database's pages in the page cache are reported apart, counted
     // once: at most the file, and most of it after writing and reading it.
+    assert!(db_size > 10_000_000.0, "{db_size}");
     assert!(page_cache <= db_size, "{page_cache} > {db_size}");
     assert!(page_cache >= db_size / 2.0, "{page_cache} of {db_size}");
     // MEMORY STATS counts the same.

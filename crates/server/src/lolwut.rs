@@ -33,8 +33,8 @@ use rand::Rng;
 use respite_engine::View;
 
 use crate::args::Args;
-use crate::cmd::ReadCommand;
 use crate::command::Ctx;
+use crate::command::ReadCommand;
 use crate::error::CommandError;
 use crate::reply::Reply;
 

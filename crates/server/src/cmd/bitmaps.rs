@@ -13,9 +13,9 @@
 use bytes::Bytes;
 use respite_engine::{EngineError, Kind, Txn, View};
 
-use super::{ReadCommand, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
 use crate::command::Ctx;
+use crate::command::{ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -734,10 +734,10 @@ impl ReadCommand for BitFieldRo {
     }
 }
 
-/// This family's rows of the command table (see [`super::TABLE`]).
+/// This family's rows of the command table (see [`crate::command::TABLE`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::read::<BitCount>("bitcount", -2, &[], [1, 1, 1], "bitmap", "Counts the number of set bits (population counting) in a string."),
         Spec::write::<BitField>("bitfield", -2, &["denyoom"], [1, 1, 1], "bitmap", "Performs arbitrary bitfield integer operations on strings."),

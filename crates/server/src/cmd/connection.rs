@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::{ContextCommand, LocalCommand, Plan, Session};
 use crate::args::{upper, Args};
 use crate::command::Ctx;
+use crate::command::{ContextCommand, LocalCommand, Plan, Session};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::lock;
@@ -244,10 +244,10 @@ pub(super) fn set_name(s: &Session, name: &[u8]) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Auth>("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Authenticates the connection."),
         Spec::context::<Echo>("echo", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Returns the given string."),

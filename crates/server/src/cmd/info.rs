@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use respite_engine::View;
 
-use super::{LocalCommand, Plan, Session};
 use crate::args::Args;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
 use crate::state::{lock, Shared};
@@ -626,10 +626,10 @@ fn keyspace(view: Option<&View<'_, '_>>, out: &mut String) {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Info>("info", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns information and statistics about the server."),
     ]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use respite_engine::{now_ms, Access, Kind, Txn, View};
 
-use super::{ReadCommand, Touching, WriteCommand};
 use crate::args::{upper, Args};
 use crate::command::Ctx;
+use crate::command::{ReadCommand, Touching, WriteCommand};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 
@@ -127,7 +127,7 @@ impl<const TOUCH: bool> ReadCommand for ExistsGeneric<TOUCH> {
         Touching::Never
     };
     fn is_quick(&self) -> bool {
-        self.keys.len() <= super::QUICK_READ_LIMIT
+        self.keys.len() <= crate::command::QUICK_READ_LIMIT
     }
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ExistsGeneric {
@@ -516,7 +516,7 @@ pub struct Scan {
 
 impl ReadCommand for Scan {
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
-        let cursor = super::hashes::parse_cursor(&args.next()?)?;
+        let cursor = super::common::parse_cursor(&args.next()?)?;
         let mut cmd = Scan {
             db: s.db,
             cursor,
@@ -614,14 +614,6 @@ fn string_encoding(value: &[u8]) -> &'static str {
     }
 }
 
-/// Whether redis would share the integers 0..9999 between string values:
-/// not when `maxmemory` is set with an LRU or LFU policy, which needs an
-/// object per value (`MAXMEMORY_FLAG_NO_SHARED_INTEGERS`).
-pub(crate) fn shares_integers(shared: &crate::state::Shared) -> bool {
-    let policy = shared.params.get("maxmemory-policy");
-    shared.params.get("maxmemory") == "0" || !(policy.ends_with("lru") || policy.ends_with("lfu"))
-}
-
 impl Object {
     /// OBJECT parsed from `args` for database `db`, for another command
     /// that reports what OBJECT would (DEBUG OBJECT).
@@ -631,7 +623,7 @@ impl Object {
         access: Arc<Access>,
         shared_integers: bool,
     ) -> Result<Object, CommandError> {
-        let sub = super::subcommand(args)?;
+        let sub = crate::args::subcommand(args)?;
         let kind = match sub.name.as_str() {
             "ENCODING" => ObjectSub::Encoding,
             "REFCOUNT" => ObjectSub::RefCount,
@@ -653,7 +645,7 @@ impl ReadCommand for Object {
     const QUICK: bool = true;
     const TOUCHING: Touching = Touching::Never;
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
-        let sub = super::subcommand(args)?;
+        let sub = crate::args::subcommand(args)?;
         let (kind, name) = match sub.name.as_str() {
             "ENCODING" => (ObjectSub::Encoding, "object|encoding"),
             "REFCOUNT" => (ObjectSub::RefCount, "object|refcount"),
@@ -774,10 +766,10 @@ impl ReadCommand for RandomKey {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<Copy>("copy", -3, &["denyoom"], [1, 2, 1], "generic", "Copies the value of a key to a new key."),
         Spec::write::<Del>("del", -2, &[], [1, -1, 1], "generic", "Deletes one or more keys."),
@@ -826,7 +818,7 @@ mod tests {
     #[test]
     fn a_long_exists_or_lrange_is_not_a_quick_read() {
         let keys = |n: usize| vec![Bytes::from_static(b"k"); n];
-        let limit = super::super::QUICK_READ_LIMIT;
+        let limit = crate::command::QUICK_READ_LIMIT;
         assert!(Exists {
             db: 0,
             keys: keys(limit)
@@ -842,7 +834,7 @@ mod tests {
             keys: keys(1_000_000)
         }
         .is_quick());
-        let range = |start, stop| super::super::lists::LRange::probe(start, stop).is_quick();
+        let range = |start, stop| crate::cmd::lists::LRange::probe(start, stop).is_quick();
         assert!(range(0, 9));
         assert!(range(-10, -1));
         assert!(!range(0, -1));

@@ -21,10 +21,10 @@ use bytes::Bytes;
 use respite_engine::list::{End, Seek};
 use respite_engine::{KeyRow, Kind, Txn, View};
 
-use super::{BlockingCommand, ReadCommand, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
 use crate::blocking::{parse_timeout, Blocker};
 use crate::command::Ctx;
+use crate::command::{BlockingCommand, ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -198,7 +198,7 @@ impl ReadCommand for LRange {
     /// head or both from the tail); `0 -1` may be a whole list.
     fn is_quick(&self) -> bool {
         (self.start >= 0) == (self.stop >= 0)
-            && self.stop.saturating_sub(self.start) < super::QUICK_READ_LIMIT as i64
+            && self.stop.saturating_sub(self.start) < crate::command::QUICK_READ_LIMIT as i64
     }
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LRange {
@@ -802,10 +802,10 @@ impl Blocker for BLMPop {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::blocking::<BLMove>("blmove", 6, &["denyoom", "noscript", "blocking"], [1, 2, 1], "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved."),
         Spec::blocking::<BLMPop>("blmpop", -5, &["blocking", "movablekeys"], [0, 0, 0], "list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use respite_engine::{Txn, View};
 
-use super::{ContextCommand, LocalCommand, Plan, ReadCommand, Session, WriteCommand};
 use crate::args::{upper, Args};
 use crate::command::Ctx;
+use crate::command::{ContextCommand, LocalCommand, Plan, ReadCommand, Session, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 use crate::state::Shared;
@@ -275,7 +275,7 @@ impl LocalCommand for Debug {
                 "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.".into(),
             ));
         }
-        let sub = super::subcommand(args)?;
+        let sub = crate::args::subcommand(args)?;
         let n = args.remaining();
         Ok(match (sub.name.as_str(), n) {
             ("SLEEP", 1) => {
@@ -315,7 +315,7 @@ impl LocalCommand for Debug {
             Debug::Object(key) => {
                 let db = s.db;
                 let access = s.shared.engine.access().clone();
-                let shared_integers = super::keys::shares_integers(&s.shared);
+                let shared_integers = s.ctx().shares_integers();
                 Ok(Plan::Read(
                     Box::new(move |view| {
                         // DEBUG OBJECT looks without using (redis reads
@@ -373,7 +373,7 @@ impl LocalCommand for Debug {
                     },
                 ))
             }
-            Debug::Help => Ok(Plan::Reply(super::introspection::help(
+            Debug::Help => Ok(Plan::Reply(super::common::help(
                 "DEBUG",
                 &[
                     "CHANGE-REPL-ID",
@@ -585,10 +585,10 @@ fn debug_object(
     )))
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::read::<DbSize>("dbsize", 1, &["fast"], [0, 0, 0], "server", "Returns the number of keys in the database."),
         Spec::write::<FlushAll>("flushall", -1, &[], [0, 0, 0], "server", "Removes all keys from all databases."),

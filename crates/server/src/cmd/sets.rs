@@ -14,13 +14,12 @@
 //! as Redis does.
 
 use bytes::Bytes;
-use rand::seq::index;
 use respite_engine::{KeyRow, Kind, Txn, View};
 
-use super::hashes::{parse_cursor, range_error, scan_reply, ScanOptions, MAX_REPEATED};
-use super::{ReadCommand, WriteCommand};
+use super::common::{parse_cursor, range_error, sample, scan_reply, ScanOptions, MAX_REPEATED};
 use crate::args::{parse_i64, upper, Args};
 use crate::command::Ctx;
+use crate::command::{ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -28,29 +27,6 @@ use crate::reply::Reply;
 /// holds another type).
 fn set(view: &View<'_, '_>, db: u32, key: &[u8]) -> Result<Option<KeyRow>, CommandError> {
     Ok(view.live(db, key, Kind::Set)?)
-}
-
-/// Random elements of `all` as Redis's random commands choose them: a
-/// negative count picks `-count` times with repeats; a count at or above
-/// the size takes everything; a smaller one distinct elements.
-pub(crate) fn sample<T>(all: &[T], count: i64) -> Vec<&T> {
-    if all.is_empty() || count == 0 {
-        return Vec::new();
-    }
-    let mut rng = rand::rng();
-    if count < 0 {
-        return (0..count.unsigned_abs())
-            .map(|_| &all[rand::Rng::random_range(&mut rng, 0..all.len())])
-            .collect();
-    }
-    let n = count as u64;
-    if n >= all.len() as u64 {
-        return all.iter().collect();
-    }
-    index::sample(&mut rng, all.len(), n as usize)
-        .into_iter()
-        .map(|i| &all[i])
-        .collect()
 }
 
 fn bulks(members: impl IntoIterator<Item = Vec<u8>>) -> Vec<Reply> {
@@ -167,7 +143,7 @@ impl ReadCommand for SMIsMember {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
     fn is_quick(&self) -> bool {
-        self.members.len() <= super::QUICK_READ_LIMIT
+        self.members.len() <= crate::command::QUICK_READ_LIMIT
     }
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SMIsMember {
@@ -620,10 +596,10 @@ impl ReadCommand for SScan {
     }
 }
 
-/// This family's rows of the command table (see [`super::TABLE`]).
+/// This family's rows of the command table (see [`crate::command::TABLE`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<SAdd>("sadd", -3, &["denyoom", "fast"], [1, 1, 1], "set", "Adds one or more members to a set. Creates the key if it doesn't exist."),
         Spec::read::<SCard>("scard", 2, &["fast"], [1, 1, 1], "set", "Returns the number of members in a set."),

@@ -11,9 +11,11 @@ use bytes::Bytes;
 use respite_engine::{now_ms, Access, EngineError, Txn, ValueCache, View};
 
 use super::keys::{Deadline, ExpireUnit};
-use super::{ReadCommand, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
 use crate::command::Ctx;
+use crate::command::{
+    parse_all, CachedRead, Plan, ReadCommand, ReadFn, ReadNeeds, Session, WriteCommand,
+};
 use crate::error::CommandError;
 use crate::long_double;
 use crate::reply::Reply;
@@ -90,18 +92,40 @@ impl Cached {
     }
 
     /// The read for the pool, when the cache could not answer.
-    pub fn into_read(self) -> (super::ReadFn, super::ReadNeeds) {
+    pub fn into_read(self) -> (ReadFn, ReadNeeds) {
         match self {
             Cached::Get(get) => {
                 let touches = get.touches;
-                super::read_job_touching(get, touches)
+                crate::command::read_job_touching(get, touches)
             }
             Cached::MGet(mget) => {
                 let touches = mget.touches;
-                super::read_job_touching(mget, touches)
+                crate::command::read_job_touching(mget, touches)
             }
         }
     }
+}
+
+impl CachedRead for Cached {
+    fn cached_reply(&self, cache: &ValueCache, access: &Access) -> Option<Reply> {
+        Cached::cached_reply(self, cache, access)
+    }
+    fn into_read(self: Box<Self>) -> (ReadFn, ReadNeeds) {
+        Cached::into_read(*self)
+    }
+}
+
+/// GET's plan: answered from the value cache when it can be (see
+/// [`Cached`]).
+fn plan_get(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let get = parse_all(args, &s.ctx(), Get::parse)?;
+    Ok(Plan::Cached(Box::new(Cached::Get(get))))
+}
+
+/// MGET's plan, as GET's.
+fn plan_mget(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let mget = parse_all(args, &s.ctx(), MGet::parse)?;
+    Ok(Plan::Cached(Box::new(Cached::MGet(mget))))
 }
 
 /// `MGET key [key ...]`: a key that is missing or not a string is nil.
@@ -118,7 +142,7 @@ impl ReadCommand for MGet {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
     fn is_quick(&self) -> bool {
-        self.keys.len() <= super::QUICK_READ_LIMIT
+        self.keys.len() <= crate::command::QUICK_READ_LIMIT
     }
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(MGet {
@@ -1037,15 +1061,15 @@ impl ReadCommand for Lcs {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<Append>("append", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
         Spec::write::<Decr>("decr", 2, &["denyoom", "fast"], [1, 1, 1], "string", "Decrements the integer value of a key by one."),
         Spec::write::<DecrBy>("decrby", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Decrements a number from the integer value of a key."),
-        Spec::read::<Get>("get", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key.").planned_by(super::plan_get),
+        Spec::read::<Get>("get", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key.").planned_by(plan_get),
         Spec::write::<GetDel>("getdel", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key after deleting the key."),
         Spec::write::<GetEx>("getex", -2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key after setting its expiration time."),
         Spec::read::<GetRange>("getrange", 4, &[], [1, 1, 1], "string", "Returns a substring of the string stored at a key."),
@@ -1053,7 +1077,7 @@ pub(super) fn commands() -> Vec<super::Spec> {
         Spec::write::<Incr>("incr", 2, &["denyoom", "fast"], [1, 1, 1], "string", "Increments the integer value of a key by one."),
         Spec::write::<IncrBy>("incrby", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Increments the integer value of a key by a number."),
         Spec::write::<IncrByFloat>("incrbyfloat", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Increment the floating point value of a key by a number."),
-        Spec::read::<MGet>("mget", -2, &["fast"], [1, -1, 1], "string", "Atomically returns the string values of one or more keys.").planned_by(super::plan_mget),
+        Spec::read::<MGet>("mget", -2, &["fast"], [1, -1, 1], "string", "Atomically returns the string values of one or more keys.").planned_by(plan_mget),
         Spec::write::<MSet>("mset", -3, &["denyoom"], [1, -1, 2], "string", "Atomically creates or modifies the string values of one or more keys."),
         Spec::write::<MSetNx>("msetnx", -3, &["denyoom"], [1, -1, 2], "string", "Atomically modifies the string values of one or more keys only when all keys don't exist."),
         Spec::write::<PSetEx>("psetex", 4, &["denyoom"], [1, 1, 1], "string", "Sets both string value and expiration time in milliseconds of a key."),

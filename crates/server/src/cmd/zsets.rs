@@ -27,12 +27,11 @@ use bytes::Bytes;
 use respite_engine::zset::{AddFlags, LexBound, LexRange, ScoreRange, Scored};
 use respite_engine::{EngineError, KeyRow, Kind, Txn, View};
 
-use super::hashes::{parse_cursor, parse_random_count, scan_reply, ScanOptions};
-use super::sets::sample;
-use super::{BlockingCommand, ReadCommand, WriteCommand};
+use super::common::{parse_cursor, parse_random_count, sample, scan_reply, ScanOptions};
 use crate::args::{parse_i64, upper, Args};
 use crate::blocking::{parse_timeout, Blocker};
 use crate::command::Ctx;
+use crate::command::{BlockingCommand, ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::{format_double, Reply};
 
@@ -440,7 +439,7 @@ impl ReadCommand for ZMScore {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
     fn is_quick(&self) -> bool {
-        self.members.len() <= super::QUICK_READ_LIMIT
+        self.members.len() <= crate::command::QUICK_READ_LIMIT
     }
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ZMScore {
@@ -1601,10 +1600,10 @@ impl ReadCommand for ZInterCard {
     }
 }
 
-/// This family's rows of the command table (see [`super::TABLE`]).
+/// This family's rows of the command table (see [`crate::command::TABLE`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<ZAdd>("zadd", -4, &["denyoom", "fast"], [1, 1, 1], "sorted_set", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist."),
         Spec::read::<ZCard>("zcard", 2, &["fast"], [1, 1, 1], "sorted_set", "Returns the number of members in a sorted set."),

@@ -19,8 +19,9 @@ use respite_engine::{EngineError, Txn, View};
 
 use super::Ctx;
 use crate::args::Args;
-use crate::cmd::{meta, parse_all, BlockingCommand, ContextCommand, ReadCommand, WriteCommand};
+use crate::command::{parse_all, BlockingCommand, ContextCommand, ReadCommand, WriteCommand};
 use crate::error::CommandError;
+use crate::meta;
 use crate::reply::Reply;
 
 /// Where a called command runs: inside the writer's transaction, or
@@ -118,8 +119,8 @@ fn run(
         ));
     };
     let unknown = || script_error("Unknown Redis command called from script");
-    let index = crate::cmd::lookup_index(name).ok_or_else(unknown)?;
-    let spec = &crate::cmd::TABLE[index];
+    let index = crate::command::lookup_index(name).ok_or_else(unknown)?;
+    let spec = &crate::command::TABLE[index];
     // redis looks a container's subcommand up with the command: an unknown
     // one is an unknown command, and the subcommand's arity and flags are
     // the ones checked.
@@ -169,7 +170,7 @@ fn run(
 }
 
 /// A write's error after it wrote cannot be its reply alone: the
-/// transaction is no longer whole (see [`crate::cmd::command_result`]).
+/// transaction is no longer whole (see [`crate::command::command_result`]).
 fn after(
     result: Result<Reply, CommandError>,
     txn: &Txn<'_, '_>,
@@ -192,7 +193,7 @@ pub(crate) fn run_read<C: ReadCommand>(
 ) -> Result<Reply, CommandError> {
     let cmd = parse_all(args, ctx, C::parse)?;
     let view = target.view();
-    view.set_touch(crate::cmd::touch::<C>(ctx.touches));
+    view.set_touch(crate::command::touch::<C>(ctx.touches));
     cmd.apply(view)
 }
 
@@ -273,7 +274,7 @@ mod tests {
     /// or error text, and the context's database at the end.
     fn on_writer(script: &[&[&str]], read_only: bool) -> (Vec<Result<Reply, String>>, u32) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let session = crate::cmd::tests::session(dir.path());
+        let session = crate::command::session::test_session(dir.path());
         let shared = session.shared.clone();
         let script: Vec<Vec<Bytes>> = script.iter().map(|r| request(r)).collect();
         let (tx, rx) = mpsc::channel();

@@ -79,7 +79,9 @@ impl<'a> Ctx<'a> {
 
     /// Whether small integers count as shared objects (OBJECT REFCOUNT).
     pub fn shares_integers(&self) -> bool {
-        crate::cmd::keys::shares_integers(self.server)
+        let params = &self.server.params;
+        let policy = params.get("maxmemory-policy");
+        params.get("maxmemory") == "0" || !(policy.ends_with("lru") || policy.ends_with("lfu"))
     }
 
     /// The engine's access record (OBJECT IDLETIME and FREQ).
