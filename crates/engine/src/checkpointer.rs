@@ -126,6 +126,18 @@ impl Checkpointer {
         })
     }
 
+    /// A checkpointer that never copies (`checkpoint = "external"`): no
+    /// thread, and nudges go nowhere.
+    pub(crate) fn disabled() -> Self {
+        let (nudge, _) = crossbeam_channel::bounded(1);
+        Checkpointer {
+            nudge,
+            restart_due: Arc::new(AtomicBool::new(false)),
+            copy_threshold: Arc::new(AtomicU64::new(0)),
+            thread: None,
+        }
+    }
+
     /// Asks for a checkpoint soon; never blocks.
     pub(crate) fn nudge(&self) {
         // Full: a checkpoint is already asked for. Disconnected: shutting

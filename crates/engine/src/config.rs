@@ -52,6 +52,42 @@ impl FromStr for AppendFsync {
     }
 }
 
+/// Who copies the WAL back into the database and starts it over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Checkpoint {
+    /// respite does (the checkpointer thread's copies, the writer's WAL
+    /// restarts and its bound, a TRUNCATE at a clean stop).
+    #[default]
+    Auto,
+    /// Another process does, typically Litestream, which must own the WAL
+    /// to replicate it: respite never checkpoints, never restarts or
+    /// truncates the WAL, and waits out the write lock that process takes
+    /// around its own checkpoints (see `docs/operations.md`).
+    External,
+}
+
+impl Checkpoint {
+    /// The name used in the config file, on the command line and in INFO.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Checkpoint::Auto => "auto",
+            Checkpoint::External => "external",
+        }
+    }
+}
+
+impl FromStr for Checkpoint {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Checkpoint::Auto),
+            "external" => Ok(Checkpoint::External),
+            other => Err(format!("invalid checkpoint '{other}' (auto or external)")),
+        }
+    }
+}
+
 /// Everything the engine needs to open a database and start its threads.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -96,6 +132,11 @@ pub struct EngineConfig {
     /// the copy to catch up, then starts the WAL over; it never copies the
     /// WAL itself on the write path. 0: no bound.
     pub wal_checkpoint_bytes: u64,
+    /// Who checkpoints the WAL. With [`Checkpoint::External`] the copy
+    /// thresholds above are not used and [`Self::wal_checkpoint_bytes`] is
+    /// only a warning threshold: past it, the log says once a minute that
+    /// the external checkpointer seems to have stopped.
+    pub checkpoint: Checkpoint,
     /// `PRAGMA journal_size_limit`: what SQLite leaves of the WAL file when
     /// it starts it over; -1 keeps the file at its size (truncating and
     /// regrowing a long WAL at every restart costs the writer an
@@ -141,6 +182,7 @@ impl Default for EngineConfig {
             checkpoint_wal_bytes: 32 * 1024 * 1024,
             checkpoint_wal_percent: 0,
             wal_checkpoint_bytes: 128 * 1024 * 1024,
+            checkpoint: Checkpoint::Auto,
             journal_size_limit: -1,
             expire_chunk: 256,
             read_cache_bytes: 64 * 1024 * 1024,

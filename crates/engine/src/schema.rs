@@ -223,7 +223,22 @@ fn common_settings(conn: &Connection) -> Result<()> {
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
     )?;
+    // No connection ever checkpoints on its own: respite's checkpointer
+    // does, or (`checkpoint = "external"`) another process such as
+    // Litestream, which loses its place in the WAL if anyone else does.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     Ok(())
+}
+
+/// Whether Litestream's tables are in the file: Litestream creates them
+/// when it starts replicating a database.
+pub(crate) fn has_litestream_tables(conn: &Connection) -> Result<bool> {
+    Ok(conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table'
+           AND name IN ('_litestream_seq', '_litestream_lock')",
+        [],
+        |r| r.get(0),
+    )?)
 }
 
 /// How much of the database file connections map into memory. Pages

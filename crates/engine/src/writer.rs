@@ -146,6 +146,24 @@ pub(crate) struct WriterSettings {
     pub disk: Arc<crate::disk::Disk>,
     /// The database's page size, for measuring its live pages.
     pub page_size: u64,
+    /// Whether another process checkpoints the WAL (`checkpoint =
+    /// "external"`): then the writer never checkpoints, restarts or
+    /// truncates it, and only watches it (see `Writer::watch_wal`).
+    pub external: bool,
+}
+
+/// A wait for the write lock longer than this is logged.
+const LONG_LOCK_WAIT: Duration = Duration::from_millis(100);
+
+/// In external mode, how often the log repeats that the WAL is past its
+/// warning threshold.
+const WAL_WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// Whether an error is SQLite's "the lock is taken" (after the busy
+/// timeout ran out).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if f.code == rusqlite::ErrorCode::DatabaseBusy)
 }
 
 /// How often the writer looks for expired keys and everysec work when idle.
@@ -220,6 +238,11 @@ struct Writer<'s, 'c, R> {
     wal_index: crate::checkpointer::WalIndex,
     /// Blocked clients served in the open transaction, told once it ends.
     served: Vec<Arc<dyn Waiter>>,
+    /// The WAL index's counters when last looked at, to notice a
+    /// checkpoint another process ran (external mode).
+    last_frames: Option<crate::checkpointer::WalFrames>,
+    /// When the log last said the WAL is past its threshold.
+    last_wal_warning: Option<Instant>,
 }
 
 /// The writer thread's body. Returns when the queue is closed or a shutdown
@@ -231,6 +254,13 @@ pub(crate) fn run<R: Send + 'static>(
     stats: Arc<Stats>,
     deliver: Deliver<R>,
 ) {
+    if settings.external {
+        // An external checkpointer takes the write lock around its own
+        // checkpoints; Litestream asks for at least 5 s.
+        if let Err(e) = conn.busy_timeout(Duration::from_secs(5)) {
+            tracing::warn!(error = %e, "could not set the writer's busy timeout");
+        }
+    }
     let stmts = Statements::new(&conn);
     // `<db>-wal` -> `<db>-shm`.
     let shm_path = {
@@ -258,6 +288,8 @@ pub(crate) fn run<R: Send + 'static>(
         served: Vec::new(),
         last_measure: Instant::now(),
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
+        last_frames: None,
+        last_wal_warning: None,
     };
     w.measure_disk();
     loop {
@@ -336,6 +368,47 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         Ok(())
     }
 
+    /// Opens the group's transaction. The write lock may be held by
+    /// another process (an external checkpointer such as Litestream takes
+    /// it around its checkpoints): SQLite's busy handler waits for it, and
+    /// when the busy timeout runs out this tries again, for as long as it
+    /// takes: a client's write waits, it never fails for a lock. A wait is
+    /// counted for INFO (a BEGIN that took over a millisecond waited: an
+    /// uncontended one takes microseconds), and a long one is logged.
+    fn begin(&self) -> rusqlite::Result<()> {
+        let started = Instant::now();
+        let mut tries = 0u32;
+        let result = loop {
+            match self.exec("BEGIN IMMEDIATE") {
+                Err(e) if is_busy(&e) => {
+                    tries += 1;
+                    self.settings.progress.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        ms = started.elapsed().as_millis() as u64,
+                        "the write lock is still held by another process; waiting on"
+                    );
+                }
+                other => break other,
+            }
+        };
+        self.note_lock_wait(started, tries);
+        result
+    }
+
+    /// Counts and logs a wait for the write lock (see [`Self::begin`]).
+    fn note_lock_wait(&self, started: Instant, tries: u32) {
+        let waited = started.elapsed();
+        if tries > 0 || waited >= Duration::from_millis(1) {
+            self.stats.record_lock_wait(waited.as_micros() as u64);
+        }
+        if waited >= LONG_LOCK_WAIT {
+            tracing::info!(
+                ms = waited.as_millis() as u64,
+                "waited for the write lock (held by another process, e.g. an external checkpointer)"
+            );
+        }
+    }
+
     /// Runs every operation of `item`, committing whenever the open
     /// transaction reaches `max_batch` operations.
     fn apply(&mut self, item: WriteItem<R>) {
@@ -350,7 +423,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // it (below) answers and removes the items queued before it.
             let index = self.pending.len() - 1;
             if self.in_txn.is_empty() {
-                if let Err(e) = self.exec("BEGIN IMMEDIATE") {
+                if let Err(e) = self.begin() {
                     self.settings.disk.storage_failed(&e);
                     // Nothing can be applied now; answer this op and go on.
                     self.pending[index]
@@ -569,7 +642,23 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         let touched = std::mem::take(&mut self.touched);
         let cache = &self.settings.cache;
         let was_cached = cache.commit_started(&touched);
-        let result = self.exec("COMMIT");
+        // A COMMIT that comes back busy leaves the transaction open and
+        // may be tried again (SQLite's documented behaviour); in WAL mode
+        // the writer already holds the write lock, so this is a safety net.
+        let started = Instant::now();
+        let mut tries = 0u32;
+        let result = loop {
+            match self.exec("COMMIT") {
+                Err(e) if is_busy(&e) => {
+                    tries += 1;
+                    self.settings.progress.fetch_add(1, Ordering::Relaxed);
+                }
+                other => break other,
+            }
+        };
+        if tries > 0 {
+            self.note_lock_wait(started, tries);
+        }
         cache.commit_done();
         if result.is_ok() {
             cache.write_through(&touched, &was_cached);
@@ -629,7 +718,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // what the deletions grew), then, if the file system has room,
             // the reserve comes back and writes are taken (see `disk.rs`).
             if self.settings.disk.is_full() {
-                self.checkpoint();
+                if !self.settings.external {
+                    self.checkpoint();
+                }
                 self.settings.disk.try_recover();
             } else {
                 self.settings.disk.top_up_reserve();
@@ -668,6 +759,10 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// growing, and no commit waits behind a copy of the whole WAL.
     fn bound_wal(&mut self) {
         self.stats.record_wal_size(self.wal_size());
+        if self.settings.external {
+            self.watch_wal();
+            return;
+        }
         let restart_due = self
             .settings
             .checkpointer
@@ -705,6 +800,38 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         self.stats
             .record_wal_pause(started.elapsed().as_micros() as u64);
+    }
+
+    /// External mode: notices the checkpoints another process runs (the
+    /// WAL index shows more frames copied, or the WAL started over), for
+    /// INFO, and warns, once a minute, while the WAL holds more than
+    /// `wal_checkpoint_bytes` of frames: the external checkpointer has
+    /// stopped or fallen behind, and the WAL grows with every write.
+    fn watch_wal(&mut self) {
+        let Some(now) = self.wal_index.frames() else {
+            return;
+        };
+        if let Some(before) = self.last_frames {
+            if now.backfilled > before.backfilled || now.last < before.last {
+                self.stats.record_checkpoint_seen();
+            }
+        }
+        self.last_frames = Some(now);
+        let bound = self.settings.wal_checkpoint_bytes;
+        let frames_bytes = now.last.saturating_mul(self.settings.page_size + 24);
+        if bound > 0
+            && frames_bytes > bound
+            && self
+                .last_wal_warning
+                .is_none_or(|t| t.elapsed() >= WAL_WARN_EVERY)
+        {
+            self.last_wal_warning = Some(Instant::now());
+            tracing::warn!(
+                wal_bytes = frames_bytes,
+                threshold = bound,
+                "the WAL keeps growing: checkpoint is external, and the external checkpointer (Litestream?) has not started it over; is it running?"
+            );
+        }
     }
 
     /// Starts the WAL over once the checkpointer has copied nearly all of
@@ -798,6 +925,15 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// truncation up; it is tried again for a few seconds.
     fn checkpoint_at_stop(&mut self) {
         self.settings.checkpointer.stop();
+        if self.settings.external {
+            // The WAL belongs to the external checkpointer, which has not
+            // replicated its last frames yet, perhaps.
+            tracing::info!(
+                wal_bytes = self.wal_size(),
+                "checkpoint is external: the WAL is left for the external checkpointer"
+            );
+            return;
+        }
         let started = Instant::now();
         let deadline = started + Duration::from_secs(5);
         loop {

@@ -81,6 +81,8 @@ pub struct Config {
     pub checkpoint_wal_percent: u64,
     /// The WAL's bound: past it, the writer waits for the copy between groups.
     pub wal_checkpoint_bytes: u64,
+    /// Who checkpoints the WAL: `auto` (respite) or `external` (Litestream).
+    pub checkpoint: respite_engine::Checkpoint,
     /// What SQLite keeps of the WAL file after a checkpoint, in bytes.
     pub journal_size_limit: i64,
     /// Most expired keys deleted in one sweep between batches.
@@ -168,6 +170,7 @@ impl Default for Config {
             checkpoint_wal_bytes: engine.checkpoint_wal_bytes,
             checkpoint_wal_percent: engine.checkpoint_wal_percent,
             wal_checkpoint_bytes: engine.wal_checkpoint_bytes,
+            checkpoint: engine.checkpoint,
             journal_size_limit: engine.journal_size_limit,
             expire_chunk: engine.expire_chunk,
             read_cache_bytes: engine.read_cache_bytes,
@@ -315,6 +318,7 @@ impl Config {
             checkpoint_wal_bytes: self.checkpoint_wal_bytes,
             checkpoint_wal_percent: self.checkpoint_wal_percent,
             wal_checkpoint_bytes: self.wal_checkpoint_bytes,
+            checkpoint: self.checkpoint,
             journal_size_limit: self.journal_size_limit,
             expire_chunk: self.expire_chunk,
             read_cache_bytes: self.read_cache_bytes,
