@@ -46,6 +46,7 @@ pub mod server;
 pub mod sets;
 pub mod slowlog;
 pub mod sort;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;
@@ -553,6 +554,7 @@ impl Table {
             sets::commands(),
             slowlog::commands(),
             sort::commands(),
+            streams::commands(),
             strings::commands(),
             transactions::commands(),
             zsets::commands(),
