@@ -903,7 +903,11 @@ impl XReadGroup {
         match from {
             ReadFrom::After(id) => {
                 txn.stream_see_consumer(&mut slot, gname, consumer)?;
-                let history = txn.stream_history(&mut slot, gname, consumer, id, count)?;
+                // Past the ID given, as for new entries.
+                let history = match id.next() {
+                    Some(start) => txn.stream_history(&mut slot, gname, consumer, start, count)?,
+                    None => Vec::new(),
+                };
                 Ok(Some(Reply::Array(
                     history
                         .into_iter()
