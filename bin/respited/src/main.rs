@@ -115,8 +115,8 @@ struct Cli {
     /// ... or this percentage of the database file's size, if more.
     #[arg(long)]
     checkpoint_wal_percent: Option<u64>,
-    /// Checkpoint and truncate the WAL on the writer once it passes this
-    /// many bytes (the hard bound).
+    /// The WAL's bound in bytes: past it, the writer waits between groups
+    /// for the background copy to catch up.
     #[arg(long)]
     wal_checkpoint_bytes: Option<u64>,
     /// Password clients must AUTH with.

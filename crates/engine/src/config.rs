@@ -73,21 +73,28 @@ pub struct EngineConfig {
     /// `docs/storage.md`). An existing file keeps the size it was made with.
     pub page_size: u32,
     /// The background checkpointer copies the WAL into the database once it
-    /// holds this many bytes not yet copied, or [`Self::checkpoint_wal_percent`]
-    /// of the database file's size if that is more. A page written many
-    /// times in that stretch is copied once, so a longer stretch means fewer
-    /// bytes written per write, for a longer WAL. 0 copies after every
-    /// commit.
+    /// holds this many bytes not yet copied (or
+    /// [`Self::checkpoint_wal_percent`] of the database file's size, if that
+    /// is set and more). A page written many times in that stretch is copied
+    /// once, so a longer stretch means fewer bytes written per write; but
+    /// every page a reader or the writer fetches is first looked up among
+    /// the WAL frames not yet copied (SQLite's `walFindFrame` searches one
+    /// hash table per 4,096 of them), so a longer stretch also makes every
+    /// lookup slower. Never more than half of
+    /// [`Self::wal_checkpoint_bytes`], nor a quarter of the file system's
+    /// free space. 0 copies after every commit.
     pub checkpoint_wal_bytes: u64,
-    /// The WAL may hold this percentage of the database file's size before
-    /// it is copied (like Redis's `auto-aof-rewrite-percentage`): the copy
-    /// then writes each page of the file at most once for every
-    /// `percent / 100` file sizes of WAL, whatever the keyspace's size.
+    /// The copy threshold as a percentage of the database file's size, if
+    /// that is more than [`Self::checkpoint_wal_bytes`] (like Redis's
+    /// `auto-aof-rewrite-percentage`); 0, the default, leaves the threshold
+    /// absolute. It is capped like the absolute one, so it cannot make the
+    /// WAL grow with the database.
     pub checkpoint_wal_percent: u64,
-    /// Once the WAL file grows past this many bytes, or three times the
-    /// checkpointer's current threshold if that is more, the writer
-    /// checkpoints it and truncates it, so it stays bounded under constant
-    /// load even when the background copy falls behind.
+    /// The WAL's bound, in bytes of frames: when the background copy falls
+    /// behind and the WAL reaches it, the writer waits a few milliseconds
+    /// between groups (at most 10 per group, 40 past twice the bound) for
+    /// the copy to catch up, then starts the WAL over; it never copies the
+    /// WAL itself on the write path. 0: no bound.
     pub wal_checkpoint_bytes: u64,
     /// `PRAGMA journal_size_limit`: what SQLite leaves of the WAL file when
     /// it starts it over; -1 keeps the file at its size (truncating and
@@ -131,9 +138,9 @@ impl Default for EngineConfig {
             readers: 4,
             databases: 16,
             page_size: 512,
-            checkpoint_wal_bytes: 16 * 1024 * 1024,
-            checkpoint_wal_percent: 200,
-            wal_checkpoint_bytes: 64 * 1024 * 1024,
+            checkpoint_wal_bytes: 32 * 1024 * 1024,
+            checkpoint_wal_percent: 0,
+            wal_checkpoint_bytes: 128 * 1024 * 1024,
             journal_size_limit: -1,
             expire_chunk: 256,
             read_cache_bytes: 64 * 1024 * 1024,

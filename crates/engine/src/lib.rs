@@ -373,6 +373,7 @@ impl<R: Send + 'static> Engine<R> {
             config.appendfsync,
             config.checkpoint_wal_bytes,
             config.checkpoint_wal_percent,
+            config.wal_checkpoint_bytes,
         )?;
         let copy_threshold = checkpointer.copy_threshold.clone();
         let settings = writer::WriterSettings {
@@ -556,6 +557,14 @@ impl<R: Send + 'static> Engine<R> {
         std::fs::metadata(&self.db_path)
             .map(|m| m.len())
             .unwrap_or(0)
+    }
+
+    /// Bytes of the database file in the OS page cache, counted once (the
+    /// readers and the writer map the file, so the kernel counts these
+    /// pages in the process's resident size once per connection that
+    /// touched them). 0 where it cannot be measured.
+    pub fn db_page_cache_bytes(&self) -> u64 {
+        disk::cached_bytes(&self.db_path).unwrap_or(0)
     }
 
     /// How many bytes of WAL the checkpointer lets pile up before copying

@@ -21,6 +21,8 @@ struct Inner {
     failed_commits: u64,
     expired_keys: u64,
     checkpoints: u64,
+    wal_pause_us_max: u64,
+    wal_peak_bytes: u64,
     ops_per_batch: Histogram<u64>,
     commit_us: Histogram<u64>,
 }
@@ -53,6 +55,14 @@ pub struct StatsSnapshot {
     pub commit_us_p50: u64,
     /// COMMIT latency in microseconds: 99th percentile.
     pub commit_us_p99: u64,
+    /// COMMIT latency in microseconds: longest.
+    pub commit_us_max: u64,
+    /// The longest pause the writer made between two groups for the WAL
+    /// (waiting for the checkpointer to catch up, or starting the WAL over),
+    /// in microseconds.
+    pub wal_pause_us_max: u64,
+    /// The largest size the WAL file was seen at, in bytes.
+    pub wal_peak_bytes: u64,
 }
 
 impl Stats {
@@ -68,6 +78,8 @@ impl Stats {
                 failed_commits: 0,
                 expired_keys: 0,
                 checkpoints: 0,
+                wal_pause_us_max: 0,
+                wal_peak_bytes: 0,
                 ops_per_batch: hist(1 << 20),
                 commit_us: hist(100_000_000),
             }),
@@ -103,6 +115,16 @@ impl Stats {
         self.with(|s| s.checkpoints += 1);
     }
 
+    /// A pause of the writer between groups for the WAL.
+    pub(crate) fn record_wal_pause(&self, us: u64) {
+        self.with(|s| s.wal_pause_us_max = s.wal_pause_us_max.max(us));
+    }
+
+    /// The WAL file's size, seen by the writer.
+    pub(crate) fn record_wal_size(&self, bytes: u64) {
+        self.with(|s| s.wal_peak_bytes = s.wal_peak_bytes.max(bytes));
+    }
+
     /// Zeroes every counter and histogram (CONFIG RESETSTAT).
     pub(crate) fn reset(&self) {
         self.with(|s| {
@@ -112,6 +134,8 @@ impl Stats {
             s.failed_commits = 0;
             s.expired_keys = 0;
             s.checkpoints = 0;
+            s.wal_pause_us_max = 0;
+            s.wal_peak_bytes = 0;
             s.ops_per_batch.reset();
             s.commit_us.reset();
         });
@@ -132,6 +156,9 @@ impl Stats {
             ops_per_batch_mean: s.ops_per_batch.mean(),
             commit_us_p50: s.commit_us.value_at_quantile(0.5),
             commit_us_p99: s.commit_us.value_at_quantile(0.99),
+            commit_us_max: s.commit_us.max(),
+            wal_pause_us_max: s.wal_pause_us_max,
+            wal_peak_bytes: s.wal_peak_bytes,
         })
     }
 }

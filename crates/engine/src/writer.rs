@@ -28,9 +28,10 @@
 //!
 //! Between batches the writer also does the housekeeping that must not race
 //! with writes: deleting expired keys in bounded chunks, bounding the WAL
-//! (routine checkpoints run on their own thread, see `checkpointer.rs`; the
-//! writer only truncates past a hard limit), and (for `appendfsync
-//! everysec`) fsyncing the WAL once a second.
+//! (checkpoints run on their own thread, see `checkpointer.rs`; the writer
+//! starts the WAL over once it is copied, and waits for the copy when the
+//! WAL reaches its bound), and (for `appendfsync everysec`) fsyncing the
+//! WAL once a second.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -149,6 +150,13 @@ pub(crate) struct WriterSettings {
 
 /// How often the writer looks for expired keys and everysec work when idle.
 const TICK: Duration = Duration::from_millis(100);
+
+/// The longest the writer waits between two groups for the checkpointer,
+/// once the WAL has reached its bound (see `Writer::bound_wal`).
+const CATCH_UP_WAIT: Duration = Duration::from_millis(10);
+
+/// The same, once the WAL is past twice its bound.
+const CATCH_UP_WAIT_FAR: Duration = Duration::from_millis(40);
 
 /// While commits are this fast, groups are cut at [`OVERLAP_GROUP`]
 /// operations (see [`group_cap`]).
@@ -296,7 +304,7 @@ pub(crate) fn run<R: Send + 'static>(
                 }
             }
             w.finish_txn();
-            w.checkpoint();
+            w.checkpoint_at_stop();
             // Closed before the acknowledgement: from the moment the caller
             // of `shutdown` goes on, every later write is refused at once
             // rather than queued for nobody.
@@ -306,7 +314,7 @@ pub(crate) fn run<R: Send + 'static>(
         }
     }
     w.finish_txn();
-    w.checkpoint();
+    w.checkpoint_at_stop();
 }
 
 impl<'s, 'c, R> Writer<'s, 'c, R> {
@@ -599,15 +607,17 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 .unwrap_or(0)
                 .max(0) as u64
         };
-        let live = count("PRAGMA page_count").saturating_sub(count("PRAGMA freelist_count"));
+        let free = count("PRAGMA freelist_count");
+        let live = count("PRAGMA page_count").saturating_sub(free);
         let pending = self
             .wal_index
             .frames()
             .map_or(0, |f| f.last.saturating_sub(f.backfilled));
         let frame = self.settings.page_size + 24;
-        self.settings
-            .disk
-            .set_used(live * self.settings.page_size + pending * frame);
+        self.settings.disk.set_used(
+            live * self.settings.page_size + pending * frame,
+            free * self.settings.page_size,
+        );
     }
 
     /// Work done between batches: expiry sweep, WAL fsync for everysec, and
@@ -621,6 +631,8 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             if self.settings.disk.is_full() {
                 self.checkpoint();
                 self.settings.disk.try_recover();
+            } else {
+                self.settings.disk.top_up_reserve();
             }
         }
         // A CLIENT PAUSE holds the sweep; looked at only when one is due.
@@ -643,25 +655,56 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         {
             self.sync_wal();
         }
-        let copy_threshold = self
-            .settings
-            .checkpointer
-            .copy_threshold
-            .load(Ordering::Relaxed);
-        let hard_bound = self
-            .settings
-            .wal_checkpoint_bytes
-            .max(copy_threshold.saturating_mul(3));
-        if self.wal_size() > hard_bound {
-            self.checkpoint();
-        } else if self
+        self.bound_wal();
+    }
+
+    /// Keeps the WAL within `wal_checkpoint_bytes` of frames without
+    /// copying it on the write path: the checkpointer copies it (see
+    /// checkpointer.rs), and the writer starts it over once it is copied.
+    /// When the copy falls behind and the WAL reaches its bound, the writer
+    /// waits for it between groups, a few milliseconds at a time and at
+    /// most [`CATCH_UP_WAIT`] per group ([`CATCH_UP_WAIT_FAR`] past twice the
+    /// bound): writes slow down to the pace of the copy instead of the WAL
+    /// growing, and no commit waits behind a copy of the whole WAL.
+    fn bound_wal(&mut self) {
+        self.stats.record_wal_size(self.wal_size());
+        let restart_due = self
             .settings
             .checkpointer
             .restart_due
-            .swap(false, Ordering::Relaxed)
-        {
+            .swap(false, Ordering::Relaxed);
+        let bound = self.settings.wal_checkpoint_bytes;
+        let frame = self.settings.page_size + 24;
+        let frames = self.wal_index.frames();
+        let over = bound > 0 && frames.is_some_and(|f| f.last.saturating_mul(frame) > bound);
+        if !over && !restart_due {
+            return;
+        }
+        let started = Instant::now();
+        if over {
+            let far =
+                frames.is_some_and(|f| f.last.saturating_mul(frame) > bound.saturating_mul(2));
+            let budget = if far {
+                CATCH_UP_WAIT_FAR
+            } else {
+                CATCH_UP_WAIT
+            };
+            while let Some(f) = self.wal_index.frames() {
+                if f.last.saturating_sub(f.backfilled) <= crate::checkpointer::RESTART_TAIL_FRAMES {
+                    self.restart_wal();
+                    break;
+                }
+                if started.elapsed() >= budget {
+                    break;
+                }
+                self.settings.checkpointer.nudge();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        } else {
             self.restart_wal();
         }
+        self.stats
+            .record_wal_pause(started.elapsed().as_micros() as u64);
     }
 
     /// Starts the WAL over once the checkpointer has copied nearly all of
@@ -748,11 +791,52 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
     }
 
-    /// Copies the WAL into the database and truncates it: the hard bound,
-    /// for when the background PASSIVE checkpoints (checkpointer.rs) fell
-    /// behind, and at shutdown. TRUNCATE waits, within the busy timeout, for
-    /// readers to move off the old WAL, so it cannot starve while reads
-    /// never stop. Read transactions here are short.
+    /// A clean stop: the checkpointer is stopped (a checkpoint of its own
+    /// under way would make this one fail at once), then the WAL is copied
+    /// into the database and truncated to nothing, so the next start finds
+    /// no WAL to recover. A reader still finishing a read can hold the
+    /// truncation up; it is tried again for a few seconds.
+    fn checkpoint_at_stop(&mut self) {
+        self.settings.checkpointer.stop();
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(5);
+        loop {
+            let result = self
+                .conn()
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+                });
+            match result {
+                Ok((0, _)) => {
+                    self.stats.record_checkpoint();
+                    tracing::info!(
+                        ms = started.elapsed().as_millis() as u64,
+                        "copied the WAL into the database and emptied it"
+                    );
+                    return;
+                }
+                Ok(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(_) => {
+                    tracing::warn!(
+                        wal_bytes = self.wal_size(),
+                        "the WAL could not be emptied at the stop (busy); the next start copies it"
+                    );
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the WAL could not be emptied at the stop; the next start copies it");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Copies the WAL into the database and truncates it, on a full disk
+    /// (the WAL's file is what the deletions grew). TRUNCATE waits, within
+    /// the busy timeout, for readers to move off the old WAL, so it cannot
+    /// starve while reads never stop. Read transactions here are short.
     fn checkpoint(&mut self) {
         let result = self
             .conn()

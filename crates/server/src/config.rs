@@ -79,7 +79,7 @@ pub struct Config {
     pub checkpoint_wal_bytes: u64,
     /// ... or this percentage of the database file's size, if more.
     pub checkpoint_wal_percent: u64,
-    /// Checkpoint and truncate the WAL once it grows past this many bytes.
+    /// The WAL's bound: past it, the writer waits for the copy between groups.
     pub wal_checkpoint_bytes: u64,
     /// What SQLite keeps of the WAL file after a checkpoint, in bytes.
     pub journal_size_limit: i64,

@@ -36,7 +36,8 @@ use tokio::sync::oneshot;
 
 use crate::blocking::{attempt, Blocker, Cancel, Outcome, Ticket};
 use crate::cmd::strings::{Cached, Get};
-use crate::cmd::{dispatch, Plan, ReadFn, Session};
+use crate::command::CachedRead;
+use crate::command::{dispatch, Plan, ReadFn, Session};
 use crate::output::{Abandoned, Sender, STREAM_AT};
 use crate::reply::Reply;
 use crate::request::{Frame, Framer, Limits};
@@ -138,7 +139,7 @@ fn fast_set(
         || !session.authenticated
         || !session.acl.fast_allowed(
             &session.shared,
-            crate::cmd::TABLE.set,
+            crate::command::TABLE.set,
             &input[args[1].clone()],
             true,
         )
@@ -151,7 +152,7 @@ fn fast_set(
     {
         return None;
     }
-    let index = crate::cmd::TABLE.set?;
+    let index = crate::command::TABLE.set?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let monitors = &session.shared.monitors;
     if monitors.active() {
@@ -168,7 +169,7 @@ fn fast_set(
         ]
     });
     let set = crate::cmd::strings::Set::plain(session.db, key, value);
-    let plan = Plan::Write(crate::cmd::write_op(set));
+    let plan = Plan::Write(crate::command::write_op(set));
     let tracking = crate::stats::Tracking::fast(session, index, argv);
     Some(crate::stats::track(
         plan,
@@ -359,7 +360,7 @@ impl Turn {
         let n = fns.len();
         let snapshot = n > 1 || std::mem::take(&mut self.reads_need_snapshot);
         let quick =
-            !std::mem::take(&mut self.reads_may_be_slow) && n <= crate::cmd::QUICK_READ_LIMIT;
+            !std::mem::take(&mut self.reads_may_be_slow) && n <= crate::command::QUICK_READ_LIMIT;
         let (tx, rx) = oneshot::channel();
         let resp3 = self.resp3;
         let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
@@ -375,7 +376,7 @@ impl Turn {
         });
         match shared
             .engine
-            .submit_read(job, crate::cmd::ReadNeeds { snapshot, quick })
+            .submit_read(job, crate::command::ReadNeeds { snapshot, quick })
         {
             Ok(()) => {
                 self.slots.push(Slot::Reads(rx, n, resp3));
@@ -394,8 +395,8 @@ impl Turn {
     /// writes are sent.
     async fn add_read(
         &mut self,
-        f: crate::cmd::ReadFn,
-        needs: crate::cmd::ReadNeeds,
+        f: crate::command::ReadFn,
+        needs: crate::command::ReadNeeds,
         shared: &Shared,
     ) {
         self.flush_writes(shared).await;
@@ -407,7 +408,7 @@ impl Turn {
         // running side by side could take their snapshots out of order
         // (a later command seeing an older state), and one job for the
         // whole run would hold every reply at once.
-        if self.reads.len() >= crate::cmd::QUICK_READ_LIMIT {
+        if self.reads.len() >= crate::command::QUICK_READ_LIMIT {
             self.flush_reads(shared).await;
             self.settle_reads().await;
         }
@@ -441,7 +442,7 @@ impl Turn {
                 self.writes.push(op);
             }
             Plan::Read(f, needs) => self.add_read(f, needs, shared).await,
-            Plan::Cached(read) => match self.try_cache(&read, shared) {
+            Plan::Cached(read) => match self.try_cache(&*read, shared) {
                 Some(reply) => {
                     self.held += held_len(&reply);
                     self.slots.push(Slot::Ready(reply, self.resp3));
@@ -494,7 +495,7 @@ impl Turn {
             || !session.authenticated
             || !session.acl.fast_allowed(
                 shared,
-                crate::cmd::TABLE.get,
+                crate::command::TABLE.get,
                 &input[args[1].clone()],
                 false,
             )
@@ -507,7 +508,7 @@ impl Turn {
         if !self.cache_usable(cache) {
             return None;
         }
-        let index = crate::cmd::TABLE.get?;
+        let index = crate::command::TABLE.get?;
         session.client.last_cmd.store(index, Ordering::Relaxed);
         let started = std::time::Instant::now();
         let key = &input[args[1].clone()];
@@ -547,7 +548,7 @@ impl Turn {
     /// (see `cache_usable`): a pipelined `SET k v` then `GET k` must return
     /// `v`. (Once a write is acknowledged its keys are out of the cache or
     /// hold its value, so settled writes need no care.)
-    fn try_cache(&self, read: &Cached, shared: &Shared) -> Option<Reply> {
+    fn try_cache(&self, read: &dyn CachedRead, shared: &Shared) -> Option<Reply> {
         let cache = shared.engine.cache();
         let access = shared.engine.access();
         self.cache_usable(cache)

@@ -37,9 +37,10 @@ use bytes::Bytes;
 use respite_engine::glob::glob_match;
 use respite_engine::AppendFsync;
 
-use super::introspection::help;
-use super::{subcommand, LocalCommand, Plan, Session};
+use super::common::help;
+use crate::args::subcommand;
 use crate::args::Args;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::{lock, Shared};
@@ -1571,10 +1572,10 @@ fn lines_have(lines: &[String], section: &str, key: &str) -> bool {
     false
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Config>("config", -2, &[], [0, 0, 0], "server", "A container for server configuration commands.")
             .with_subcommands("CONFIG", &[("get", -3), ("help", 2), ("resetstat", 2), ("rewrite", 2), ("set", -4)]),

@@ -13,9 +13,10 @@
 use bytes::Bytes;
 use respite_engine::{Kind, View};
 
-use super::introspection::help;
-use super::{subcommand, LocalCommand, Plan, Session};
+use super::common::help;
+use crate::args::subcommand;
 use crate::args::Args;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -307,10 +308,10 @@ fn stats(sh: &crate::state::Shared, view: &View<'_, '_>) -> Reply {
     Reply::Map(out)
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Memory>("memory", -2, &[], [0, 0, 0], "server", "A container for memory diagnostics commands.")
             .with_subcommands("MEMORY", &[("doctor", 2), ("help", 2), ("malloc-stats", 2), ("purge", 2), ("stats", 2), ("usage", -3)]),

@@ -43,8 +43,8 @@ use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::broadcast;
 
-use super::{LocalCommand, Plan, Session};
 use crate::args::Args;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
 use crate::state::{lock, ClientHandle, Peer, Shared};
@@ -433,8 +433,8 @@ async fn answer_own(session: &mut Session, shared: &Shared, input: &mut BytesMut
     if request.is_empty() {
         return Own::Reply(Vec::new(), None);
     }
-    let found = super::lookup_index(&request[0]);
-    if let Ok((index, _)) = super::check(session, &request, found) {
+    let found = crate::command::lookup_index(&request[0]);
+    if let Ok((index, _)) = crate::command::check(session, &request, found) {
         let stats = &shared.stats;
         let row = stats.row_of(index, request.get(1).map(|b| &b[..]));
         if touches_keyspace(stats.row_name(row).as_deref()) {
@@ -452,7 +452,7 @@ async fn answer_own(session: &mut Session, shared: &Shared, input: &mut BytesMut
         }
     }
     let is_reset = request[0].eq_ignore_ascii_case(b"reset");
-    let plan = super::dispatch(session, request);
+    let plan = crate::command::dispatch(session, request);
     // Its own line, if shown, goes after its reply.
     shared.monitors.publish(&session.client);
     let (out, close) = crate::connection::run_alone(plan, shared, session.resp3).await;
@@ -470,7 +470,7 @@ async fn answer_own(session: &mut Session, shared: &Shared, input: &mut BytesMut
 /// `may_replicate` only).
 fn touches_keyspace(fullname: Option<&str>) -> bool {
     fullname
-        .and_then(|n| super::meta::find_full(n.as_bytes()))
+        .and_then(|n| crate::meta::find_full(n.as_bytes()))
         .is_some_and(|m| {
             m.has_flag("readonly") || m.has_flag("write") || m.has_flag("may_replicate")
         })
@@ -479,14 +479,14 @@ fn touches_keyspace(fullname: Option<&str>) -> bool {
 /// Whether a command's row is shown (not `admin`, not `skip_monitor`), by
 /// its full name.
 pub fn shown(fullname: &str) -> bool {
-    super::meta::find_full(fullname.as_bytes())
+    crate::meta::find_full(fullname.as_bytes())
         .is_none_or(|m| !m.has_flag("admin") && !m.has_flag("skip_monitor"))
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Monitor>("monitor", 1, &["admin", "noscript", "loading", "stale"], [0, 0, 0], "server", "Listens for all requests received by the server in real-time."),
     ]

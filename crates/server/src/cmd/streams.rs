@@ -28,9 +28,9 @@ use respite_engine::stream::{
 };
 use respite_engine::{KeyRow, Kind, Slot, Txn, View};
 
-use super::{ReadCommand, Session, WriteCommand};
 use crate::args::{parse_i64, Args};
 use crate::blocking::Blocker;
+use crate::command::{Ctx, Plan, ReadCommand, Session, Spec, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -337,7 +337,7 @@ pub struct XAdd {
 }
 
 impl WriteCommand for XAdd {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut argv = vec![Bytes::from_static(b"xadd")];
         argv.extend(args.rest());
         let opts = AddTrim::parse(&argv, true)?;
@@ -421,7 +421,7 @@ pub struct XTrim {
 }
 
 impl WriteCommand for XTrim {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut argv = vec![Bytes::from_static(b"xtrim")];
         argv.extend(args.rest());
         let opts = AddTrim::parse(&argv, false)?;
@@ -456,7 +456,7 @@ pub struct XRange<const REV: bool> {
 
 impl<const REV: bool> ReadCommand for XRange<REV> {
     const QUICK: bool = false;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let a = args.next()?;
         let b = args.next()?;
@@ -508,7 +508,7 @@ pub struct XLen {
 
 impl ReadCommand for XLen {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(XLen {
             db: s.db,
             key: args.next()?,
@@ -529,7 +529,7 @@ pub struct XDel {
 }
 
 impl WriteCommand for XDel {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(XDel {
             db: s.db,
             key: args.next()?,
@@ -567,7 +567,7 @@ pub struct XSetId {
 }
 
 impl WriteCommand for XSetId {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let id = strict_id(&args.next()?)?;
         let rest = args.rest();
@@ -651,7 +651,7 @@ struct ReadArgs {
 }
 
 impl ReadArgs {
-    fn parse(args: &mut Args, s: &Session, xreadgroup: bool) -> Result<ReadArgs, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>, xreadgroup: bool) -> Result<ReadArgs, CommandError> {
         let argv = args.rest();
         let argc = argv.len();
         let (mut block, mut count, mut noack, mut group) = (None, 0, false, None);
@@ -814,7 +814,7 @@ impl XRead {
 }
 
 impl ReadCommand for XRead {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(XRead {
             args: ReadArgs::parse(args, s, false)?,
             waits: Mutex::new(Vec::new()),
@@ -980,7 +980,7 @@ fn nogroup_readgroup(key: &[u8], group: &[u8]) -> CommandError {
 }
 
 impl WriteCommand for XReadGroup {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(XReadGroup {
             args: ReadArgs::parse(args, s, true)?,
         })
@@ -1036,25 +1036,22 @@ impl Blocker for XReadGroup {
 }
 
 /// XREAD's plan: a read, or a blocking command with BLOCK.
-pub(super) fn plan_xread(s: &mut Session, mut args: Args) -> Result<super::Plan, CommandError> {
-    let cmd = XRead::parse(&mut args, s)?;
+fn plan_xread(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let cmd = crate::command::parse_all(args, &s.ctx(), XRead::parse)?;
     if cmd.args.block.is_some() {
-        return Ok(super::Plan::Block(std::sync::Arc::new(cmd)));
+        return Ok(Plan::Block(std::sync::Arc::new(cmd)));
     }
-    let (f, needs) = super::read_job(cmd, s);
-    Ok(super::Plan::Read(f, needs))
+    let (f, needs) = crate::command::read_job(cmd, s);
+    Ok(Plan::Read(f, needs))
 }
 
 /// XREADGROUP's plan: a write, or a blocking command with BLOCK.
-pub(super) fn plan_xreadgroup(
-    s: &mut Session,
-    mut args: Args,
-) -> Result<super::Plan, CommandError> {
-    let cmd = XReadGroup::parse(&mut args, s)?;
+fn plan_xreadgroup(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let cmd = crate::command::parse_all(args, &s.ctx(), XReadGroup::parse)?;
     if cmd.args.block.is_some() {
-        return Ok(super::Plan::Block(std::sync::Arc::new(cmd)));
+        return Ok(Plan::Block(std::sync::Arc::new(cmd)));
     }
-    Ok(super::Plan::Write(super::write_op(cmd)))
+    Ok(Plan::Write(crate::command::write_op(cmd)))
 }
 
 /// `XGROUP CREATE|SETID|DESTROY|CREATECONSUMER|DELCONSUMER|HELP ...`
@@ -1064,7 +1061,7 @@ pub struct XGroup {
 }
 
 impl WriteCommand for XGroup {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut argv = vec![Bytes::from_static(b"xgroup")];
         argv.extend(args.rest());
         Ok(XGroup { db: s.db, argv })
@@ -1082,7 +1079,7 @@ impl WriteCommand for XGroup {
         let mut mkstream = false;
         let mut entries_read = ENTRIES_READ_UNKNOWN;
         if argc == 2 && opt == "HELP" {
-            return Ok(super::introspection::help(
+            return Ok(super::common::help(
                 "XGROUP",
                 &[
                     "CREATE <key> <groupname> <id|$> [option]",
@@ -1203,7 +1200,7 @@ pub struct XAck {
 }
 
 impl WriteCommand for XAck {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(XAck {
             db: s.db,
             key: args.next()?,
@@ -1244,7 +1241,7 @@ pub struct XPending {
 }
 
 impl ReadCommand for XPending {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let group = args.next()?;
         let rest = args.rest();
@@ -1368,7 +1365,7 @@ pub struct XClaim {
 }
 
 impl WriteCommand for XClaim {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut argv = vec![Bytes::from_static(b"xclaim")];
         argv.extend(args.rest());
         Ok(XClaim { db: s.db, argv })
@@ -1500,7 +1497,7 @@ pub struct XAutoClaim {
 }
 
 impl WriteCommand for XAutoClaim {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let group = args.next()?;
         let consumer = args.next()?;
@@ -1615,7 +1612,7 @@ pub struct XInfo {
 }
 
 impl ReadCommand for XInfo {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut argv = vec![Bytes::from_static(b"xinfo")];
         argv.extend(args.rest());
         Ok(XInfo { db: s.db, argv })
@@ -1633,7 +1630,7 @@ impl ReadCommand for XInfo {
             if argv.len() != 2 {
                 return Err(syntax());
             }
-            return Ok(super::introspection::help(
+            return Ok(super::common::help(
                 "XINFO",
                 &[
                     "CONSUMERS <key> <groupname>",
@@ -1830,8 +1827,7 @@ fn radix_nodes(keys: i64) -> i64 {
     keys + 1
 }
 
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<Spec> {
     vec![
         Spec::write::<XAck>("xack", -4, &["fast"], [1, 1, 1], "stream", "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream."),
         Spec::write::<XAdd>("xadd", -5, &["denyoom", "fast"], [1, 1, 1], "stream", "Appends a new message to a stream. Creates the key if it doesn't exist."),

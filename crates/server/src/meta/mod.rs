@@ -16,7 +16,7 @@
 //! kept in `scripts/redis-7.2-commands/`.
 //!
 //! The table covers every command of redis-server, not only the ones respite
-//! implements: the command table ([`super::TABLE`]) says which commands
+//! implements: the command table ([`crate::command::TABLE`]) says which commands
 //! exist and how they run, this module only describes them. A unit test
 //! checks that every row of the command table has a description here and
 //! that the arity and flags the row is checked and planned with agree with
@@ -244,7 +244,7 @@ pub fn categories(name: &str, sub: Option<&str>) -> &'static [&'static str] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::{Access, TABLE};
+    use crate::command::{Access, TABLE};
 
     #[test]
     fn sorted_for_binary_search() {
