@@ -1114,6 +1114,14 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
                 _ => t.zset_value.store(bytes, Ordering::Relaxed),
             }
         }
+        "stream-node-max-entries" | "stream-node-max-bytes" => {
+            let t = sh.engine.thresholds();
+            let n: i64 = value.parse().unwrap_or(0);
+            match name {
+                "stream-node-max-entries" => t.stream_node_entries.store(n, Ordering::Relaxed),
+                _ => t.stream_node_bytes.store(n, Ordering::Relaxed),
+            }
+        }
         "timeout" => sh
             .idle_timeout_secs
             .store(value.parse().unwrap_or(0), Ordering::Relaxed),
