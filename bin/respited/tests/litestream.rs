@@ -334,6 +334,12 @@ fn a_restore_answers_exactly_what_the_primary_answered() {
     let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
     let mut con = primary.client();
     assert_eq!(info_line(&mut con, "checkpoint_mode"), "external");
+    let (_, mode): (String, String) = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("checkpoint")
+        .query(&mut con)
+        .expect("CONFIG GET");
+    assert_eq!(mode, "external");
     workload(&mut con, "mix", 20_000, 0x5eed);
     // Litestream checkpoints the WAL itself: respite sees it.
     let deadline = Instant::now() + Duration::from_secs(20);

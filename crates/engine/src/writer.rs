@@ -260,6 +260,15 @@ pub(crate) fn run<R: Send + 'static>(
         if let Err(e) = conn.busy_timeout(Duration::from_secs(5)) {
             tracing::warn!(error = %e, "could not set the writer's busy timeout");
         }
+        // Nor does closing it checkpoint and delete the WAL, which SQLite
+        // does when the last connection to a database closes (Litestream
+        // stopped first).
+        if let Err(e) = conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        ) {
+            tracing::warn!(error = %e, "could not turn off the checkpoint on close");
+        }
     }
     let stmts = Statements::new(&conn);
     // `<db>-wal` -> `<db>-shm`.

@@ -641,6 +641,9 @@ static PARAMS: &[Param] = &[
     live("checkpoint-wal-percent", Kind::Str, Access::Fixed, |s| {
         s.config.checkpoint_wal_percent.to_string()
     }),
+    live("checkpoint", Kind::Str, Access::Fixed, |s| {
+        s.engine.checkpoint_mode().as_str().to_string()
+    }),
     live("journal-size-limit", Kind::Str, Access::Fixed, |s| {
         s.config.journal_size_limit.to_string()
     }),
