@@ -39,6 +39,11 @@ use mlua::{Lua, LuaOptions, StdLib};
 
 use crate::lua::*;
 
+/// Lowercase hex SHA1, the name a script is known by.
+pub fn sha1hex(data: &[u8]) -> String {
+    api::sha1hex(data)
+}
+
 /// The version the `redis` table reports (`REDIS_VERSION`).
 pub const REDIS_VERSION: &str = "7.0.15";
 /// `REDIS_VERSION_NUM`: 0x00MMmmpp.

@@ -23,6 +23,7 @@ pub mod lists;
 pub mod memory;
 pub mod monitor;
 pub mod replication;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod slowlog;

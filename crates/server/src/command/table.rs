@@ -4,7 +4,8 @@
 use super::Spec;
 use crate::cmd::{
     acl, bitmaps, client, config, connection, hashes, info, introspection, keys, lists, memory,
-    monitor, replication, server, sets, slowlog, sort, streams, strings, transactions, zsets,
+    monitor, replication, scripting, server, sets, slowlog, sort, streams, strings, transactions,
+    zsets,
 };
 
 /// The command table: every family's rows, sorted by name once at
@@ -33,6 +34,7 @@ impl Table {
             memory::commands(),
             monitor::commands(),
             replication::commands(),
+            scripting::commands(),
             server::commands(),
             sets::commands(),
             slowlog::commands(),
