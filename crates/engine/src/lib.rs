@@ -24,8 +24,8 @@
 //! The keyspace layout is in [`schema`]. The typed operations are organised
 //! by data type: [`keyspace`] (key rows, expiry, renaming, iteration, and
 //! the one gate every collection write goes through), [`string`], [`hash`],
-//! [`set`], [`list`] and [`zset`] (whose rank blocks keep ZRANK off a
-//! scan), each with its reads (on a [`View`], expiry-aware) and its writes
+//! [`set`], [`list`], [`zset`] (whose rank blocks keep ZRANK off a
+//! scan) and [`stream`] (with its consumer groups), each with its reads (on a [`View`], expiry-aware) and its writes
 //! (on a [`Txn`]) and their SQL side by side; no SQL lives outside
 //! this crate. [`glob`] is Redis's pattern matching, and [`stats`] the
 //! group-commit figures INFO reports. [`blocking`] keeps the clients
@@ -55,6 +55,7 @@ pub mod set;
 pub mod snapshot;
 pub mod stats;
 pub mod stmt_cache;
+pub mod stream;
 pub mod string;
 pub mod txn;
 pub mod view;

@@ -72,7 +72,8 @@ use sha2::{Digest, Sha256};
 
 use crate::command::{Access, Spec, TABLE};
 use crate::meta::{self, Meta};
-use crate::state::{lock, ClientHandle, Shared};
+use crate::state::{ClientHandle, Shared};
+use crate::sync::lock;
 
 /// Redis 7.0's ACL categories, in the order ACL CAT lists them (and the
 /// description of a user's rules tries them).
@@ -962,6 +963,15 @@ fn key_positions(spec: &Spec, request: &[Bytes]) -> Vec<(usize, (bool, bool))> {
             return numkeys(1, false)
         }
         "blmpop" | "bzmpop" => return numkeys(2, false),
+        // The first half of what follows STREAMS.
+        "xread" | "xreadgroup" => {
+            let at = request
+                .iter()
+                .position(|a| a.eq_ignore_ascii_case(b"STREAMS"));
+            let at = at.map_or(argc, |i| i + 1);
+            let n = (argc - at) / 2;
+            return (at..at + n).map(|i| (i, kind)).collect();
+        }
         "zdiffstore" | "zinterstore" | "zunionstore" => return numkeys(2, true),
         "sort" | "sort_ro" => {
             let mut out = vec![(1, r)];

@@ -32,7 +32,7 @@ use tokio::sync::Notify;
 use crate::command::command_result;
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// A command that may block.
 pub trait Blocker: Send + Sync + 'static {

@@ -116,7 +116,7 @@ pub struct Config {
     pub tls_auth_clients: crate::tls::AuthClients,
     /// Redis parameters without a key of their own, under their
     /// redis.conf names (`slowlog-log-slower-than = 0`), as CONFIG SET
-    /// takes them; CONFIG REWRITE writes here (see `cmd::config`).
+    /// takes them; CONFIG REWRITE writes here (see `crate::params`).
     pub redis: std::collections::BTreeMap<String, toml::Value>,
     /// The file this configuration was read from (CONFIG REWRITE writes
     /// it; INFO shows it as `config_file`).
@@ -293,7 +293,7 @@ impl Config {
             )));
         }
         self.output_limits()?;
-        crate::cmd::config::check_file_table(&self.redis).map_err(ConfigError::Invalid)?;
+        crate::params::check_file_table(&self.redis).map_err(ConfigError::Invalid)?;
         Ok(())
     }
 

@@ -41,7 +41,8 @@ use crate::command::{dispatch, Plan, ReadFn, Session};
 use crate::output::{Abandoned, Sender, STREAM_AT};
 use crate::reply::Reply;
 use crate::request::{Frame, Framer, Limits};
-use crate::state::{lock, ClientHandle, Shared};
+use crate::state::{ClientHandle, Shared};
+use crate::sync::lock;
 
 /// Replies already encoded, with how many of them are errors (for INFO).
 struct Encoded {

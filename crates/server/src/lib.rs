@@ -32,6 +32,7 @@ pub mod lolwut;
 pub mod long_double;
 pub mod meta;
 pub mod output;
+pub mod params;
 pub mod protected;
 pub mod reply;
 pub mod request;
@@ -39,6 +40,7 @@ pub mod service;
 pub mod sparkline;
 pub mod state;
 pub mod stats;
+pub mod sync;
 pub mod tls;
 
 use std::sync::Arc;

@@ -31,7 +31,7 @@ use hdrhistogram::Histogram;
 
 use crate::command::{Plan, Spec, TABLE};
 use crate::reply::Reply;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// The most distinct error codes errorstats keeps, as redis's
 /// `ERROR_STATS_NUMBER`: past it new codes are not counted (a client

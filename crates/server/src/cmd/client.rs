@@ -28,7 +28,8 @@ use crate::blocking::Blocker;
 use crate::command::{LocalCommand, Plan, Session, TABLE};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::{lock, ClientHandle, Peer, Shared};
+use crate::state::{ClientHandle, Peer, Shared};
+use crate::sync::lock;
 
 /// CLIENT REPLY's modes.
 const REPLY_ON: u8 = 0;

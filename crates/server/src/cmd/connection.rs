@@ -13,7 +13,7 @@ use crate::command::Ctx;
 use crate::command::{ContextCommand, LocalCommand, Plan, Session};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// `PING [message]`
 pub struct Ping {

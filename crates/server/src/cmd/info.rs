@@ -26,7 +26,8 @@ use crate::args::Args;
 use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::{lock, Shared};
+use crate::state::Shared;
+use crate::sync::lock;
 
 /// The redis version INFO (and HELLO) report: the redis-server whose
 /// commands respite describes (see `cmd::meta`).

@@ -718,6 +718,7 @@ impl ReadCommand for Object {
                 Kind::List => "quicklist",
                 Kind::ZSet if big => "skiplist",
                 Kind::ZSet => "listpack",
+                Kind::Stream => "stream",
             }),
             ObjectSub::RefCount => {
                 // A string holding one of redis's shared integers (judged

@@ -150,6 +150,23 @@ fn usage(
             let len = view.get_string(db, key)?.map_or(0, |v| v.len() as u64);
             return Ok(Some(base + len));
         }
+        Kind::Stream => match view.live(db, key, Kind::Stream)? {
+            Some(row) => {
+                let n = if samples == 0 { 0 } else { samples };
+                let id = respite_engine::stream::StreamId::MIN;
+                let max = respite_engine::stream::StreamId::MAX;
+                view.stream_range(row.id, id, max, n, false)?
+                    .iter()
+                    .map(|(_, f)| {
+                        16 + f
+                            .iter()
+                            .map(|(a, b)| (a.len() + b.len()) as u64)
+                            .sum::<u64>()
+                    })
+                    .collect()
+            }
+            None => Vec::new(),
+        },
         Kind::List => match view.live(db, key, Kind::List)? {
             Some(row) => {
                 let stop = if samples == 0 { -1 } else { samples as i64 - 1 };

@@ -2,7 +2,7 @@
 //! [`hashes`], [`sets`], [`lists`], [`zsets`], [`sort`], [`keys`],
 //! [`connection`], [`server`], [`client`], [`introspection`], [`config`],
 //! [`info`], [`slowlog`], [`memory`], [`monitor`], [`replication`],
-//! [`transactions`], [`acl`]; [`common`] holds the helpers more than one of
+//! [`transactions`], [`acl`], [`streams`]; [`common`] holds the helpers more than one of
 //! them uses (SCAN's options and reply, random sampling, HELP).
 //!
 //! Each family exports its own rows of the command table (`commands()`),
@@ -27,6 +27,7 @@ pub mod server;
 pub mod sets;
 pub mod slowlog;
 pub mod sort;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;

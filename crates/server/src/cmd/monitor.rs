@@ -47,7 +47,8 @@ use crate::args::Args;
 use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::{lock, ClientHandle, Peer, Shared};
+use crate::state::{ClientHandle, Peer, Shared};
+use crate::sync::lock;
 
 /// Batches (one per turn of a connection) a monitoring client may fall
 /// behind before it loses some.

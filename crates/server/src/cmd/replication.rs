@@ -23,7 +23,7 @@ use crate::blocking::Blocker;
 use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// A timeout in milliseconds as redis's `getTimeoutFromObjectOrReply`
 /// reads it; 0 waits forever.

@@ -486,6 +486,7 @@ fn value_digest(
         Kind::Set => 2,
         Kind::ZSet => 3,
         Kind::Hash => 4,
+        Kind::Stream => 6,
     };
     mix_digest(digest, &code.to_be_bytes());
     let row = view.live(db, key, entry.kind)?;
@@ -518,6 +519,16 @@ fn value_digest(
                 mix_digest(&mut e, &field);
                 mix_digest(&mut e, &value);
                 xor_digest(digest, &e);
+            }
+        }
+        (Kind::Stream, Some(row)) => {
+            use respite_engine::stream::StreamId;
+            for (id, fields) in view.stream_range(row.id, StreamId::MIN, StreamId::MAX, 0, false)? {
+                mix_digest(digest, format!("{}.{}", id.ms, id.seq).as_bytes());
+                for (field, value) in fields {
+                    mix_digest(digest, &field);
+                    mix_digest(digest, &value);
+                }
             }
         }
         _ => {}

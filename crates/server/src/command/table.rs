@@ -4,7 +4,7 @@
 use super::Spec;
 use crate::cmd::{
     acl, bitmaps, client, config, connection, hashes, info, introspection, keys, lists, memory,
-    monitor, replication, server, sets, slowlog, sort, strings, transactions, zsets,
+    monitor, replication, server, sets, slowlog, sort, streams, strings, transactions, zsets,
 };
 
 /// The command table: every family's rows, sorted by name once at
@@ -37,6 +37,7 @@ impl Table {
             sets::commands(),
             slowlog::commands(),
             sort::commands(),
+            streams::commands(),
             strings::commands(),
             transactions::commands(),
             zsets::commands(),
