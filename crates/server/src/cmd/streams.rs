@@ -805,7 +805,7 @@ impl XRead {
             let entries = view.stream_range(row.id, start, StreamId::MAX, a.count(), false)?;
             served.push((a.keys[i].clone(), entries_reply(entries)));
         }
-        *crate::state::lock(&self.waits) = waits;
+        *crate::sync::lock(&self.waits) = waits;
         if served.is_empty() {
             return Ok(None);
         }
@@ -853,7 +853,7 @@ impl Blocker for XRead {
             return Ok(None);
         };
         let state = txn.stream_state(&row)?;
-        let gt = crate::state::lock(&self.waits)
+        let gt = crate::sync::lock(&self.waits)
             .get(i)
             .copied()
             .unwrap_or(StreamId::MIN);
