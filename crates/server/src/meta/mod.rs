@@ -311,6 +311,14 @@ mod tests {
             "object",
             "a container whose subcommands are all reads in redis, run as one read here, so its row says readonly where redis's container has no flags; COMMAND INFO shows redis's",
         ),
+        (
+            "xinfo",
+            "a container of reads, run as one read here, as OBJECT",
+        ),
+        (
+            "xgroup",
+            "a container of writes (HELP aside), run as one write here, so its row says write where redis's container has no flags",
+        ),
     ];
 
     /// Every row of the command table has redis's description, and the
@@ -344,7 +352,8 @@ mod tests {
                 ));
             }
             let writes = meta.has_flag("write");
-            if writes != (spec.access == Access::Write) && spec.access != Access::Local {
+            if writes != (spec.access == Access::Write) && spec.access != Access::Local && !intended
+            {
                 problems.push(format!("{}: write flag disagrees", spec.name));
             }
             if let Some((_, subs)) = spec.subcommands {
