@@ -72,22 +72,12 @@ OWN_SERVER = {"durability-sidekiq", "durability-rq"}
 # that shows a failure is that capability's. A scenario stops at the first
 # it meets; the others are those its code is known to use further on.
 PENDING = {
-    "redispy-lock": [LUA],
     "redispy-pubsub": [PUBSUB],
-    "limits-fixed-window": [LUA],
-    "limits-moving-window": [LUA],
-    "limits-sliding-window-counter": [LUA],
-    # The worker subscribes to a command channel; results are a stream per
-    # job; the scheduler's lock and Queue's bulk paths are scripts.
-    "rq": [PUBSUB, STREAMS, LUA],
-    "durability-rq": [PUBSUB, STREAMS, LUA],
-    # kombu guards its unacked-message restore with a redis-py Lock (a
-    # script); results are awaited by SUBSCRIBE.
-    "celery": [LUA, PUBSUB],
-    # The scheduled and retry sets are polled by a script (ZPOPBYSCORE).
-    "sidekiq-scheduled": [LUA],
-    # Every queue operation is a script; QueueEvents reads a stream.
-    "bullmq": [LUA, STREAMS],
+    # The worker subscribes to a command channel.
+    "rq": [PUBSUB],
+    "durability-rq": [PUBSUB],
+    # Results are awaited by SUBSCRIBE.
+    "celery": [PUBSUB],
 }
 
 # What each kind of program needs, checked before anything runs.
