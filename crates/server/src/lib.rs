@@ -30,6 +30,7 @@ pub mod lolwut;
 pub mod long_double;
 pub mod output;
 pub mod protected;
+pub mod pubsub;
 pub mod reply;
 pub mod request;
 pub mod service;

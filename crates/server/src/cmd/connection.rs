@@ -29,7 +29,15 @@ impl LocalCommand for Ping {
             message: args.next_opt(),
         })
     }
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        // A RESP2 client in subscribed mode gets redis's `["pong", msg]`.
+        if !s.resp3 && s.client.pubsub.active() {
+            let message = self.message.unwrap_or_default();
+            return Ok(Plan::Reply(Reply::Array(vec![
+                Reply::bulk("pong"),
+                Reply::Bulk(message),
+            ])));
+        }
         Ok(Plan::Reply(match self.message {
             Some(m) => Reply::Bulk(m),
             None => Reply::Simple("PONG"),

@@ -41,6 +41,7 @@ pub mod lists;
 pub mod memory;
 pub mod meta;
 pub mod monitor;
+pub mod pubsub;
 pub mod replication;
 pub mod server;
 pub mod sets;
@@ -83,7 +84,16 @@ pub enum Plan {
     /// the keys and this connection has no write in flight, else run on the
     /// read pool like any read.
     Cached(strings::Cached),
+    /// A step run on the connection once this connection's earlier writes
+    /// (and the write given, if any) have committed; it gets that write's
+    /// reply. PUBLISH, so that a subscriber reading on receipt sees what
+    /// was written before it; EXEC holding a PUBLISH, whose messages go
+    /// out once the transaction has committed.
+    After(Option<WriteOp<Reply>>, AfterFn),
 }
+
+/// What [`Plan::After`] runs.
+pub type AfterFn = Box<dyn FnOnce(Option<Reply>) -> Reply + Send>;
 
 /// The most commands (or MGET keys) a read job may hold and still count as
 /// quick: a reader may hold a quick job's result back while it runs up to
@@ -548,6 +558,7 @@ impl Table {
             lists::commands(),
             memory::commands(),
             monitor::commands(),
+            pubsub::commands(),
             replication::commands(),
             server::commands(),
             sets::commands(),
@@ -682,7 +693,7 @@ fn try_dispatch(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, Comm
 /// What can be refused without running the command: an unknown name, no
 /// authentication, a wrong number of arguments, an ACL refusal. (Inside MULTI these doom
 /// the transaction; everything else is found when it runs.)
-fn check(
+pub(crate) fn check(
     session: &Session,
     request: &[Bytes],
     found: Option<usize>,
