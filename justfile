@@ -35,6 +35,18 @@ lint:
 # build and unpack the .deb from the debug binary).
 ci: lint test-redis
 
+# The applications people run on Redis (apps/README.md): Celery, BullMQ,
+# Sidekiq, python-rq, redis-py and limits, each scenario run against a
+# redis-server and a respited it starts (the debug build). Installs the
+# pinned versions first (apps/install.sh). Scenarios waiting for a
+# capability respite lacks are listed in apps/run.py's PENDING and
+# reported as xfail; one that passes anyway fails the run. ARGS: scenario
+# names, --only respite|redis, -v, --keep. Example: just apps rq -v
+apps *ARGS:
+    cargo build -p respite-daemon
+    apps/install.sh
+    target/apps/venv/bin/python apps/run.py {{ARGS}}
+
 # Crash safety (bin/respited/tests/crash.rs) for N cycles: writer
 # clients record every acknowledged write while respited is SIGKILLed at
 # random moments, restarted on the same files and checked (every
@@ -544,7 +556,7 @@ bench-lists N="200000" ROUNDS="3" REDKA="" REDLITE="":
     echo
     echo "elements left in one list (every pop above found one): respite $(redis-cli -p 7501 llen list:000000000001), redis $(redis-cli -p 7503 llen list:000000000001)"
 
-# Issue 13's load runs (docs/durability.md, "Under load"): 1,000
+# The load run of docs/durability.md, "Under load": 1,000
 # connections running the mixed profile for SECS against a release
 # respited, with RSS, database, WAL and key count sampled every 5 s; fails
 # on any error reply. Heavy: run it on a quiet machine.
@@ -573,3 +585,12 @@ long-commands N="1000000":
     for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
     scripts/long_commands.py {{N}} "$port" MSET,DEL "$pid"
     scripts/long_commands.py {{N}} "$port" MSET,DEL "$pid"
+
+# Data growth, the long run: load N keys of 100-byte values (memtier
+# --pipeline 32), then SECS seconds of random SETs and SECS of random GETs
+# at 50 connections, respite (release build) beside redis-server AOF
+# always; WAL peak, commit latency p99/max and bytes per write are printed
+# (docs/benchmarks.md, "Data growth"). Needs memtier_benchmark.
+growth N="10000000" SECS="600":
+    cargo build --release -p respite-daemon
+    scripts/bench_growth.sh {{N}} {{SECS}} respite=target/release/respited redis=redis

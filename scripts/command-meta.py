@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates crates/server/src/cmd/meta_data.rs from redis 7.0's command JSON.
+"""Generates crates/server/src/meta/meta_data.rs from redis 7.0's command JSON.
 
 Redis describes every command in src/commands/*.json; its own
 utils/generate-command-code.py turns them into commands.c, and redis-server
@@ -32,7 +32,7 @@ SRC = sys.argv[1] if len(sys.argv) > 1 else "/tmp/r7/src/commands"
 # the same way. redis-server 7.0 does not list them.
 EXTRA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "redis-7.2-commands")
 OUT = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "crates", "server", "src", "cmd", "meta_data.rs"
+    os.path.dirname(os.path.abspath(__file__)), "..", "crates", "server", "src", "meta", "meta_data.rs"
 )
 
 # addReplyFlagsForCommand's order; hidden flags (sentinel, may_replicate,

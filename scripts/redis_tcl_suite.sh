@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs one of redis 7.0's own Tcl unit test files (tests/unit/FILE.tcl)
 # against a respited that is already running, as a conformance check.
-# Not part of CI: redis's test tree comes from a fetched mirror of
-# redis/redis (the `fetch` tool of the tool library), not from this repo.
+# Not part of CI: redis's test tree comes from a git mirror of redis/redis,
+# not from this repo.
 #
 #   scripts/redis_tcl_suite.sh MIRROR PORT FILE [SKIP ...]
 #

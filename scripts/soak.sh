@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load runs of issue 13, recorded in docs/durability.md ("Under load"):
+# The load runs of docs/durability.md ("Under load"):
 #
 #   scripts/soak.sh mixed [SECS] [CONNECTIONS]   (default 60 s, 1000)
 #   scripts/soak.sh ttl   [SECS] [CONNECTIONS]   (default 60 s, 50)

@@ -7,7 +7,7 @@
 //! numbers at and past every edge, float spellings, range bounds, glob
 //! patterns and command names, now and then raw bytes; usually as many as
 //! the row's arity allows, so the parse itself runs rather than the arity
-//! check. `respite_server::cmd::parse_only` then does what dispatch does
+//! check. `respite_server::command::parse_only` then does what dispatch does
 //! (lookup, arity, authentication, ACL) and the row's `parse` step, which
 //! turns arguments into a command and finds every syntax error; it never
 //! plans or applies (CONFIG SET parses but changes nothing, SHUTDOWN
@@ -29,7 +29,7 @@ use bytes::{Bytes, BytesMut};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use respite_engine::Engine;
-use respite_server::cmd::{parse_only, Session, TABLE};
+use respite_server::command::{parse_only, Session, TABLE};
 use respite_server::state::{ClientHandle, Peer, Shared};
 use respite_server::{Config, Reply};
 

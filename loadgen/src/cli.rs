@@ -14,7 +14,6 @@ use clap::Parser;
 
 use crate::error::ArgError;
 use crate::keys::KeyPattern;
-use crate::workload::Profile;
 
 // Every flag of the binary, as clap parses it. Fields stay close to the
 // raw command line: cross-flag rules (one of --profile/--ratio/--command,
@@ -261,6 +260,25 @@ pub fn parse_duration(s: &str) -> Result<Duration, ArgError> {
         _ => return Err(bad()),
     };
     Duration::try_from_secs_f64(secs).map_err(|_| bad())
+}
+
+/// The named workloads (`--profile`): ready-made mixes for the comparisons
+/// respite is routinely measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Profile {
+    /// 90% GET, 10% SET over a preloaded keyspace.
+    GetHeavy,
+    /// 80% SET, 20% GET.
+    SetHeavy,
+    /// 50% SET, 50% GET over a preloaded keyspace.
+    Mixed,
+    /// 50% SET with 1-5 s TTLs, 50% GET: keys expire constantly.
+    TtlHeavy,
+    /// Each operation of Redlite's benchmark table in turn.
+    Redlite,
+    /// 50/50 SET/GET with 10 requests per pipeline.
+    #[value(name = "pipeline-10")]
+    Pipeline10,
 }
 
 /// Parses `MIN-MAX` into an inclusive range.

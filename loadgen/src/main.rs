@@ -16,6 +16,7 @@ mod conn;
 mod error;
 mod html;
 mod keys;
+mod live;
 mod report;
 mod resp;
 mod runner;
@@ -118,7 +119,7 @@ fn run(cli: Cli) -> Result<Outcome, Error> {
             db: cli.db,
             timeout: cli.timeout,
         },
-        live: report::Live::choose(cli.progress, cli.quiet),
+        live: live::Live::choose(cli.progress, cli.quiet),
     });
     let started = SystemTime::now();
     let mut results = Vec::new();

@@ -74,7 +74,7 @@ pub struct RunCfg {
     /// Connection setup for every connection.
     pub conn: ConnOpts,
     /// Where to print per-second progress, if anywhere.
-    pub live: Option<crate::report::Live>,
+    pub live: Option<crate::live::Live>,
 }
 
 /// How many distinct error texts are kept per operation; later distinct

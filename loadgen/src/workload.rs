@@ -21,29 +21,10 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::cli::{parse_range, Cli};
+use crate::cli::{parse_range, Cli, Profile};
 use crate::error::ArgError;
 use crate::keys::{push_u64, KeyGen, KeyPattern};
 use crate::verify::{make_value, Expect, Tag};
-
-/// The named workloads (`--profile`): ready-made mixes for the comparisons
-/// respite is routinely measured on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Profile {
-    /// 90% GET, 10% SET over a preloaded keyspace.
-    GetHeavy,
-    /// 80% SET, 20% GET.
-    SetHeavy,
-    /// 50% SET, 50% GET over a preloaded keyspace.
-    Mixed,
-    /// 50% SET with 1-5 s TTLs, 50% GET: keys expire constantly.
-    TtlHeavy,
-    /// Each operation of Redlite's benchmark table in turn.
-    Redlite,
-    /// 50/50 SET/GET with 10 requests per pipeline.
-    #[value(name = "pipeline-10")]
-    Pipeline10,
-}
 
 /// Value sizes: fixed when `min == max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

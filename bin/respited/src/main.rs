@@ -115,10 +115,14 @@ struct Cli {
     /// ... or this percentage of the database file's size, if more.
     #[arg(long)]
     checkpoint_wal_percent: Option<u64>,
-    /// Checkpoint and truncate the WAL on the writer once it passes this
-    /// many bytes (the hard bound).
+    /// The WAL's bound in bytes: past it, the writer waits between groups
+    /// for the background copy to catch up.
     #[arg(long)]
     wal_checkpoint_bytes: Option<u64>,
+    /// Who checkpoints the WAL: auto (respite) or external (Litestream,
+    /// which must then be the only one to; see docs/operations.md).
+    #[arg(long)]
+    checkpoint: Option<respite_engine::Checkpoint>,
     /// Password clients must AUTH with.
     #[arg(long)]
     requirepass: Option<String>,
@@ -185,6 +189,7 @@ impl Cli {
             checkpoint_wal_bytes,
             checkpoint_wal_percent,
             wal_checkpoint_bytes,
+            checkpoint,
             maxclients,
             protected_mode,
             log_level

@@ -188,3 +188,87 @@ fn a_full_disk_keeps_deletions_working_and_recovers() {
     assert_eq!(raw(&server, &["SET", "more", "x"]), "+OK\r\n");
     common::assert_still_serves(&mut con);
 }
+
+#[test]
+fn a_small_full_disk_takes_writes_again_once_deletions_free_pages() {
+    // The default settings (a 16 MiB reserve) on a 24 MiB disk: the data
+    // gets what the reserve leaves.
+    let Some(server) = Respited::start_on_tmpfs("24m", "true", &[]) else {
+        return;
+    };
+    let mut con = server.client();
+    let value = vec![b'f'; 100 * 1024];
+    let mut stored = Vec::new();
+    let mut failure = None;
+    for i in 0..1000 {
+        let key = format!("big{i}");
+        match redis::cmd("SET")
+            .arg(&key)
+            .arg(&value)
+            .query::<()>(&mut con)
+        {
+            Ok(()) => stored.push(key),
+            Err(e) => {
+                failure = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    let error = failure.expect("24 MiB never filled up");
+    assert!(stored.len() > 20, "only {} values fitted", stored.len());
+    assert!(
+        error.contains("commit failed") || error.contains("OOM"),
+        "{error}"
+    );
+    // Refused with the clear error from then on; reads go on.
+    assert_eq!(
+        raw(&server, &["SET", "more", "x"]),
+        "-OOM command not allowed when the disk is full.\r\n"
+    );
+    let got: Vec<u8> = redis::cmd("GET").arg(&stored[0]).query(&mut con).unwrap();
+    assert_eq!(got, value);
+    // DEL of 20 keys and FLUSHDB, both answered.
+    let deleted: i64 = redis::cmd("DEL")
+        .arg(&stored[..20])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(deleted, 20);
+    let _: () = redis::cmd("FLUSHDB").query(&mut con).unwrap();
+    // The freed pages stay inside the database file; they are room for new
+    // data, and writes are taken again within seconds.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        let mut s = common::raw_for(server.port);
+        let req = encode(&[b"SET".as_slice(), b"again", &value[..]]);
+        let got = common::exchange(&mut s, &req, 3);
+        last = String::from_utf8_lossy(&got).into_owned();
+        if last == "+OK\r\n" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(last, "+OK\r\n", "SET still refused after deletions");
+    assert_eq!(info_field(&mut con, "persistence", "disk_full"), 0.0);
+    // And about as much as before fits again, in the freed pages and the
+    // room the smaller reserve leaves.
+    let mut again = 1;
+    for i in 0..stored.len() {
+        if redis::cmd("SET")
+            .arg(format!("refill{i}"))
+            .arg(&value)
+            .query::<()>(&mut con)
+            .is_err()
+        {
+            break;
+        }
+        again += 1;
+    }
+    assert!(
+        again * 2 >= stored.len(),
+        "{again} values fitted after the deletions, {} before",
+        stored.len()
+    );
+    let got: Vec<u8> = redis::cmd("GET").arg("refill0").query(&mut con).unwrap();
+    assert_eq!(got, value);
+}

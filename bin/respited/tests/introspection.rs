@@ -665,6 +665,7 @@ fn config_get_and_set_match_redis_for_shared_parameters() {
                     "page-size",
                     "checkpoint-wal-bytes",
                     "checkpoint-wal-percent",
+                    "checkpoint",
                     "journal-size-limit",
                     "expire-chunk",
                     "read-cache-bytes",

@@ -72,12 +72,15 @@ pub(crate) struct Checkpointer {
 impl Checkpointer {
     /// Opens a connection for checkpoints and starts the thread, which
     /// copies the WAL once `copy_after_bytes` of it, or `copy_after_percent`
-    /// of the database file's size if more, wait to be copied.
+    /// of the database file's size if more, wait to be copied; never later
+    /// than half of `wal_bound` (the writer's bound, 0 for none) or a
+    /// quarter of the file system's free space.
     pub(crate) fn start(
         path: &Path,
         fsync: AppendFsync,
         copy_after_bytes: u64,
         copy_after_percent: u64,
+        wal_bound: u64,
     ) -> Result<Self> {
         let conn = Connection::open(path)?;
         // The checkpoint writes the database file; with `always` it must
@@ -97,6 +100,11 @@ impl Checkpointer {
             page_size: page_size.max(512),
             min_bytes: copy_after_bytes,
             percent: copy_after_percent,
+            max_bytes: if wal_bound == 0 {
+                u64::MAX
+            } else {
+                wal_bound / 2
+            },
         };
         let copy_threshold = Arc::new(AtomicU64::new(sizing.policy().bytes));
         let threshold = copy_threshold.clone();
@@ -118,22 +126,41 @@ impl Checkpointer {
         })
     }
 
+    /// A checkpointer that never copies (`checkpoint = "external"`): no
+    /// thread, and nudges go nowhere.
+    pub(crate) fn disabled() -> Self {
+        let (nudge, _) = crossbeam_channel::bounded(1);
+        Checkpointer {
+            nudge,
+            restart_due: Arc::new(AtomicBool::new(false)),
+            copy_threshold: Arc::new(AtomicU64::new(0)),
+            thread: None,
+        }
+    }
+
     /// Asks for a checkpoint soon; never blocks.
     pub(crate) fn nudge(&self) {
         // Full: a checkpoint is already asked for. Disconnected: shutting
         // down. Neither needs anything done.
         let _ = self.nudge.try_send(());
     }
-}
 
-impl Drop for Checkpointer {
-    fn drop(&mut self) {
+    /// Stops the thread and waits for it (after its current checkpoint).
+    /// A stop's final TRUNCATE needs this: while another connection copies,
+    /// SQLite answers a checkpoint with SQLITE_BUSY at once, without waiting.
+    pub(crate) fn stop(&mut self) {
         // Closing the channel ends the thread after its current checkpoint.
         let (dead, _) = crossbeam_channel::bounded(1);
         self.nudge = dead;
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -145,17 +172,28 @@ struct Sizing {
     min_bytes: u64,
     /// The threshold as a percentage of the database file's size.
     percent: u64,
+    /// The threshold's ceiling: half the writer's WAL bound.
+    max_bytes: u64,
 }
 
+/// The smallest threshold the free-space cap may lower it to.
+const MIN_THRESHOLD_BYTES: u64 = 1 << 20;
+
 impl Sizing {
-    /// The copy threshold in bytes for a database file of `db_bytes`.
-    fn threshold_bytes(&self, db_bytes: u64) -> u64 {
+    /// The copy threshold in bytes for a database file of `db_bytes` on a
+    /// file system with `free_bytes` free. The ceilings keep the WAL from
+    /// growing with the database (every page lookup searches the frames not
+    /// yet copied) and from filling a small or nearly full disk before it
+    /// is copied.
+    fn threshold_bytes(&self, db_bytes: u64, free_bytes: u64) -> u64 {
         if self.min_bytes == 0 {
             // Copy after every commit.
             return 0;
         }
         self.min_bytes
             .max(db_bytes.saturating_mul(self.percent) / 100)
+            .min(self.max_bytes)
+            .min((free_bytes / 4).max(MIN_THRESHOLD_BYTES))
     }
 
     /// The policy for the database file as it is now.
@@ -163,7 +201,8 @@ impl Sizing {
         let db_bytes = std::fs::metadata(&self.db_path)
             .map(|m| m.len())
             .unwrap_or(0);
-        let bytes = self.threshold_bytes(db_bytes);
+        let free = crate::disk::free_bytes(&self.db_path).unwrap_or(u64::MAX);
+        let bytes = self.threshold_bytes(db_bytes, free);
         // A frame is a page and its 24-byte header.
         let frames = bytes / (self.page_size + 24);
         Policy {
@@ -218,7 +257,7 @@ impl Policy {
 }
 
 /// The most frames the writer's RESTART may be left to copy.
-const RESTART_TAIL_FRAMES: u64 = 512;
+pub(crate) const RESTART_TAIL_FRAMES: u64 = 512;
 
 /// The two counters of the WAL index this thread decides by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -377,21 +416,34 @@ mod tests {
     }
 
     #[test]
-    fn the_threshold_follows_the_database_size() {
+    fn the_threshold_is_bounded_whatever_the_database_size() {
+        let roomy = u64::MAX;
         let sizing = Sizing {
             db_path: PathBuf::from("/nonexistent"),
             page_size: 512,
-            min_bytes: 16 << 20,
-            percent: 200,
+            min_bytes: 32 << 20,
+            percent: 0,
+            max_bytes: 64 << 20,
         };
-        assert_eq!(sizing.threshold_bytes(1 << 20), 16 << 20);
-        assert_eq!(sizing.threshold_bytes(100 << 20), 200 << 20);
+        assert_eq!(sizing.threshold_bytes(1 << 20, roomy), 32 << 20);
+        assert_eq!(sizing.threshold_bytes(10 << 30, roomy), 32 << 20);
+        // A percentage may raise it, never past half the WAL's bound.
+        let percent = Sizing {
+            db_path: sizing.db_path.clone(),
+            percent: 200,
+            ..sizing
+        };
+        assert_eq!(percent.threshold_bytes(20 << 20, roomy), 40 << 20);
+        assert_eq!(percent.threshold_bytes(10 << 30, roomy), 64 << 20);
+        // Nor past a quarter of the free space (but not below 1 MiB).
+        assert_eq!(percent.threshold_bytes(10 << 30, 40 << 20), 10 << 20);
+        assert_eq!(percent.threshold_bytes(10 << 30, 0), 1 << 20);
         // 0 means after every commit, whatever the size.
         let eager = Sizing {
             min_bytes: 0,
             ..sizing
         };
-        assert_eq!(eager.threshold_bytes(100 << 20), 0);
+        assert_eq!(eager.threshold_bytes(100 << 20, roomy), 0);
         // A missing file is an empty one.
         assert_eq!(eager.policy().copy_after_frames, 0);
     }

@@ -52,6 +52,42 @@ impl FromStr for AppendFsync {
     }
 }
 
+/// Who copies the WAL back into the database and starts it over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Checkpoint {
+    /// respite does (the checkpointer thread's copies, the writer's WAL
+    /// restarts and its bound, a TRUNCATE at a clean stop).
+    #[default]
+    Auto,
+    /// Another process does, typically Litestream, which must own the WAL
+    /// to replicate it: respite never checkpoints, never restarts or
+    /// truncates the WAL, and waits out the write lock that process takes
+    /// around its own checkpoints (see `docs/operations.md`).
+    External,
+}
+
+impl Checkpoint {
+    /// The name used in the config file, on the command line and in INFO.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Checkpoint::Auto => "auto",
+            Checkpoint::External => "external",
+        }
+    }
+}
+
+impl FromStr for Checkpoint {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Checkpoint::Auto),
+            "external" => Ok(Checkpoint::External),
+            other => Err(format!("invalid checkpoint '{other}' (auto or external)")),
+        }
+    }
+}
+
 /// Everything the engine needs to open a database and start its threads.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -73,22 +109,34 @@ pub struct EngineConfig {
     /// `docs/storage.md`). An existing file keeps the size it was made with.
     pub page_size: u32,
     /// The background checkpointer copies the WAL into the database once it
-    /// holds this many bytes not yet copied, or [`Self::checkpoint_wal_percent`]
-    /// of the database file's size if that is more. A page written many
-    /// times in that stretch is copied once, so a longer stretch means fewer
-    /// bytes written per write, for a longer WAL. 0 copies after every
-    /// commit.
+    /// holds this many bytes not yet copied (or
+    /// [`Self::checkpoint_wal_percent`] of the database file's size, if that
+    /// is set and more). A page written many times in that stretch is copied
+    /// once, so a longer stretch means fewer bytes written per write; but
+    /// every page a reader or the writer fetches is first looked up among
+    /// the WAL frames not yet copied (SQLite's `walFindFrame` searches one
+    /// hash table per 4,096 of them), so a longer stretch also makes every
+    /// lookup slower. Never more than half of
+    /// [`Self::wal_checkpoint_bytes`], nor a quarter of the file system's
+    /// free space. 0 copies after every commit.
     pub checkpoint_wal_bytes: u64,
-    /// The WAL may hold this percentage of the database file's size before
-    /// it is copied (like Redis's `auto-aof-rewrite-percentage`): the copy
-    /// then writes each page of the file at most once for every
-    /// `percent / 100` file sizes of WAL, whatever the keyspace's size.
+    /// The copy threshold as a percentage of the database file's size, if
+    /// that is more than [`Self::checkpoint_wal_bytes`] (like Redis's
+    /// `auto-aof-rewrite-percentage`); 0, the default, leaves the threshold
+    /// absolute. It is capped like the absolute one, so it cannot make the
+    /// WAL grow with the database.
     pub checkpoint_wal_percent: u64,
-    /// Once the WAL file grows past this many bytes, or three times the
-    /// checkpointer's current threshold if that is more, the writer
-    /// checkpoints it and truncates it, so it stays bounded under constant
-    /// load even when the background copy falls behind.
+    /// The WAL's bound, in bytes of frames: when the background copy falls
+    /// behind and the WAL reaches it, the writer waits a few milliseconds
+    /// between groups (at most 10 per group, 40 past twice the bound) for
+    /// the copy to catch up, then starts the WAL over; it never copies the
+    /// WAL itself on the write path. 0: no bound.
     pub wal_checkpoint_bytes: u64,
+    /// Who checkpoints the WAL. With [`Checkpoint::External`] the copy
+    /// thresholds above are not used and [`Self::wal_checkpoint_bytes`] is
+    /// only a warning threshold: past it, the log says once a minute that
+    /// the external checkpointer seems to have stopped.
+    pub checkpoint: Checkpoint,
     /// `PRAGMA journal_size_limit`: what SQLite leaves of the WAL file when
     /// it starts it over; -1 keeps the file at its size (truncating and
     /// regrowing a long WAL at every restart costs the writer an
@@ -131,9 +179,10 @@ impl Default for EngineConfig {
             readers: 4,
             databases: 16,
             page_size: 512,
-            checkpoint_wal_bytes: 16 * 1024 * 1024,
-            checkpoint_wal_percent: 200,
-            wal_checkpoint_bytes: 64 * 1024 * 1024,
+            checkpoint_wal_bytes: 32 * 1024 * 1024,
+            checkpoint_wal_percent: 0,
+            wal_checkpoint_bytes: 128 * 1024 * 1024,
+            checkpoint: Checkpoint::Auto,
             journal_size_limit: -1,
             expire_chunk: 256,
             read_cache_bytes: 64 * 1024 * 1024,

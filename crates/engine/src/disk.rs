@@ -17,10 +17,14 @@
 //!   full, the group it was in is rolled back and answered with the error,
 //!   the reserve is deleted (its space is what the deletions that follow
 //!   write into), and writes are refused as on a full disk. Once a
-//!   checkpoint has made the WAL reusable and the file system has room for
-//!   the reserve and as much again, the reserve is put back and writes are
-//!   taken again. A restart on a full disk finds the reserve still there
-//!   (or gone, and then takes no writes until there is room for it).
+//!   checkpoint has truncated the WAL, writes are taken again as soon as
+//!   they can succeed: the pages the deletions freed inside the database
+//!   file take new data without the file growing, so the file system only
+//!   needs a little room for the WAL; the reserve comes back, smaller if
+//!   the room is short, and grows back to its size when there is room (see
+//!   [`Disk::try_recover`]). A restart on a full disk finds the reserve
+//!   still there (or gone, and then takes no writes until there is room
+//!   for it).
 //!
 //! Every storage failure of a commit (disk full or another I/O error) is
 //! counted for INFO.
@@ -43,6 +47,10 @@ pub struct Disk {
     maxdisk: AtomicU64,
     /// Live pages plus WAL, in bytes, as of the last measurement.
     used: AtomicU64,
+    /// Free pages inside the database file (SQLite's freelist), in bytes,
+    /// as of the last measurement: room for new data without the file
+    /// growing.
+    free_pages: AtomicU64,
     /// The disk filled up and the reserve is released.
     full: AtomicBool,
     /// Commits that failed for a storage error (I/O, disk full).
@@ -62,6 +70,7 @@ impl Disk {
             reserve_bytes,
             maxdisk: AtomicU64::new(maxdisk),
             used: AtomicU64::new(0),
+            free_pages: AtomicU64::new(0),
             full: AtomicBool::new(false),
             io_errors: AtomicU64::new(0),
             full_events: AtomicU64::new(0),
@@ -85,10 +94,16 @@ impl Disk {
     /// Makes the reserve file if it is missing; false if the disk has no
     /// room for it.
     fn make_reserve(&self) -> bool {
-        if self.reserve_bytes == 0 {
+        self.make_reserve_of(self.reserve_bytes)
+    }
+
+    /// Makes the reserve file `bytes` long unless it is already that long;
+    /// false if the disk has no room for it.
+    fn make_reserve_of(&self, bytes: u64) -> bool {
+        if bytes == 0 {
             return true;
         }
-        if std::fs::metadata(&self.reserve_path).is_ok_and(|m| m.len() >= self.reserve_bytes) {
+        if std::fs::metadata(&self.reserve_path).is_ok_and(|m| m.len() >= bytes) {
             return true;
         }
         // Not a sparse file: the blocks must really be taken. fallocate
@@ -96,11 +111,11 @@ impl Disk {
         // writes); where the file system cannot, zeros are written.
         let write = || -> std::io::Result<()> {
             let mut f = File::create(&self.reserve_path)?;
-            if allocate(&f, self.reserve_bytes) {
+            if allocate(&f, bytes) {
                 return f.sync_all();
             }
             let chunk = vec![0u8; 64 * 1024];
-            let mut left = self.reserve_bytes;
+            let mut left = bytes;
             while left > 0 {
                 let n = left.min(chunk.len() as u64) as usize;
                 f.write_all(&chunk[..n])?;
@@ -157,9 +172,17 @@ impl Disk {
         self.full_events.load(Ordering::Relaxed)
     }
 
-    /// Records a new measurement (the writer, after commits).
-    pub(crate) fn set_used(&self, bytes: u64) {
+    /// Free pages inside the database file at the last measurement, in
+    /// bytes.
+    pub fn free_pages_bytes(&self) -> u64 {
+        self.free_pages.load(Ordering::Relaxed)
+    }
+
+    /// Records a new measurement (the writer, after commits): live pages
+    /// plus WAL, and the database's free pages.
+    pub(crate) fn set_used(&self, bytes: u64, free_pages_bytes: u64) {
         self.used.store(bytes, Ordering::Relaxed);
+        self.free_pages.store(free_pages_bytes, Ordering::Relaxed);
     }
 
     /// A commit or statement failed with `e`: counted, and if the disk is
@@ -184,28 +207,68 @@ impl Disk {
     }
 
     /// After a truncating checkpoint (the WAL's file space given back): if
-    /// the disk was full and the file system now has room for the reserve
-    /// and half as much again (room for the WAL to grow before the next
-    /// checkpoint; the database's own freed pages are reused without
-    /// growing its file), puts the reserve back and takes writes again.
+    /// the disk was full and writes can succeed again, puts the reserve back
+    /// and takes them.
+    ///
+    /// Deletions free pages inside the database file, not on the file
+    /// system: SQLite keeps them on its freelist and new data goes there
+    /// before the file grows. So a write needs file-system room only for the
+    /// WAL frames it appends (the checkpointer copies the WAL early while
+    /// free space is short: see checkpointer.rs) and for whatever the free
+    /// pages cannot hold. Writes are taken again once the file system has
+    /// [`MIN_ROOM`] left beside the reserve; the reserve comes back at its
+    /// full size if there is room for it and as much again, else at half
+    /// the room (grown again later by [`Disk::top_up_reserve`]), so that a
+    /// small disk that one deletion freed takes writes at once rather than
+    /// waiting for room it may never get.
     pub(crate) fn try_recover(&self) {
         if !self.full.load(Ordering::Relaxed) {
             return;
         }
         let room = free_bytes(&self.reserve_path).unwrap_or(0);
-        let needed = (self.reserve_bytes + self.reserve_bytes / 2).max(1024 * 1024);
-        if room < needed {
+        let reserve = if room >= self.reserve_bytes.saturating_mul(2) {
+            self.reserve_bytes
+        } else {
+            self.reserve_bytes.min(room / 2)
+        };
+        if room.saturating_sub(reserve) < MIN_ROOM {
             return;
         }
-        if self.make_reserve() {
+        if self.make_reserve_of(reserve) {
             self.full.store(false, Ordering::Relaxed);
             tracing::warn!(
                 free_bytes = room,
-                "the disk has room again: the reserve is back and writes are taken"
+                free_pages_bytes = self.free_pages_bytes(),
+                reserve_bytes = reserve,
+                "the disk has room again: writes are taken"
+            );
+        }
+    }
+
+    /// Grows a reserve that [`Disk::try_recover`] put back short to its full
+    /// size, once the file system has room for the rest and as much again.
+    pub(crate) fn top_up_reserve(&self) {
+        if self.reserve_bytes == 0 || self.full.load(Ordering::Relaxed) {
+            return;
+        }
+        let have = std::fs::metadata(&self.reserve_path).map_or(0, |m| m.len());
+        let missing = self.reserve_bytes.saturating_sub(have);
+        if missing == 0 {
+            return;
+        }
+        let room = free_bytes(&self.reserve_path).unwrap_or(0);
+        if room >= missing.saturating_mul(2) && self.make_reserve() {
+            tracing::info!(
+                reserve_bytes = self.reserve_bytes,
+                "the disk reserve is whole again"
             );
         }
     }
 }
+
+/// The file-system room, beside the reserve, that a full disk must have
+/// again before writes are taken: enough for the WAL of a few groups.
+const MIN_ROOM: u64 = 2 * 1024 * 1024;
 
 /// Takes `len` bytes of blocks for `f` with `posix_fallocate`; false if
 /// the file system cannot (then the caller writes zeros), or has no room
@@ -219,9 +282,51 @@ fn allocate(f: &File, len: u64) -> bool {
     unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len) == 0 }
 }
 
+/// Bytes of the file at `path` that are in the OS page cache, counted once
+/// however many connections map them (`mincore` over a fresh mapping of the
+/// file: it reports the page cache, not this mapping's own page tables).
+pub(crate) fn cached_bytes(path: &Path) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let file = File::open(path).ok()?;
+    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    if len == 0 {
+        return Some(0);
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|&p| p > 0)?;
+    // SAFETY: a fresh read-only shared mapping of an open file, never
+    // dereferenced here; unmapped below.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        return None;
+    }
+    let mut vec = vec![0u8; len.div_ceil(page)];
+    // SAFETY: `map` is a mapping of `len` bytes and `vec` holds one byte
+    // per page of it, as mincore requires.
+    let rc = unsafe { libc::mincore(map, len, vec.as_mut_ptr()) };
+    // SAFETY: `map` and `len` are the mapping made above.
+    unsafe { libc::munmap(map, len) };
+    if rc != 0 {
+        return None;
+    }
+    let pages = vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
+    Some((pages * page as u64).min(len as u64))
+}
+
 /// Free bytes on the file system holding `path` (for an unprivileged
 /// process: `f_bavail`).
-fn free_bytes(path: &Path) -> Option<u64> {
+pub(crate) fn free_bytes(path: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let dir = path
         .parent()
@@ -254,7 +359,7 @@ mod tests {
             64 * 1024
         );
         assert!(disk.refusal().is_none());
-        disk.set_used(10_000);
+        disk.set_used(10_000, 0);
         disk.set_maxdisk(5_000);
         assert_eq!(
             disk.refusal().map(|e| e.to_string()),

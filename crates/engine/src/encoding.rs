@@ -26,6 +26,11 @@ pub struct Thresholds {
     pub zset_entries: AtomicI64,
     /// `zset-max-listpack-value`: the longest member.
     pub zset_value: AtomicUsize,
+    /// `stream-node-max-entries`: where a stream starts a new node (see
+    /// `stream.rs`).
+    pub stream_node_entries: AtomicI64,
+    /// `stream-node-max-bytes`.
+    pub stream_node_bytes: AtomicI64,
 }
 
 impl Default for Thresholds {
@@ -37,6 +42,8 @@ impl Default for Thresholds {
             set_entries: AtomicI64::new(512),
             zset_entries: AtomicI64::new(128),
             zset_value: AtomicUsize::new(64),
+            stream_node_entries: AtomicI64::new(100),
+            stream_node_bytes: AtomicI64::new(4096),
         }
     }
 }
@@ -56,5 +63,12 @@ impl Thresholds {
     }
     pub(crate) fn zset_value(&self) -> usize {
         self.zset_value.load(Ordering::Relaxed)
+    }
+    /// The stream node limits in force.
+    pub fn stream_nodes(&self) -> crate::stream::NodeLimits {
+        crate::stream::NodeLimits {
+            entries: self.stream_node_entries.load(Ordering::Relaxed),
+            bytes: self.stream_node_bytes.load(Ordering::Relaxed),
+        }
     }
 }

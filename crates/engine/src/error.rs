@@ -74,6 +74,11 @@ pub enum EngineError {
     /// Another process owns the database file (see `owner.rs`).
     #[error("{0}")]
     Owner(#[from] crate::owner::OwnerError),
+    /// Litestream's tables are in the file while respite is set to
+    /// checkpoint the WAL itself: both checkpointing would make Litestream
+    /// lose its place in the WAL and respite's writes stall.
+    #[error("the database file holds Litestream's tables (_litestream_seq, _litestream_lock): it is replicated by Litestream, which must be the only one to checkpoint its WAL; start respite with checkpoint = \"external\" (--checkpoint external), or drop those tables if Litestream no longer replicates this file")]
+    LitestreamAttached,
     /// The engine is shutting down and takes no more work.
     #[error("ERR server is shutting down")]
     ShuttingDown,

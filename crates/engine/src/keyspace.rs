@@ -221,12 +221,52 @@ fn elements(kind: Kind) -> Option<&'static Elements> {
              (SELECT member FROM zsets WHERE id = ?1 LIMIT ?2)",
         ],
     };
+    // A stream's entries, its state, its nodes and its consumer groups
+    // (`stream.rs`), all under its id.
+    const STREAM: Elements = Elements {
+        delete: &[
+            "DELETE FROM streams WHERE id = ?1",
+            "DELETE FROM stream_meta WHERE id = ?1",
+            "DELETE FROM stream_nodes WHERE id = ?1",
+            "DELETE FROM stream_groups WHERE id = ?1",
+            "DELETE FROM stream_consumers WHERE id = ?1",
+            "DELETE FROM stream_pel WHERE id = ?1",
+        ],
+        copy: &[
+            "INSERT INTO streams (id, ms, seq, fields) SELECT ?2, ms, seq, fields FROM streams WHERE id = ?1",
+            "INSERT INTO stream_meta (id, last_ms, last_seq, del_ms, del_seq, added, nodes)
+             SELECT ?2, last_ms, last_seq, del_ms, del_seq, added, nodes FROM stream_meta WHERE id = ?1",
+            "INSERT INTO stream_nodes (id, ms, seq, last_ms, last_seq, live, deleted, bytes, master)
+             SELECT ?2, ms, seq, last_ms, last_seq, live, deleted, bytes, master
+             FROM stream_nodes WHERE id = ?1",
+            "INSERT INTO stream_groups (id, name, last_ms, last_seq, entries_read)
+             SELECT ?2, name, last_ms, last_seq, entries_read FROM stream_groups WHERE id = ?1",
+            "INSERT INTO stream_consumers (id, grp, name, seen)
+             SELECT ?2, grp, name, seen FROM stream_consumers WHERE id = ?1",
+            "INSERT INTO stream_pel (id, grp, ms, seq, consumer, delivered, count)
+             SELECT ?2, grp, ms, seq, consumer, delivered, count FROM stream_pel WHERE id = ?1",
+        ],
+        free_chunk: &[
+            "DELETE FROM stream_pel WHERE id = ?1 AND (grp, ms, seq) IN
+             (SELECT grp, ms, seq FROM stream_pel WHERE id = ?1 LIMIT ?2)",
+            "DELETE FROM stream_consumers WHERE id = ?1 AND (grp, name) IN
+             (SELECT grp, name FROM stream_consumers WHERE id = ?1 LIMIT ?2)",
+            "DELETE FROM stream_groups WHERE id = ?1 AND name IN
+             (SELECT name FROM stream_groups WHERE id = ?1 LIMIT ?2)",
+            "DELETE FROM stream_nodes WHERE id = ?1 AND (ms, seq) IN
+             (SELECT ms, seq FROM stream_nodes WHERE id = ?1 LIMIT ?2)",
+            "DELETE FROM streams WHERE id = ?1 AND (ms, seq) IN
+             (SELECT ms, seq FROM streams WHERE id = ?1 LIMIT ?2)",
+            "DELETE FROM stream_meta WHERE id = ?1 AND ?2 > 0",
+        ],
+    };
     match kind {
         Kind::String => None,
         Kind::Hash => Some(&HASH),
         Kind::Set => Some(&SET),
         Kind::List => Some(&LIST),
         Kind::ZSet => Some(&ZSET),
+        Kind::Stream => Some(&STREAM),
     }
 }
 
@@ -674,7 +714,9 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.changing(slot.db, slot.key);
         row.count += delta;
         row.flags |= flags;
-        if row.count <= 0 {
+        // A stream outlives its last entry (its groups and IDs stay), as
+        // in redis; every other type goes with its last element.
+        if row.count <= 0 && slot.kind != Kind::Stream {
             // Its elements are all gone already.
             self.touched.gone();
             self.stmt("DELETE FROM keys WHERE db = ?1 AND key = ?2")?
@@ -890,7 +932,9 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.changing_all();
         self.conn().execute_batch(
             "DELETE FROM strings; DELETE FROM keys; DELETE FROM hashes; DELETE FROM sets;
-             DELETE FROM lists; DELETE FROM zsets; DELETE FROM zblocks; DELETE FROM dropped;",
+             DELETE FROM lists; DELETE FROM zsets; DELETE FROM zblocks; DELETE FROM dropped;
+             DELETE FROM streams; DELETE FROM stream_meta; DELETE FROM stream_nodes;
+             DELETE FROM stream_groups; DELETE FROM stream_consumers; DELETE FROM stream_pel;",
         )?;
         Ok(())
     }

@@ -24,8 +24,8 @@
 //! The keyspace layout is in [`schema`]. The typed operations are organised
 //! by data type: [`keyspace`] (key rows, expiry, renaming, iteration, and
 //! the one gate every collection write goes through), [`string`], [`hash`],
-//! [`set`], [`list`] and [`zset`] (whose rank blocks keep ZRANK off a
-//! scan), each with its reads (on a [`View`], expiry-aware) and its writes
+//! [`set`], [`list`], [`zset`] (whose rank blocks keep ZRANK off a
+//! scan) and [`stream`] (with its consumer groups), each with its reads (on a [`View`], expiry-aware) and its writes
 //! (on a [`Txn`]) and their SQL side by side; no SQL lives outside
 //! this crate. [`glob`] is Redis's pattern matching, and [`stats`] the
 //! group-commit figures INFO reports. [`blocking`] keeps the clients
@@ -55,6 +55,7 @@ pub mod set;
 pub mod snapshot;
 pub mod stats;
 pub mod stmt_cache;
+pub mod stream;
 pub mod string;
 pub mod txn;
 pub mod view;
@@ -81,7 +82,7 @@ pub const MAX_STRING_LEN: usize = (i32::MAX as usize) / 2 - 64 * 1024;
 pub use access::Access;
 pub use blocking::{Blocking, Waiter};
 pub use cache::{CacheStats, ValueCache};
-pub use config::{AppendFsync, EngineConfig};
+pub use config::{AppendFsync, Checkpoint, EngineConfig};
 pub use disk::Disk;
 pub use error::{EngineError, Result};
 pub use keyspace::{DbCounts, Entry, KeyRow, ScanPage, Slot};
@@ -270,6 +271,8 @@ pub struct Engine<R: Send + 'static> {
     db_path: PathBuf,
     /// The database's page size, read once at open.
     page_size: u32,
+    /// Who checkpoints the WAL.
+    checkpoint: Checkpoint,
     /// `write_bytes` of /proc/self/io when the statistics were last reset.
     io_base: std::sync::atomic::AtomicU64,
     copy_threshold: Arc<std::sync::atomic::AtomicU64>,
@@ -338,8 +341,22 @@ impl<R: Send + 'static> Engine<R> {
             config.page_size,
         )?;
         let page_size: u32 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
-        if let Some(found) = unclean_wal {
-            recover(&conn, found, opening);
+        let external = config.checkpoint == Checkpoint::External;
+        if !external && schema::has_litestream_tables(&conn)? {
+            return Err(EngineError::LitestreamAttached);
+        }
+        match unclean_wal {
+            // A clean stop in external mode leaves the WAL, by design, to
+            // the external checkpointer: it cannot tell a crash, and needs
+            // no telling (SQLite recovers the WAL's committed frames
+            // either way, and copying them is that checkpointer's job).
+            Some(found) if external => tracing::info!(
+                wal_bytes = found.bytes,
+                wal_frames = found.frames,
+                "checkpoint is external: the WAL found at the start is left to the external checkpointer"
+            ),
+            Some(found) => recover(&conn, found, opening),
+            None => {}
         }
         let stats = Arc::new(Stats::new());
         let max_batch = Arc::new(AtomicUsize::new(config.max_batch.max(1)));
@@ -367,12 +384,17 @@ impl<R: Send + 'static> Engine<R> {
         // Unbounded here: the server bounds operations in flight with an
         // async semaphore, so connection tasks wait without blocking a thread.
         let (write_tx, write_rx) = crossbeam_channel::unbounded();
-        let checkpointer = checkpointer::Checkpointer::start(
-            &config.path,
-            config.appendfsync,
-            config.checkpoint_wal_bytes,
-            config.checkpoint_wal_percent,
-        )?;
+        let checkpointer = if external {
+            checkpointer::Checkpointer::disabled()
+        } else {
+            checkpointer::Checkpointer::start(
+                &config.path,
+                config.appendfsync,
+                config.checkpoint_wal_bytes,
+                config.checkpoint_wal_percent,
+                config.wal_checkpoint_bytes,
+            )?
+        };
         let copy_threshold = checkpointer.copy_threshold.clone();
         let settings = writer::WriterSettings {
             checkpointer,
@@ -392,6 +414,7 @@ impl<R: Send + 'static> Engine<R> {
             progress: progress.clone(),
             disk: disk.clone(),
             page_size: u64::from(page_size),
+            external,
         };
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
@@ -427,6 +450,7 @@ impl<R: Send + 'static> Engine<R> {
             wal_path,
             db_path: config.path.clone(),
             page_size,
+            checkpoint: config.checkpoint,
             io_base: std::sync::atomic::AtomicU64::new(process_write_bytes().unwrap_or(0)),
             copy_threshold,
             cache,
@@ -555,6 +579,19 @@ impl<R: Send + 'static> Engine<R> {
         std::fs::metadata(&self.db_path)
             .map(|m| m.len())
             .unwrap_or(0)
+    }
+
+    /// Bytes of the database file in the OS page cache, counted once (the
+    /// readers and the writer map the file, so the kernel counts these
+    /// pages in the process's resident size once per connection that
+    /// touched them). 0 where it cannot be measured.
+    pub fn db_page_cache_bytes(&self) -> u64 {
+        disk::cached_bytes(&self.db_path).unwrap_or(0)
+    }
+
+    /// Who checkpoints the WAL (`checkpoint` in the config).
+    pub fn checkpoint_mode(&self) -> Checkpoint {
+        self.checkpoint
     }
 
     /// How many bytes of WAL the checkpointer lets pile up before copying

@@ -11,7 +11,9 @@
 //! triggers free it with its row.
 //!
 //! The other types keep their elements in a table each (`hashes`, `sets`,
-//! `lists`, `zsets`; a big sorted set also has rank blocks in `zblocks`),
+//! `lists`, `zsets`; a big sorted set also has rank blocks in `zblocks`; a
+//! stream has its entries in `streams` and a few tables of state beside
+//! them: see `stream.rs`),
 //! keyed by an integer **key id** that the key
 //! row carries, never by the key's name. So RENAME and MOVE change one row
 //! whatever the size of the key, and a deleted key's elements can be freed
@@ -54,10 +56,21 @@ pub enum Kind {
     Set,
     /// A sorted set: rows in `zsets`, indexed by score.
     ZSet,
+    /// A stream: entries in `streams`, its state in `stream_meta`, its
+    /// nodes in `stream_nodes`, consumer groups in `stream_groups`,
+    /// `stream_consumers` and `stream_pel` (see `stream.rs`).
+    Stream,
 }
 
 /// Every kind, in code order (SCAN TYPE looks names up here).
-pub const KINDS: [Kind; 5] = [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet];
+pub const KINDS: [Kind; 6] = [
+    Kind::String,
+    Kind::Hash,
+    Kind::List,
+    Kind::Set,
+    Kind::ZSet,
+    Kind::Stream,
+];
 
 impl Kind {
     /// The integer stored in `keys.type`.
@@ -68,6 +81,7 @@ impl Kind {
             Kind::List => 2,
             Kind::Set => 3,
             Kind::ZSet => 4,
+            Kind::Stream => 5,
         }
     }
 
@@ -81,6 +95,7 @@ impl Kind {
             2 => Ok(Kind::List),
             3 => Ok(Kind::Set),
             4 => Ok(Kind::ZSet),
+            5 => Ok(Kind::Stream),
             _ => Err(EngineError::UnknownType(code)),
         }
     }
@@ -93,6 +108,7 @@ impl Kind {
             Kind::List => "list",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 }
@@ -102,8 +118,9 @@ impl Kind {
 /// build that knows only version 1 would not see their elements, so it must
 /// refuse the file), 3 the `strings` table of values kept out of their key
 /// rows (see [`inline_value_max`]; an older build would read such a key as
-/// empty).
-pub const VERSION: i64 = 3;
+/// empty), 4 the tables of streams (an older build would refuse a stream
+/// key's type code anyway, but must not open the file and drop them).
+pub const VERSION: i64 = 4;
 
 /// The longest key plus value a string's key row holds itself, for pages
 /// of `page_size` bytes; a longer value goes to the `strings` table, keyed
@@ -197,6 +214,38 @@ CREATE TABLE IF NOT EXISTS zblocks (
     PRIMARY KEY (id, score, member)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dropped (id INTEGER PRIMARY KEY, type INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS streams (
+    id INTEGER NOT NULL, ms INTEGER NOT NULL, seq INTEGER NOT NULL, fields BLOB NOT NULL,
+    PRIMARY KEY (id, ms, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stream_meta (
+    id INTEGER PRIMARY KEY,
+    last_ms INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+    del_ms INTEGER NOT NULL, del_seq INTEGER NOT NULL,
+    added INTEGER NOT NULL, nodes INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS stream_nodes (
+    id INTEGER NOT NULL, ms INTEGER NOT NULL, seq INTEGER NOT NULL,
+    last_ms INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+    live INTEGER NOT NULL, deleted INTEGER NOT NULL, bytes INTEGER NOT NULL,
+    master BLOB NOT NULL,
+    PRIMARY KEY (id, ms, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stream_groups (
+    id INTEGER NOT NULL, name BLOB NOT NULL,
+    last_ms INTEGER NOT NULL, last_seq INTEGER NOT NULL, entries_read INTEGER NOT NULL,
+    PRIMARY KEY (id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stream_consumers (
+    id INTEGER NOT NULL, grp BLOB NOT NULL, name BLOB NOT NULL, seen INTEGER NOT NULL,
+    PRIMARY KEY (id, grp, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stream_pel (
+    id INTEGER NOT NULL, grp BLOB NOT NULL, ms INTEGER NOT NULL, seq INTEGER NOT NULL,
+    consumer BLOB NOT NULL, delivered INTEGER NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY (id, grp, ms, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS stream_pel_by_consumer ON stream_pel (id, grp, consumer, ms, seq);
 ";
 
 /// The writer's page cache, in KiB: small on purpose. When a b-tree page
@@ -223,7 +272,22 @@ fn common_settings(conn: &Connection) -> Result<()> {
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
     )?;
+    // No connection ever checkpoints on its own: respite's checkpointer
+    // does, or (`checkpoint = "external"`) another process such as
+    // Litestream, which loses its place in the WAL if anyone else does.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     Ok(())
+}
+
+/// Whether Litestream's tables are in the file: Litestream creates them
+/// when it starts replicating a database.
+pub(crate) fn has_litestream_tables(conn: &Connection) -> Result<bool> {
+    Ok(conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table'
+           AND name IN ('_litestream_seq', '_litestream_lock')",
+        [],
+        |r| r.get(0),
+    )?)
 }
 
 /// How much of the database file connections map into memory. Pages
@@ -262,8 +326,9 @@ pub(crate) fn prepare(conn: &Connection) -> Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let mut moved = 0;
     let result = (|| -> Result<()> {
-        // Versions 1 and 2 only lack tables (and version 2 the triggers
-        // of `strings`), which SCHEMA creates.
+        // Versions 1 to 3 only lack tables (version 2 also the triggers
+        // of `strings`; version 3 only the tables of streams), which
+        // SCHEMA creates.
         if has_keys && version == 0 {
             conn.execute_batch(OLD_ELEMENT_TABLES)?;
         }

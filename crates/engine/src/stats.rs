@@ -21,6 +21,11 @@ struct Inner {
     failed_commits: u64,
     expired_keys: u64,
     checkpoints: u64,
+    wal_pause_us_max: u64,
+    wal_peak_bytes: u64,
+    lock_waits: u64,
+    lock_wait_us_max: u64,
+    checkpoint_seen: Option<std::time::Instant>,
     ops_per_batch: Histogram<u64>,
     commit_us: Histogram<u64>,
 }
@@ -53,6 +58,22 @@ pub struct StatsSnapshot {
     pub commit_us_p50: u64,
     /// COMMIT latency in microseconds: 99th percentile.
     pub commit_us_p99: u64,
+    /// COMMIT latency in microseconds: longest.
+    pub commit_us_max: u64,
+    /// The longest pause the writer made between two groups for the WAL
+    /// (waiting for the checkpointer to catch up, or starting the WAL over),
+    /// in microseconds.
+    pub wal_pause_us_max: u64,
+    /// The largest size the WAL file was seen at, in bytes.
+    pub wal_peak_bytes: u64,
+    /// Times the writer found the write lock taken by another process (an
+    /// external checkpointer) and waited for it.
+    pub lock_waits: u64,
+    /// The longest of those waits, in microseconds.
+    pub lock_wait_us_max: u64,
+    /// How long ago the writer last saw the WAL copied or started over, by
+    /// itself or by another process (None: not since the start).
+    pub checkpoint_seen_ago: Option<std::time::Duration>,
 }
 
 impl Stats {
@@ -68,6 +89,11 @@ impl Stats {
                 failed_commits: 0,
                 expired_keys: 0,
                 checkpoints: 0,
+                wal_pause_us_max: 0,
+                wal_peak_bytes: 0,
+                lock_waits: 0,
+                lock_wait_us_max: 0,
+                checkpoint_seen: None,
                 ops_per_batch: hist(1 << 20),
                 commit_us: hist(100_000_000),
             }),
@@ -100,7 +126,33 @@ impl Stats {
     }
 
     pub(crate) fn record_checkpoint(&self) {
-        self.with(|s| s.checkpoints += 1);
+        self.with(|s| {
+            s.checkpoints += 1;
+            s.checkpoint_seen = Some(std::time::Instant::now());
+        });
+    }
+
+    /// A pause of the writer between groups for the WAL.
+    pub(crate) fn record_wal_pause(&self, us: u64) {
+        self.with(|s| s.wal_pause_us_max = s.wal_pause_us_max.max(us));
+    }
+
+    /// A wait of the writer for the write lock another process held.
+    pub(crate) fn record_lock_wait(&self, us: u64) {
+        self.with(|s| {
+            s.lock_waits += 1;
+            s.lock_wait_us_max = s.lock_wait_us_max.max(us);
+        });
+    }
+
+    /// The WAL was seen copied or started over just now.
+    pub(crate) fn record_checkpoint_seen(&self) {
+        self.with(|s| s.checkpoint_seen = Some(std::time::Instant::now()));
+    }
+
+    /// The WAL file's size, seen by the writer.
+    pub(crate) fn record_wal_size(&self, bytes: u64) {
+        self.with(|s| s.wal_peak_bytes = s.wal_peak_bytes.max(bytes));
     }
 
     /// Zeroes every counter and histogram (CONFIG RESETSTAT).
@@ -112,6 +164,10 @@ impl Stats {
             s.failed_commits = 0;
             s.expired_keys = 0;
             s.checkpoints = 0;
+            s.wal_pause_us_max = 0;
+            s.wal_peak_bytes = 0;
+            s.lock_waits = 0;
+            s.lock_wait_us_max = 0;
             s.ops_per_batch.reset();
             s.commit_us.reset();
         });
@@ -132,6 +188,12 @@ impl Stats {
             ops_per_batch_mean: s.ops_per_batch.mean(),
             commit_us_p50: s.commit_us.value_at_quantile(0.5),
             commit_us_p99: s.commit_us.value_at_quantile(0.99),
+            commit_us_max: s.commit_us.max(),
+            wal_pause_us_max: s.wal_pause_us_max,
+            wal_peak_bytes: s.wal_peak_bytes,
+            lock_waits: s.lock_waits,
+            lock_wait_us_max: s.lock_wait_us_max,
+            checkpoint_seen_ago: s.checkpoint_seen.map(|t| t.elapsed()),
         })
     }
 }

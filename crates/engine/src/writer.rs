@@ -28,9 +28,10 @@
 //!
 //! Between batches the writer also does the housekeeping that must not race
 //! with writes: deleting expired keys in bounded chunks, bounding the WAL
-//! (routine checkpoints run on their own thread, see `checkpointer.rs`; the
-//! writer only truncates past a hard limit), and (for `appendfsync
-//! everysec`) fsyncing the WAL once a second.
+//! (checkpoints run on their own thread, see `checkpointer.rs`; the writer
+//! starts the WAL over once it is copied, and waits for the copy when the
+//! WAL reaches its bound), and (for `appendfsync everysec`) fsyncing the
+//! WAL once a second.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -145,10 +146,35 @@ pub(crate) struct WriterSettings {
     pub disk: Arc<crate::disk::Disk>,
     /// The database's page size, for measuring its live pages.
     pub page_size: u64,
+    /// Whether another process checkpoints the WAL (`checkpoint =
+    /// "external"`): then the writer never checkpoints, restarts or
+    /// truncates it, and only watches it (see `Writer::watch_wal`).
+    pub external: bool,
+}
+
+/// A wait for the write lock longer than this is logged.
+const LONG_LOCK_WAIT: Duration = Duration::from_millis(100);
+
+/// In external mode, how often the log repeats that the WAL is past its
+/// warning threshold.
+const WAL_WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// Whether an error is SQLite's "the lock is taken" (after the busy
+/// timeout ran out).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if f.code == rusqlite::ErrorCode::DatabaseBusy)
 }
 
 /// How often the writer looks for expired keys and everysec work when idle.
 const TICK: Duration = Duration::from_millis(100);
+
+/// The longest the writer waits between two groups for the checkpointer,
+/// once the WAL has reached its bound (see `Writer::bound_wal`).
+const CATCH_UP_WAIT: Duration = Duration::from_millis(10);
+
+/// The same, once the WAL is past twice its bound.
+const CATCH_UP_WAIT_FAR: Duration = Duration::from_millis(40);
 
 /// While commits are this fast, groups are cut at [`OVERLAP_GROUP`]
 /// operations (see [`group_cap`]).
@@ -212,6 +238,11 @@ struct Writer<'s, 'c, R> {
     wal_index: crate::checkpointer::WalIndex,
     /// Blocked clients served in the open transaction, told once it ends.
     served: Vec<Arc<dyn Waiter>>,
+    /// The WAL index's counters when last looked at, to notice a
+    /// checkpoint another process ran (external mode).
+    last_frames: Option<crate::checkpointer::WalFrames>,
+    /// When the log last said the WAL is past its threshold.
+    last_wal_warning: Option<Instant>,
 }
 
 /// The writer thread's body. Returns when the queue is closed or a shutdown
@@ -223,6 +254,22 @@ pub(crate) fn run<R: Send + 'static>(
     stats: Arc<Stats>,
     deliver: Deliver<R>,
 ) {
+    if settings.external {
+        // An external checkpointer takes the write lock around its own
+        // checkpoints; Litestream asks for at least 5 s.
+        if let Err(e) = conn.busy_timeout(Duration::from_secs(5)) {
+            tracing::warn!(error = %e, "could not set the writer's busy timeout");
+        }
+        // Nor does closing it checkpoint and delete the WAL, which SQLite
+        // does when the last connection to a database closes (Litestream
+        // stopped first).
+        if let Err(e) = conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        ) {
+            tracing::warn!(error = %e, "could not turn off the checkpoint on close");
+        }
+    }
     let stmts = Statements::new(&conn);
     // `<db>-wal` -> `<db>-shm`.
     let shm_path = {
@@ -250,6 +297,8 @@ pub(crate) fn run<R: Send + 'static>(
         served: Vec::new(),
         last_measure: Instant::now(),
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
+        last_frames: None,
+        last_wal_warning: None,
     };
     w.measure_disk();
     loop {
@@ -296,7 +345,7 @@ pub(crate) fn run<R: Send + 'static>(
                 }
             }
             w.finish_txn();
-            w.checkpoint();
+            w.checkpoint_at_stop();
             // Closed before the acknowledgement: from the moment the caller
             // of `shutdown` goes on, every later write is refused at once
             // rather than queued for nobody.
@@ -306,7 +355,7 @@ pub(crate) fn run<R: Send + 'static>(
         }
     }
     w.finish_txn();
-    w.checkpoint();
+    w.checkpoint_at_stop();
 }
 
 impl<'s, 'c, R> Writer<'s, 'c, R> {
@@ -328,6 +377,47 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         Ok(())
     }
 
+    /// Opens the group's transaction. The write lock may be held by
+    /// another process (an external checkpointer such as Litestream takes
+    /// it around its checkpoints): SQLite's busy handler waits for it, and
+    /// when the busy timeout runs out this tries again, for as long as it
+    /// takes: a client's write waits, it never fails for a lock. A wait is
+    /// counted for INFO (a BEGIN that took over a millisecond waited: an
+    /// uncontended one takes microseconds), and a long one is logged.
+    fn begin(&self) -> rusqlite::Result<()> {
+        let started = Instant::now();
+        let mut tries = 0u32;
+        let result = loop {
+            match self.exec("BEGIN IMMEDIATE") {
+                Err(e) if is_busy(&e) => {
+                    tries += 1;
+                    self.settings.progress.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        ms = started.elapsed().as_millis() as u64,
+                        "the write lock is still held by another process; waiting on"
+                    );
+                }
+                other => break other,
+            }
+        };
+        self.note_lock_wait(started, tries);
+        result
+    }
+
+    /// Counts and logs a wait for the write lock (see [`Self::begin`]).
+    fn note_lock_wait(&self, started: Instant, tries: u32) {
+        let waited = started.elapsed();
+        if tries > 0 || waited >= Duration::from_millis(1) {
+            self.stats.record_lock_wait(waited.as_micros() as u64);
+        }
+        if waited >= LONG_LOCK_WAIT {
+            tracing::info!(
+                ms = waited.as_millis() as u64,
+                "waited for the write lock (held by another process, e.g. an external checkpointer)"
+            );
+        }
+    }
+
     /// Runs every operation of `item`, committing whenever the open
     /// transaction reaches `max_batch` operations.
     fn apply(&mut self, item: WriteItem<R>) {
@@ -342,7 +432,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // it (below) answers and removes the items queued before it.
             let index = self.pending.len() - 1;
             if self.in_txn.is_empty() {
-                if let Err(e) = self.exec("BEGIN IMMEDIATE") {
+                if let Err(e) = self.begin() {
                     self.settings.disk.storage_failed(&e);
                     // Nothing can be applied now; answer this op and go on.
                     self.pending[index]
@@ -561,7 +651,23 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         let touched = std::mem::take(&mut self.touched);
         let cache = &self.settings.cache;
         let was_cached = cache.commit_started(&touched);
-        let result = self.exec("COMMIT");
+        // A COMMIT that comes back busy leaves the transaction open and
+        // may be tried again (SQLite's documented behaviour); in WAL mode
+        // the writer already holds the write lock, so this is a safety net.
+        let started = Instant::now();
+        let mut tries = 0u32;
+        let result = loop {
+            match self.exec("COMMIT") {
+                Err(e) if is_busy(&e) => {
+                    tries += 1;
+                    self.settings.progress.fetch_add(1, Ordering::Relaxed);
+                }
+                other => break other,
+            }
+        };
+        if tries > 0 {
+            self.note_lock_wait(started, tries);
+        }
         cache.commit_done();
         if result.is_ok() {
             cache.write_through(&touched, &was_cached);
@@ -599,15 +705,17 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 .unwrap_or(0)
                 .max(0) as u64
         };
-        let live = count("PRAGMA page_count").saturating_sub(count("PRAGMA freelist_count"));
+        let free = count("PRAGMA freelist_count");
+        let live = count("PRAGMA page_count").saturating_sub(free);
         let pending = self
             .wal_index
             .frames()
             .map_or(0, |f| f.last.saturating_sub(f.backfilled));
         let frame = self.settings.page_size + 24;
-        self.settings
-            .disk
-            .set_used(live * self.settings.page_size + pending * frame);
+        self.settings.disk.set_used(
+            live * self.settings.page_size + pending * frame,
+            free * self.settings.page_size,
+        );
     }
 
     /// Work done between batches: expiry sweep, WAL fsync for everysec, and
@@ -619,8 +727,12 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // what the deletions grew), then, if the file system has room,
             // the reserve comes back and writes are taken (see `disk.rs`).
             if self.settings.disk.is_full() {
-                self.checkpoint();
+                if !self.settings.external {
+                    self.checkpoint();
+                }
                 self.settings.disk.try_recover();
+            } else {
+                self.settings.disk.top_up_reserve();
             }
         }
         // A CLIENT PAUSE holds the sweep; looked at only when one is due.
@@ -643,24 +755,91 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         {
             self.sync_wal();
         }
-        let copy_threshold = self
-            .settings
-            .checkpointer
-            .copy_threshold
-            .load(Ordering::Relaxed);
-        let hard_bound = self
-            .settings
-            .wal_checkpoint_bytes
-            .max(copy_threshold.saturating_mul(3));
-        if self.wal_size() > hard_bound {
-            self.checkpoint();
-        } else if self
+        self.bound_wal();
+    }
+
+    /// Keeps the WAL within `wal_checkpoint_bytes` of frames without
+    /// copying it on the write path: the checkpointer copies it (see
+    /// checkpointer.rs), and the writer starts it over once it is copied.
+    /// When the copy falls behind and the WAL reaches its bound, the writer
+    /// waits for it between groups, a few milliseconds at a time and at
+    /// most [`CATCH_UP_WAIT`] per group ([`CATCH_UP_WAIT_FAR`] past twice the
+    /// bound): writes slow down to the pace of the copy instead of the WAL
+    /// growing, and no commit waits behind a copy of the whole WAL.
+    fn bound_wal(&mut self) {
+        self.stats.record_wal_size(self.wal_size());
+        if self.settings.external {
+            self.watch_wal();
+            return;
+        }
+        let restart_due = self
             .settings
             .checkpointer
             .restart_due
-            .swap(false, Ordering::Relaxed)
-        {
+            .swap(false, Ordering::Relaxed);
+        let bound = self.settings.wal_checkpoint_bytes;
+        let frame = self.settings.page_size + 24;
+        let frames = self.wal_index.frames();
+        let over = bound > 0 && frames.is_some_and(|f| f.last.saturating_mul(frame) > bound);
+        if !over && !restart_due {
+            return;
+        }
+        let started = Instant::now();
+        if over {
+            let far =
+                frames.is_some_and(|f| f.last.saturating_mul(frame) > bound.saturating_mul(2));
+            let budget = if far {
+                CATCH_UP_WAIT_FAR
+            } else {
+                CATCH_UP_WAIT
+            };
+            while let Some(f) = self.wal_index.frames() {
+                if f.last.saturating_sub(f.backfilled) <= crate::checkpointer::RESTART_TAIL_FRAMES {
+                    self.restart_wal();
+                    break;
+                }
+                if started.elapsed() >= budget {
+                    break;
+                }
+                self.settings.checkpointer.nudge();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        } else {
             self.restart_wal();
+        }
+        self.stats
+            .record_wal_pause(started.elapsed().as_micros() as u64);
+    }
+
+    /// External mode: notices the checkpoints another process runs (the
+    /// WAL index shows more frames copied, or the WAL started over), for
+    /// INFO, and warns, once a minute, while the WAL holds more than
+    /// `wal_checkpoint_bytes` of frames: the external checkpointer has
+    /// stopped or fallen behind, and the WAL grows with every write.
+    fn watch_wal(&mut self) {
+        let Some(now) = self.wal_index.frames() else {
+            return;
+        };
+        if let Some(before) = self.last_frames {
+            if now.backfilled > before.backfilled || now.last < before.last {
+                self.stats.record_checkpoint_seen();
+            }
+        }
+        self.last_frames = Some(now);
+        let bound = self.settings.wal_checkpoint_bytes;
+        let frames_bytes = now.last.saturating_mul(self.settings.page_size + 24);
+        if bound > 0
+            && frames_bytes > bound
+            && self
+                .last_wal_warning
+                .is_none_or(|t| t.elapsed() >= WAL_WARN_EVERY)
+        {
+            self.last_wal_warning = Some(Instant::now());
+            tracing::warn!(
+                wal_bytes = frames_bytes,
+                threshold = bound,
+                "the WAL keeps growing: checkpoint is external, and the external checkpointer (Litestream?) has not started it over; is it running?"
+            );
         }
     }
 
@@ -748,11 +927,61 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
     }
 
-    /// Copies the WAL into the database and truncates it: the hard bound,
-    /// for when the background PASSIVE checkpoints (checkpointer.rs) fell
-    /// behind, and at shutdown. TRUNCATE waits, within the busy timeout, for
-    /// readers to move off the old WAL, so it cannot starve while reads
-    /// never stop. Read transactions here are short.
+    /// A clean stop: the checkpointer is stopped (a checkpoint of its own
+    /// under way would make this one fail at once), then the WAL is copied
+    /// into the database and truncated to nothing, so the next start finds
+    /// no WAL to recover. A reader still finishing a read can hold the
+    /// truncation up; it is tried again for a few seconds.
+    fn checkpoint_at_stop(&mut self) {
+        self.settings.checkpointer.stop();
+        if self.settings.external {
+            // The WAL belongs to the external checkpointer, which has not
+            // replicated its last frames yet, perhaps.
+            tracing::info!(
+                wal_bytes = self.wal_size(),
+                "checkpoint is external: the WAL is left for the external checkpointer"
+            );
+            return;
+        }
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(5);
+        loop {
+            let result = self
+                .conn()
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+                });
+            match result {
+                Ok((0, _)) => {
+                    self.stats.record_checkpoint();
+                    tracing::info!(
+                        ms = started.elapsed().as_millis() as u64,
+                        "copied the WAL into the database and emptied it"
+                    );
+                    return;
+                }
+                Ok(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(_) => {
+                    tracing::warn!(
+                        wal_bytes = self.wal_size(),
+                        "the WAL could not be emptied at the stop (busy); the next start copies it"
+                    );
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the WAL could not be emptied at the stop; the next start copies it");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Copies the WAL into the database and truncates it, on a full disk
+    /// (the WAL's file is what the deletions grew). TRUNCATE waits, within
+    /// the busy timeout, for readers to move off the old WAL, so it cannot
+    /// starve while reads never stop. Read transactions here are short.
     fn checkpoint(&mut self) {
         let result = self
             .conn()

@@ -70,9 +70,10 @@ use bytes::Bytes;
 use respite_engine::glob::glob_match;
 use sha2::{Digest, Sha256};
 
-use crate::cmd::meta::{self, Meta};
-use crate::cmd::{Access, Spec, TABLE};
-use crate::state::{lock, ClientHandle, Shared};
+use crate::command::{Access, Spec, TABLE};
+use crate::meta::{self, Meta};
+use crate::state::{ClientHandle, Shared};
+use crate::sync::lock;
 
 /// Redis 7.0's ACL categories, in the order ACL CAT lists them (and the
 /// description of a user's rules tries them).
@@ -183,7 +184,7 @@ impl Ids {
         if name.contains('|') {
             return None;
         }
-        let row = crate::cmd::lookup_index(name.as_bytes())?;
+        let row = crate::command::lookup_index(name.as_bytes())?;
         Some(self.row_id[row])
     }
 
@@ -962,6 +963,15 @@ fn key_positions(spec: &Spec, request: &[Bytes]) -> Vec<(usize, (bool, bool))> {
             return numkeys(1, false)
         }
         "blmpop" | "bzmpop" => return numkeys(2, false),
+        // The first half of what follows STREAMS.
+        "xread" | "xreadgroup" => {
+            let at = request
+                .iter()
+                .position(|a| a.eq_ignore_ascii_case(b"STREAMS"));
+            let at = at.map_or(argc, |i| i + 1);
+            let n = (argc - at) / 2;
+            return (at..at + n).map(|i| (i, kind)).collect();
+        }
         "zdiffstore" | "zinterstore" | "zunionstore" => return numkeys(2, true),
         "sort" | "sort_ro" => {
             let mut out = vec![(1, r)];
@@ -1604,7 +1614,7 @@ impl SessionAcl {
 /// otherwise checks the command, its keys and channels, and on a refusal
 /// writes the ACL LOG entry and returns Redis's NOPERM error.
 pub fn authorize(
-    session: &crate::cmd::Session,
+    session: &crate::command::Session,
     row: usize,
     request: &[Bytes],
 ) -> Result<(), crate::error::CommandError> {
@@ -1710,8 +1720,8 @@ mod tests {
                 hash_password(b"pw")
             )
         );
-        let get = crate::cmd::lookup_index(b"get").unwrap();
-        let set = crate::cmd::lookup_index(b"set").unwrap();
+        let get = crate::command::lookup_index(b"get").unwrap();
+        let set = crate::command::lookup_index(b"set").unwrap();
         let req = |a: &[&str]| {
             a.iter()
                 .map(|s| Bytes::from(s.to_string()))
@@ -1772,7 +1782,7 @@ mod tests {
         for op in ["+get", "~a*", "(+set ~b*)"] {
             u.apply(op.as_bytes()).unwrap();
         }
-        let set = crate::cmd::lookup_index(b"set").unwrap();
+        let set = crate::command::lookup_index(b"set").unwrap();
         let req = |a: &[&str]| {
             a.iter()
                 .map(|s| Bytes::from(s.to_string()))
@@ -1794,7 +1804,7 @@ mod tests {
     fn first_args_of_plain_commands() {
         let mut u = User::new("x");
         u.apply(b"+select|0").unwrap();
-        let select = crate::cmd::lookup_index(b"select").unwrap();
+        let select = crate::command::lookup_index(b"select").unwrap();
         let req = |a: &[&str]| {
             a.iter()
                 .map(|s| Bytes::from(s.to_string()))
@@ -1810,7 +1820,7 @@ mod tests {
 
     #[test]
     fn movable_keys_are_found() {
-        let spec = &TABLE[crate::cmd::lookup_index(b"zunionstore").unwrap()];
+        let spec = &TABLE[crate::command::lookup_index(b"zunionstore").unwrap()];
         let req: Vec<Bytes> = ["zunionstore", "d", "2", "a", "b", "WEIGHTS", "1", "2"]
             .iter()
             .map(|s| Bytes::from(s.to_string()))
@@ -1819,7 +1829,7 @@ mod tests {
             key_positions(spec, &req),
             vec![(3, (true, false)), (4, (true, false)), (1, (false, true))]
         );
-        let spec = &TABLE[crate::cmd::lookup_index(b"mset").unwrap()];
+        let spec = &TABLE[crate::command::lookup_index(b"mset").unwrap()];
         let req: Vec<Bytes> = ["mset", "a", "1", "b", "2"]
             .iter()
             .map(|s| Bytes::from(s.to_string()))
@@ -1829,7 +1839,7 @@ mod tests {
             vec![(1, (false, true)), (3, (false, true))]
         );
         // MSET's keys are written, not read (OW update).
-        let specs = IDS.row_meta[crate::cmd::lookup_index(b"mset").unwrap()]
+        let specs = IDS.row_meta[crate::command::lookup_index(b"mset").unwrap()]
             .unwrap()
             .key_specs;
         assert_eq!(key_access(specs, "mset", 3, &req), Some((false, true)));

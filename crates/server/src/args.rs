@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use crate::error::CommandError;
+use crate::error::{CommandError, Lossy};
 
 /// The arguments of one command, after its name.
 pub struct Args {
@@ -99,6 +99,49 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
         return None;
     }
     std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// Parses a subcommand name for container commands (CLIENT, CONFIG,
+/// COMMAND).
+pub(crate) fn subcommand(args: &mut Args) -> Result<Sub, CommandError> {
+    let raw = args.next()?;
+    Ok(Sub {
+        name: upper(&raw),
+        raw,
+    })
+}
+
+/// A subcommand: upper case for matching, and as sent, for the error that
+/// names an unknown one (Redis quotes it as the client wrote it).
+pub(crate) struct Sub {
+    /// Upper case.
+    pub name: String,
+    /// As sent.
+    raw: Bytes,
+}
+
+impl Sub {
+    /// `ERR unknown subcommand or wrong number of arguments for '...'. Try
+    /// CMD HELP.` (redis's `addReplySubcommandSyntaxError`).
+    pub(crate) fn syntax(&self, cmd: &'static str) -> CommandError {
+        CommandError::Other(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
+            String::from_utf8_lossy(&self.raw)
+        ))
+    }
+
+    /// The subcommand as sent.
+    pub(crate) fn raw_bytes(&self) -> &[u8] {
+        &self.raw
+    }
+
+    /// `ERR unknown subcommand '...'. Try CMD HELP.`
+    pub(crate) fn unknown(&self, cmd: &'static str) -> CommandError {
+        CommandError::UnknownSubcommand {
+            cmd,
+            sub: Lossy(self.raw.to_vec()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -29,10 +29,10 @@ use bytes::Bytes;
 use respite_engine::{Blocking, EngineError, Txn, Waiter, WriteOp};
 use tokio::sync::Notify;
 
-use crate::cmd::command_result;
+use crate::command::command_result;
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// A command that may block.
 pub trait Blocker: Send + Sync + 'static {
@@ -258,11 +258,17 @@ pub fn attempt(ticket: Arc<Ticket>) -> WriteOp<Reply> {
 pub fn once(blocker: Arc<dyn Blocker>) -> WriteOp<Reply> {
     Box::new(move |txn: &mut Txn<'_, '_>| {
         let before = txn.changes();
-        let tried = blocker
-            .try_pop(txn, None)
-            .map(|r| r.unwrap_or_else(|| blocker.empty_reply()));
+        let tried = try_once(&*blocker, txn);
         command_result(tried, txn, before)
     })
+}
+
+/// The one try of a blocking command that may not block (inside EXEC, or
+/// called from a script): its pop, or its reply for nothing to pop.
+pub fn try_once(blocker: &dyn Blocker, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
+    blocker
+        .try_pop(txn, None)
+        .map(|r| r.unwrap_or_else(|| blocker.empty_reply()))
 }
 
 #[cfg(test)]

@@ -79,8 +79,10 @@ pub struct Config {
     pub checkpoint_wal_bytes: u64,
     /// ... or this percentage of the database file's size, if more.
     pub checkpoint_wal_percent: u64,
-    /// Checkpoint and truncate the WAL once it grows past this many bytes.
+    /// The WAL's bound: past it, the writer waits for the copy between groups.
     pub wal_checkpoint_bytes: u64,
+    /// Who checkpoints the WAL: `auto` (respite) or `external` (Litestream).
+    pub checkpoint: respite_engine::Checkpoint,
     /// What SQLite keeps of the WAL file after a checkpoint, in bytes.
     pub journal_size_limit: i64,
     /// Most expired keys deleted in one sweep between batches.
@@ -114,7 +116,7 @@ pub struct Config {
     pub tls_auth_clients: crate::tls::AuthClients,
     /// Redis parameters without a key of their own, under their
     /// redis.conf names (`slowlog-log-slower-than = 0`), as CONFIG SET
-    /// takes them; CONFIG REWRITE writes here (see `cmd::config`).
+    /// takes them; CONFIG REWRITE writes here (see `crate::params`).
     pub redis: std::collections::BTreeMap<String, toml::Value>,
     /// The file this configuration was read from (CONFIG REWRITE writes
     /// it; INFO shows it as `config_file`).
@@ -168,6 +170,7 @@ impl Default for Config {
             checkpoint_wal_bytes: engine.checkpoint_wal_bytes,
             checkpoint_wal_percent: engine.checkpoint_wal_percent,
             wal_checkpoint_bytes: engine.wal_checkpoint_bytes,
+            checkpoint: engine.checkpoint,
             journal_size_limit: engine.journal_size_limit,
             expire_chunk: engine.expire_chunk,
             read_cache_bytes: engine.read_cache_bytes,
@@ -290,7 +293,7 @@ impl Config {
             )));
         }
         self.output_limits()?;
-        crate::cmd::config::check_file_table(&self.redis).map_err(ConfigError::Invalid)?;
+        crate::params::check_file_table(&self.redis).map_err(ConfigError::Invalid)?;
         Ok(())
     }
 
@@ -315,6 +318,7 @@ impl Config {
             checkpoint_wal_bytes: self.checkpoint_wal_bytes,
             checkpoint_wal_percent: self.checkpoint_wal_percent,
             wal_checkpoint_bytes: self.wal_checkpoint_bytes,
+            checkpoint: self.checkpoint,
             journal_size_limit: self.journal_size_limit,
             expire_chunk: self.expire_chunk,
             read_cache_bytes: self.read_cache_bytes,

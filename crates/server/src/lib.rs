@@ -3,9 +3,10 @@
 //! This crate is what a Redis client talks to. It accepts connections on TCP
 //! and a Unix socket ([`listener`]), runs one task per client that cuts the
 //! byte stream into requests ([`request`]) and answers them in order
-//! ([`connection`]), and knows every command by name ([`cmd`]): its arity, its
-//! flags, how to parse it, and whether it reads, writes or only concerns the
-//! connection. It never speaks SQL; data goes through the engine's two
+//! ([`connection`]), and knows every command by name ([`command`] the
+//! framework and table, [`cmd`] the families, [`meta`] redis's description
+//! of each): its arity, its flags, how to parse it, and whether it reads,
+//! writes or only concerns the connection. It never speaks SQL; data goes through the engine's two
 //! doors, the writer queue for writes and the read pool for reads.
 //!
 //! The aim is to be indistinguishable from redis-server for the commands it
@@ -20,6 +21,7 @@ pub mod acl;
 pub mod args;
 pub mod blocking;
 pub mod cmd;
+pub mod command;
 pub mod config;
 pub mod connection;
 pub mod delivery;
@@ -28,7 +30,9 @@ pub mod fdlimit;
 pub mod listener;
 pub mod lolwut;
 pub mod long_double;
+pub mod meta;
 pub mod output;
+pub mod params;
 pub mod protected;
 pub mod pubsub;
 pub mod reply;
@@ -37,6 +41,7 @@ pub mod service;
 pub mod sparkline;
 pub mod state;
 pub mod stats;
+pub mod sync;
 pub mod tls;
 
 use std::sync::Arc;

@@ -27,7 +27,8 @@ use tokio::task::JoinSet;
 
 use crate::config::{parse_perm, Config};
 use crate::connection;
-use crate::state::{lock, ClientHandle, Peer, Shared};
+use crate::state::{ClientHandle, Peer, Shared};
+use crate::sync::lock;
 
 /// How long shutdown waits for open connections to finish their turn.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);

@@ -33,7 +33,8 @@ use rand::Rng;
 use respite_engine::View;
 
 use crate::args::Args;
-use crate::cmd::{ReadCommand, Session};
+use crate::command::Ctx;
+use crate::command::ReadCommand;
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -372,7 +373,7 @@ fn params<const N: usize>(
 }
 
 impl ReadCommand for Lolwut {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, _s: &Ctx<'_>) -> Result<Self, CommandError> {
         Lolwut::from_args(&args.rest())
     }
 

@@ -65,7 +65,7 @@ pub fn parse_limits(text: &str, current: [ClassLimit; 3]) -> Result<[ClassLimit;
             "pubsub" => 2,
             _ => return Err("Invalid client class specified in buffer limit configuration."),
         };
-        let memory = |s: &str| crate::cmd::config::parse_memory(s);
+        let memory = |s: &str| crate::params::parse_memory(s);
         let (Some(hard), Some(soft)) = (memory(group[1]), memory(group[2])) else {
             return Err(
                 "Error in hard, soft or soft_seconds setting in buffer limit configuration.",

@@ -33,7 +33,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::state::{lock, Peer, Shared};
+use crate::state::{Peer, Shared};
+use crate::sync::lock;
 
 /// Redis's DENIED reply, with respite in Redis's place.
 pub const DENIED: &[u8] = b"-DENIED respite is running in protected mode because protected \

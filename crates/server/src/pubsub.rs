@@ -35,7 +35,8 @@ use tokio::sync::mpsc;
 
 use crate::output::ClassLimit;
 use crate::reply::Reply;
-use crate::state::{lock, ClientHandle};
+use crate::state::ClientHandle;
+use crate::sync::lock;
 
 /// One published message, shared by every subscriber that gets it.
 pub struct Message {

@@ -37,7 +37,8 @@ use std::time::{Duration, Instant};
 pub use sd_notify::NotifyState;
 
 use crate::config::Config;
-use crate::state::{lock, Shared};
+use crate::state::Shared;
+use crate::sync::lock;
 
 /// How often STATUS= is refreshed.
 const STATUS_EVERY: Duration = Duration::from_secs(2);
@@ -212,7 +213,7 @@ pub fn reload(
     new: &Config,
     set_log_level: &dyn Fn(&str) -> Result<(), String>,
 ) -> ReloadOutcome {
-    use crate::cmd::config::{apply_change, Change};
+    use crate::params::{apply_change, Change};
     let mut out = ReloadOutcome::default();
     let s = &shared.settings;
     let mut changes = Vec::new();
@@ -308,7 +309,7 @@ pub fn reload(
     // The [redis] table: parameters under their redis names, applied as
     // CONFIG SET would (a parameter dropped from the file keeps its value
     // until a restart, as CONFIG SET's does).
-    match crate::cmd::config::apply_table(shared, &new.redis) {
+    match crate::params::apply_table(shared, &new.redis) {
         Ok(applied) => out.applied.extend(applied),
         Err(e) => out.need_restart.push(e),
     }

@@ -13,12 +13,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use crate::config::Config;
 use crate::reply::Reply;
-
-/// Locks a std mutex, shrugging off poisoning: every value guarded here stays
-/// consistent even if a holder panicked.
-pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::sync::lock;
 
 /// The settings CONFIG SET may change while the server runs.
 pub struct Settings {
@@ -210,7 +205,7 @@ pub struct Shared {
     /// Per-command statistics, the slow log and latency events.
     pub stats: crate::stats::CommandStats,
     /// CONFIG's stored parameters.
-    pub params: crate::cmd::config::Params,
+    pub params: crate::params::Params,
     /// Swaps the log filter (set by the daemon once logging is up; CONFIG
     /// SET loglevel uses it, as SIGHUP does for `log_level`).
     pub log_filter: std::sync::OnceLock<LogFilter>,
@@ -290,7 +285,7 @@ impl Shared {
         let limits = *lock(&shared.settings.output_limits);
         shared.settings.output_limit.store(limits[0]);
         // Checked by `Config::validate` already: this cannot fail.
-        if let Err(e) = crate::cmd::config::apply_file(&shared) {
+        if let Err(e) = crate::params::apply_file(&shared) {
             tracing::warn!("configuration [redis] table: {e}");
         }
         shared

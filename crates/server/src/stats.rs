@@ -29,9 +29,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 
-use crate::cmd::{Plan, Spec, TABLE};
+use crate::command::{Plan, Spec, TABLE};
 use crate::reply::Reply;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// The most distinct error codes errorstats keeps, as redis's
 /// `ERROR_STATS_NUMBER`: past it new codes are not counted (a client
@@ -175,7 +175,7 @@ impl CommandStats {
         let mut rows = Vec::new();
         let mut first_row = Vec::with_capacity(TABLE.len());
         let fast = |name: &str| {
-            crate::cmd::meta::find_full(name.as_bytes()).is_some_and(|m| m.has_flag("fast"))
+            crate::meta::find_full(name.as_bytes()).is_some_and(|m| m.has_flag("fast"))
         };
         let row = |name: String| Row {
             fast: fast(&name),
@@ -541,6 +541,9 @@ pub async fn sampler(shared: std::sync::Arc<crate::state::Shared>) {
         }
         shared.stats.sample(&shared.counters);
         n += 1;
+        if n.is_multiple_of(10) {
+            crate::cmd::info::sample_memory();
+        }
         let timeout = shared.idle_timeout_secs.load(Ordering::Relaxed);
         if timeout > 0 && n.is_multiple_of(10) {
             let idle: Vec<_> = lock(&shared.clients)
@@ -578,7 +581,7 @@ pub struct Tracking {
 impl Tracking {
     /// Tracking for a command of the table (`index`) about to be planned
     /// from `request` (its name first).
-    pub fn new(session: &crate::cmd::Session, index: usize, request: &[Bytes]) -> Tracking {
+    pub fn new(session: &crate::command::Session, index: usize, request: &[Bytes]) -> Tracking {
         let shared = &session.shared;
         let spec = &TABLE[index];
         let argv = keep_argv(shared, spec).then(|| {
@@ -614,7 +617,11 @@ impl Tracking {
     /// without the command table). `argv` is the command as sent, for the
     /// slow log, made of the `Bytes` the fast path made anyway (a
     /// reference count each, no copy); `None` when the slow log is off.
-    pub fn fast(session: &crate::cmd::Session, index: usize, argv: Option<Vec<Bytes>>) -> Tracking {
+    pub fn fast(
+        session: &crate::command::Session,
+        index: usize,
+        argv: Option<Vec<Bytes>>,
+    ) -> Tracking {
         let argv = argv.map(|a| {
             let n = a.len();
             (a, n)
@@ -633,7 +640,7 @@ impl Tracking {
     }
 
     /// Whether the slow log is on (so a fast path keeps its arguments).
-    pub fn slowlog_on(session: &crate::cmd::Session) -> bool {
+    pub fn slowlog_on(session: &crate::command::Session) -> bool {
         session
             .shared
             .stats
@@ -674,7 +681,7 @@ impl Tracking {
 /// `argv` makes its arguments, called only if the call was slow enough for
 /// the slow log.
 pub fn cache_hit(
-    session: &crate::cmd::Session,
+    session: &crate::command::Session,
     index: usize,
     started: Instant,
     argv: impl FnOnce() -> Vec<Bytes>,

@@ -9,9 +9,10 @@
 
 use bytes::Bytes;
 
-use super::{subcommand, LocalCommand, Plan, Session};
 use crate::acl::{self, Acl};
+use crate::args::subcommand;
 use crate::args::Args;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 
@@ -274,19 +275,19 @@ fn dry_run(s: &Session, name: &[u8], request: &[Bytes]) -> Result<Reply, Command
             shown(name)
         )));
     };
-    let Some(row) = super::lookup_index(&request[0]) else {
+    let Some(row) = crate::command::lookup_index(&request[0]) else {
         return Err(CommandError::Other(format!(
             "Command '{}' not found",
             shown(&request[0])
         )));
     };
-    let spec = &super::TABLE[row];
+    let spec = &crate::command::TABLE[row];
     // As Redis's lookupCommand: a container with an argument is looked up
     // as its subcommand, whose arity and full name then count.
     let container =
-        super::meta::find(spec.name.as_bytes(), None).filter(|m| !m.subcommands().is_empty());
+        crate::meta::find(spec.name.as_bytes(), None).filter(|m| !m.subcommands().is_empty());
     let (arity, fullname) = match (container, request.get(1)) {
-        (Some(_), Some(sub)) => match super::meta::find(spec.name.as_bytes(), Some(sub)) {
+        (Some(_), Some(sub)) => match crate::meta::find(spec.name.as_bytes(), Some(sub)) {
             Some(m) => (m.arity, m.name),
             None => {
                 return Err(CommandError::Other(format!(
@@ -359,8 +360,8 @@ pub(crate) fn log_in(
 
 /// This family's rows of the command table.
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<AclCmd>("acl", -2, &[], [0, 0, 0], "server", "A container for Access List Control commands.")
             .with_subcommands("ACL", &[

@@ -13,8 +13,9 @@
 use bytes::Bytes;
 use respite_engine::{EngineError, Kind, Txn, View};
 
-use super::{ReadCommand, Session, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
+use crate::command::Ctx;
+use crate::command::{ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -39,11 +40,8 @@ fn bit_offset(arg: &[u8], bits: Option<u64>, max_len: usize) -> Result<u64, Comm
     Ok(n as u64)
 }
 
-fn max_len(s: &Session) -> usize {
-    s.shared
-        .settings
-        .proto_max_bulk_len
-        .load(std::sync::atomic::Ordering::Relaxed)
+fn max_len(s: &Ctx<'_>) -> usize {
+    s.max_bulk_len()
 }
 
 fn bit_at(value: &[u8], offset: u64) -> bool {
@@ -64,7 +62,7 @@ pub struct SetBit {
 }
 
 impl WriteCommand for SetBit {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let offset = bit_offset(&args.next()?, None, max_len(s))?;
         let bit_error = || CommandError::Other("bit is not an integer or out of range".into());
@@ -115,7 +113,7 @@ pub struct GetBit {
 
 impl ReadCommand for GetBit {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let offset = bit_offset(&args.next()?, None, max_len(s))?;
         Ok(GetBit {
@@ -192,7 +190,7 @@ pub struct BitCount {
 
 impl ReadCommand for BitCount {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let rest = args.rest();
         let range = (|| match rest.len() {
@@ -255,7 +253,7 @@ pub struct BitPos {
 
 impl ReadCommand for BitPos {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let bit = match parse_i64(&args.next()?).ok_or(CommandError::NotInteger)? {
             0 => false,
@@ -342,7 +340,7 @@ pub struct BitOp {
 }
 
 impl WriteCommand for BitOp {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let op = match upper(&args.next()?).as_str() {
             "AND" => BitOpKind::And,
             "OR" => BitOpKind::Or,
@@ -425,7 +423,7 @@ fn type_error() -> CommandError {
 }
 
 /// Parses the operations of BITFIELD (`read_only` for BITFIELD_RO).
-fn parse_field_ops(args: &mut Args, s: &Session) -> Result<Vec<FieldOp>, CommandError> {
+fn parse_field_ops(args: &mut Args, s: &Ctx<'_>) -> Result<Vec<FieldOp>, CommandError> {
     let max = max_len(s);
     let mut ops = Vec::new();
     let mut overflow = Overflow::Wrap;
@@ -644,7 +642,7 @@ pub struct BitField {
 }
 
 impl WriteCommand for BitField {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let ops = parse_field_ops(args, s)?;
         Ok(BitField { db: s.db, key, ops })
@@ -705,7 +703,7 @@ pub struct BitFieldRo {
 
 impl ReadCommand for BitFieldRo {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let ops = parse_field_ops(args, s)?;
         // Refused before the key is looked up, as in Redis.
@@ -736,10 +734,10 @@ impl ReadCommand for BitFieldRo {
     }
 }
 
-/// This family's rows of the command table (see [`super::TABLE`]).
+/// This family's rows of the command table (see [`crate::command::TABLE`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::read::<BitCount>("bitcount", -2, &[], [1, 1, 1], "bitmap", "Counts the number of set bits (population counting) in a string."),
         Spec::write::<BitField>("bitfield", -2, &["denyoom"], [1, 1, 1], "bitmap", "Performs arbitrary bitfield integer operations on strings."),

@@ -21,13 +21,15 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::introspection::help;
-use super::{subcommand, LocalCommand, Plan, Session, TABLE};
+use super::common::help;
+use crate::args::subcommand;
 use crate::args::{upper, Args};
 use crate::blocking::Blocker;
+use crate::command::{LocalCommand, Plan, Session, TABLE};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::{lock, ClientHandle, Peer, Shared};
+use crate::state::{ClientHandle, Peer, Shared};
+use crate::sync::lock;
 
 /// CLIENT REPLY's modes.
 const REPLY_ON: u8 = 0;
@@ -328,7 +330,7 @@ impl Pause {
             Some((_, true)) => true,
             Some((_, false)) => {
                 drop(st);
-                let Some(spec) = super::lookup(&request[0]) else {
+                let Some(spec) = crate::command::lookup(&request[0]) else {
                     return false;
                 };
                 if spec.name == "exec" {
@@ -403,15 +405,15 @@ impl Pause {
 /// flagged `write` or `may_replicate`, a container's subcommand by its own
 /// flags.
 fn writes(request: &[Bytes]) -> bool {
-    let Some(spec) = super::lookup(&request[0]) else {
+    let Some(spec) = crate::command::lookup(&request[0]) else {
         return false;
     };
-    let flagged = |m: &super::meta::Meta| m.has_flag("write") || m.has_flag("may_replicate");
+    let flagged = |m: &crate::meta::Meta| m.has_flag("write") || m.has_flag("may_replicate");
     match (spec.subcommands, request.get(1)) {
         (Some(_), Some(sub)) => {
             let mut full = format!("{}|", spec.name).into_bytes();
             full.extend(sub.iter().map(u8::to_ascii_lowercase));
-            super::meta::find_full(&full).is_some_and(flagged)
+            crate::meta::find_full(&full).is_some_and(flagged)
         }
         _ => spec.has_flag("write") || spec.has_flag("may_replicate"),
     }
@@ -911,10 +913,10 @@ fn kill(s: &Session, f: &KillFilter) -> Result<Reply, CommandError> {
     Ok(Reply::Int(killed))
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Client>("client", -2, &[], [0, 0, 0], "connection", "A container for client connection commands.")
             .with_subcommands("CLIENT", &[("getname", 2), ("getredir", 2), ("help", 2), ("id", 2), ("info", 2), ("kill", -3), ("list", -2), ("no-evict", 3), ("no-touch", 3), ("pause", -3), ("reply", 3), ("setinfo", 4), ("setname", 3), ("unblock", -3), ("unpause", 2)]),

@@ -8,11 +8,12 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::{LocalCommand, Plan, Session};
 use crate::args::{upper, Args};
+use crate::command::Ctx;
+use crate::command::{ContextCommand, LocalCommand, Plan, Session};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// `PING [message]`
 pub struct Ping {
@@ -20,8 +21,8 @@ pub struct Ping {
     message: Option<Bytes>,
 }
 
-impl LocalCommand for Ping {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+impl ContextCommand for Ping {
+    fn parse(args: &mut Args, _ctx: &Ctx<'_>) -> Result<Self, CommandError> {
         if args.remaining() > 1 {
             return Err(CommandError::WrongArity("ping".into()));
         }
@@ -29,19 +30,19 @@ impl LocalCommand for Ping {
             message: args.next_opt(),
         })
     }
-    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+    fn apply(self, ctx: &mut Ctx<'_>) -> Result<Reply, CommandError> {
         // A RESP2 client in subscribed mode gets redis's `["pong", msg]`.
-        if !s.resp3 && s.client.pubsub.active() {
+        if ctx.subscribed {
             let message = self.message.unwrap_or_default();
-            return Ok(Plan::Reply(Reply::Array(vec![
+            return Ok(Reply::Array(vec![
                 Reply::bulk("pong"),
                 Reply::Bulk(message),
-            ])));
+            ]));
         }
-        Ok(Plan::Reply(match self.message {
+        Ok(match self.message {
             Some(m) => Reply::Bulk(m),
             None => Reply::Simple("PONG"),
-        }))
+        })
     }
 }
 
@@ -51,14 +52,14 @@ pub struct Echo {
     message: Bytes,
 }
 
-impl LocalCommand for Echo {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+impl ContextCommand for Echo {
+    fn parse(args: &mut Args, _ctx: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Echo {
             message: args.next()?,
         })
     }
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
-        Ok(Plan::Reply(Reply::Bulk(self.message)))
+    fn apply(self, _ctx: &mut Ctx<'_>) -> Result<Reply, CommandError> {
+        Ok(Reply::Bulk(self.message))
     }
 }
 
@@ -187,18 +188,17 @@ pub struct Select {
     index: u32,
 }
 
-impl LocalCommand for Select {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+impl ContextCommand for Select {
+    fn parse(args: &mut Args, ctx: &Ctx<'_>) -> Result<Self, CommandError> {
         let n = args.next_i32()?;
-        if n < 0 || n as u32 >= s.shared.config.databases {
+        if n < 0 || n as u32 >= ctx.databases() {
             return Err(CommandError::DbIndexOutOfRange);
         }
         Ok(Select { index: n as u32 })
     }
-    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        s.db = self.index;
-        s.client.db.store(self.index, Ordering::Relaxed);
-        Ok(Plan::Reply(Reply::Ok))
+    fn apply(self, ctx: &mut Ctx<'_>) -> Result<Reply, CommandError> {
+        ctx.db = self.index;
+        Ok(Reply::Ok)
     }
 }
 
@@ -252,17 +252,17 @@ pub(super) fn set_name(s: &Session, name: &[u8]) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Auth>("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Authenticates the connection."),
-        Spec::local::<Echo>("echo", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Returns the given string."),
+        Spec::context::<Echo>("echo", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Returns the given string."),
         Spec::local::<Hello>("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Handshakes with the Redis server."),
-        Spec::local::<Ping>("ping", -1, &["fast"], [0, 0, 0], "connection", "Returns the server's liveliness response."),
+        Spec::context::<Ping>("ping", -1, &["fast"], [0, 0, 0], "connection", "Returns the server's liveliness response."),
         Spec::local::<Quit>("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Closes the connection."),
         Spec::local::<Reset>("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Resets the connection."),
-        Spec::local::<Select>("select", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Changes the selected database."),
+        Spec::context::<Select>("select", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Changes the selected database."),
     ]
 }

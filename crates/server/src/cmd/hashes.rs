@@ -16,8 +16,10 @@
 use bytes::Bytes;
 use respite_engine::{EngineError, KeyRow, Kind, Txn, View};
 
-use super::{ReadCommand, Session, WriteCommand};
-use crate::args::{parse_i64, upper, Args};
+use super::common::{parse_cursor, parse_random_count, scan_reply, ScanOptions};
+use crate::args::{parse_i64, Args};
+use crate::command::Ctx;
+use crate::command::{ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::long_double;
 use crate::reply::Reply;
@@ -58,7 +60,7 @@ pub type HSet = HSetGeneric<false>;
 pub type HMSet = HSetGeneric<true>;
 
 impl<const OK_REPLY: bool> WriteCommand for HSetGeneric<OK_REPLY> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let name = if OK_REPLY { "hmset" } else { "hset" };
         Ok(HSetGeneric {
@@ -91,7 +93,7 @@ pub struct HSetNx {
 }
 
 impl WriteCommand for HSetNx {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HSetNx {
             db: s.db,
             key: args.next()?,
@@ -123,7 +125,7 @@ pub struct HGet {
 
 impl ReadCommand for HGet {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HGet {
             db: s.db,
             key: args.next()?,
@@ -153,9 +155,9 @@ impl ReadCommand for HMGet {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
     fn is_quick(&self) -> bool {
-        self.fields.len() <= super::QUICK_READ_LIMIT
+        self.fields.len() <= crate::command::QUICK_READ_LIMIT
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HMGet {
             db: s.db,
             key: args.next()?,
@@ -203,7 +205,7 @@ pub type HVals = HGetAllGeneric<2>;
 
 impl<const PART: u8> ReadCommand for HGetAllGeneric<PART> {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HGetAllGeneric {
             db: s.db,
             key: args.next()?,
@@ -244,7 +246,7 @@ pub struct HDel {
 }
 
 impl WriteCommand for HDel {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HDel {
             db: s.db,
             key: args.next()?,
@@ -274,7 +276,7 @@ pub type HStrLen = HFieldInfo<true>;
 
 impl<const LEN: bool> ReadCommand for HFieldInfo<LEN> {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HFieldInfo {
             db: s.db,
             key: args.next()?,
@@ -301,7 +303,7 @@ pub struct HLen {
 
 impl ReadCommand for HLen {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HLen {
             db: s.db,
             key: args.next()?,
@@ -327,7 +329,7 @@ pub struct HIncrBy {
 }
 
 impl WriteCommand for HIncrBy {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(HIncrBy {
             db: s.db,
             key: args.next()?,
@@ -370,7 +372,7 @@ pub struct HIncrByFloat {
 }
 
 impl WriteCommand for HIncrByFloat {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let field = args.next()?;
         let delta = long_double::parse(&args.next()?).ok_or(CommandError::NotFloat)?;
@@ -401,11 +403,6 @@ impl WriteCommand for HIncrByFloat {
     }
 }
 
-/// The largest number of elements a negative count may ask HRANDFIELD or
-/// SRANDMEMBER for. redis-server streams such a reply; respite builds it
-/// first, so a count meant to exhaust memory is refused instead.
-pub const MAX_REPEATED: u64 = 10_000_000;
-
 /// `HRANDFIELD key [count [WITHVALUES]]`
 pub struct HRandField {
     /// Selected database.
@@ -422,7 +419,7 @@ pub struct HRandField {
 
 impl ReadCommand for HRandField {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let (count, with_values) = parse_random_count(args, "WITHVALUES")?;
         Ok(HRandField {
@@ -448,7 +445,7 @@ impl ReadCommand for HRandField {
             return Ok(Reply::Array(Vec::new()));
         };
         let all = view.hash_all(row.id)?;
-        let picked = super::sets::sample(&all, count);
+        let picked = super::common::sample(&all, count);
         let mut out = Vec::new();
         for (f, v) in picked {
             let (f, v) = (Reply::bulk(f.clone()), Reply::bulk(v.clone()));
@@ -460,124 +457,6 @@ impl ReadCommand for HRandField {
         }
         Ok(Reply::Array(out))
     }
-}
-
-/// The optional `count [WITHVALUES]` of HRANDFIELD (`with` names the
-/// option: ZRANDMEMBER's is WITHSCORES), checked as redis-server checks
-/// it. redis-server streams a reply of repeated picks; respite builds it
-/// first, so a negative count past [`MAX_REPEATED`] is refused rather than
-/// allowed to exhaust memory.
-pub(crate) fn parse_random_count(
-    args: &mut Args,
-    with: &str,
-) -> Result<(Option<i64>, bool), CommandError> {
-    let Some(count) = args.next_opt() else {
-        return Ok((None, false));
-    };
-    let n = parse_i64(&count).ok_or(CommandError::NotInteger)?;
-    if n == i64::MIN {
-        return Err(range_error());
-    }
-    if args.remaining() > 1 {
-        return Err(CommandError::Syntax);
-    }
-    let mut with_pairs = false;
-    if let Some(opt) = args.next_opt() {
-        if upper(&opt) != with {
-            return Err(CommandError::Syntax);
-        }
-        with_pairs = true;
-        if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
-            return Err(CommandError::Other("value is out of range".into()));
-        }
-    }
-    if n < 0 && n.unsigned_abs() > MAX_REPEATED {
-        return Err(CommandError::Other("value is out of range".into()));
-    }
-    Ok((Some(n), with_pairs))
-}
-
-/// Redis's error for a count outside `-LONG_MAX..=LONG_MAX`.
-pub(crate) fn range_error() -> CommandError {
-    CommandError::Other(format!(
-        "value is out of range, value must between {} and {}",
-        -i64::MAX,
-        i64::MAX
-    ))
-}
-
-/// The options of HSCAN and SSCAN, parsed as Redis's `scanGenericCommand`
-/// does, after the key was found (so a missing key answers an empty scan
-/// whatever follows, as in Redis).
-pub(crate) struct ScanOptions {
-    /// MATCH pattern.
-    pub pattern: Option<Bytes>,
-    /// COUNT: elements examined per call.
-    pub count: usize,
-    /// NOVALUES (HSCAN only).
-    pub no_values: bool,
-}
-
-/// Parses a SCAN cursor as Redis's `strtoul` does: an optional sign, then
-/// decimal digits within 64 bits (a `-` wraps around); anything else is
-/// "invalid cursor".
-pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CommandError> {
-    let invalid = || CommandError::Engine(EngineError::InvalidCursor);
-    let (negative, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid());
-    }
-    let n = std::str::from_utf8(digits)
-        .ok()
-        .and_then(|t| t.parse::<u64>().ok())
-        .ok_or_else(invalid)?;
-    Ok(if negative { n.wrapping_neg() } else { n })
-}
-
-impl ScanOptions {
-    /// Reads the options; `hash` allows NOVALUES.
-    pub(crate) fn parse(args: &mut Args, hash: bool) -> Result<ScanOptions, CommandError> {
-        let mut o = ScanOptions {
-            pattern: None,
-            count: 10,
-            no_values: false,
-        };
-        while let Some(opt) = args.next_opt() {
-            let word = upper(&opt);
-            match word.as_str() {
-                "COUNT" if args.remaining() > 0 => {
-                    let n = args.next_i64()?;
-                    if n < 1 {
-                        return Err(CommandError::Syntax);
-                    }
-                    o.count = n.min(1_000_000) as usize;
-                }
-                "MATCH" if args.remaining() > 0 => o.pattern = Some(args.next()?),
-                "NOVALUES" if hash => o.no_values = true,
-                _ => return Err(CommandError::Syntax),
-            }
-        }
-        Ok(o)
-    }
-
-    /// Whether an element passes MATCH.
-    pub(crate) fn matches(&self, element: &[u8]) -> bool {
-        self.pattern
-            .as_deref()
-            .is_none_or(|p| respite_engine::glob::glob_match(p, element))
-    }
-}
-
-/// The reply of HSCAN and SSCAN: the cursor, then the elements.
-pub(crate) fn scan_reply(cursor: u64, elements: Vec<Reply>) -> Reply {
-    Reply::Array(vec![
-        Reply::bulk(cursor.to_string()),
-        Reply::Array(elements),
-    ])
 }
 
 /// `HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]`
@@ -600,7 +479,7 @@ pub struct HScan {
 
 impl ReadCommand for HScan {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let cursor = parse_cursor(&args.next()?)?;
         Ok(HScan {
@@ -629,10 +508,10 @@ impl ReadCommand for HScan {
     }
 }
 
-/// This family's rows of the command table (see [`super::TABLE`]).
+/// This family's rows of the command table (see [`crate::command::TABLE`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<HDel>("hdel", -3, &["fast"], [1, 1, 1], "hash", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain."),
         Spec::read::<HExists>("hexists", 3, &["fast"], [1, 1, 1], "hash", "Determines whether a field exists in a hash."),

@@ -22,11 +22,12 @@ use std::sync::Arc;
 
 use respite_engine::View;
 
-use super::{LocalCommand, Plan, Session};
 use crate::args::Args;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::{lock, Shared};
+use crate::state::Shared;
+use crate::sync::lock;
 
 /// The redis version INFO (and HELLO) report: the redis-server whose
 /// commands respite describes (see `cmd::meta`).
@@ -251,9 +252,26 @@ fn total_system_memory() -> u64 {
         .unwrap_or(0)
 }
 
-/// Resident set size of this process in bytes (0 where /proc is absent).
+/// Memory this process holds, in bytes: its anonymous resident memory (the
+/// heap of every allocator, SQLite's page caches, stacks) and shared memory
+/// of its own (`RssAnon` + `RssShmem` in /proc/self/status; 0 where /proc
+/// is absent). Not `VmRSS`: that also counts the database file's pages,
+/// which every connection maps, once per connection that touched them,
+/// although they are the OS page cache's (INFO reports them apart, as
+/// `used_memory_db_page_cache`).
 pub fn resident_bytes() -> u64 {
-    proc_status_bytes("VmRSS:")
+    proc_status_bytes("RssAnon:") + proc_status_bytes("RssShmem:")
+}
+
+/// The highest [`resident_bytes`] seen: sampled once a second by the
+/// server's clock and at every read of it here.
+static PEAK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Samples [`resident_bytes`] for its peak and returns it.
+pub fn sample_memory() -> u64 {
+    let now = resident_bytes();
+    PEAK.fetch_max(now, std::sync::atomic::Ordering::Relaxed);
+    now
 }
 
 /// Redis's `bytesToHuman`: `512B`, `1.50K`, `23.45M`, `1.00G`.
@@ -275,10 +293,11 @@ pub fn bytes_to_human(n: u64) -> String {
 
 fn memory(sh: &Shared, out: &mut String) {
     // respite has no allocator-level count like redis's `used_memory`: the
-    // process's resident memory is what an operator (and `redis-cli
-    // --stat`) wants to watch, and the peak is the kernel's high-water mark.
-    let rss = resident_bytes();
-    let peak = proc_status_bytes("VmHWM:").max(rss);
+    // memory the process holds (anonymous and shared, not the database's
+    // file pages it maps) is what an operator, `redis-cli --stat` and a
+    // maxmemory alert want to watch. docs/operations.md lists the figures.
+    let rss = sample_memory();
+    let peak = PEAK.load(std::sync::atomic::Ordering::Relaxed).max(rss);
     let cache = sh.engine.cache().stats();
     let system = total_system_memory();
     let maxmemory: u64 = sh.params.get("maxmemory").parse().unwrap_or(0);
@@ -338,6 +357,9 @@ fn memory(sh: &Shared, out: &mut String) {
         "lazyfreed_objects" => 0,
         "read_cache_used_bytes" => cache.bytes,
         "read_cache_max_bytes" => cache.budget,
+        "used_memory_db_page_cache" => sh.engine.db_page_cache_bytes(),
+        "used_memory_mapped_file" => proc_status_bytes("RssFile:"),
+        "used_memory_vm_rss" => proc_status_bytes("VmRSS:"),
         "db_size_bytes" => sh.engine.db_size(),
         "wal_size_bytes" => sh.engine.wal_size(),
     );
@@ -394,10 +416,17 @@ fn persistence(sh: &Shared, out: &mut String) {
         "group_commit_ops_per_batch_max" => stats.ops_per_batch_max,
         "group_commit_commit_latency_p50_us" => stats.commit_us_p50,
         "group_commit_commit_latency_p99_us" => stats.commit_us_p99,
+        "group_commit_commit_latency_max_us" => stats.commit_us_max,
         "group_commit_queue_depth" => sh.engine.write_queue_len(),
         "wal_size_bytes" => sh.engine.wal_size(),
+        "wal_size_peak_bytes" => stats.wal_peak_bytes,
+        "wal_pause_max_us" => stats.wal_pause_us_max,
         "wal_checkpoints" => stats.checkpoints,
         "wal_checkpoint_threshold_bytes" => sh.engine.checkpoint_threshold(),
+        "checkpoint_mode" => sh.engine.checkpoint_mode().as_str(),
+        "checkpoint_last_seen_secs" => stats.checkpoint_seen_ago.map_or(-1, |d| d.as_secs() as i64),
+        "write_lock_waits" => stats.lock_waits,
+        "write_lock_wait_max_us" => stats.lock_wait_us_max,
         "db_size_bytes" => sh.engine.db_size(),
         "page_size" => sh.engine.page_size(),
         "disk_write_bytes" => disk.map_or(0, |d| d.bytes),
@@ -405,6 +434,7 @@ fn persistence(sh: &Shared, out: &mut String) {
         // The disk guard (see respite_engine::disk): live pages plus WAL,
         // the budget, whether the disk filled up, and storage failures.
         "disk_used_bytes" => sh.engine.disk().used(),
+        "disk_free_pages_bytes" => sh.engine.disk().free_pages_bytes(),
         "maxdisk" => sh.engine.disk().maxdisk(),
         "disk_full" => u8::from(sh.engine.disk().is_full()),
         "disk_full_events" => sh.engine.disk().full_events(),
@@ -598,10 +628,10 @@ fn keyspace(view: Option<&View<'_, '_>>, out: &mut String) {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Info>("info", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns information and statistics about the server."),
     ]

@@ -4,9 +4,9 @@
 //! builds its argument hints and `HELP` pages from `COMMAND DOCS`, cluster
 //! clients find keys with `COMMAND INFO`'s key specs or `COMMAND GETKEYS`,
 //! and ACL tooling lists commands by category with `COMMAND LIST FILTERBY`.
-//! The answers come from two places: the command table ([`super::TABLE`])
+//! The answers come from two places: the command table ([`crate::command::TABLE`])
 //! says which commands and subcommands respite has, and redis's own
-//! description of each ([`super::meta`]) says everything else, so every
+//! description of each ([`crate::meta`]) says everything else, so every
 //! field reads as redis-server 7.0's does.
 //!
 //! `COMMAND GETKEYS` finds keys as redis does: with the key specs where they
@@ -17,24 +17,13 @@
 use bytes::Bytes;
 use respite_engine::glob::glob_match;
 
-use super::meta::{self, Arg, BeginSearch, FindKeys, KeySpec, Meta};
-use super::{lookup, subcommand, LocalCommand, Plan, Session, Spec, TABLE};
+use super::common::help;
+use crate::args::subcommand;
 use crate::args::Args;
+use crate::command::{lookup, LocalCommand, Plan, Session, Spec, TABLE};
 use crate::error::CommandError;
+use crate::meta::{self, Arg, BeginSearch, FindKeys, KeySpec, Meta};
 use crate::reply::Reply;
-
-/// A HELP reply as redis's `addReplyHelp` builds it: a heading naming the
-/// command, the lines, and the HELP entry every container has.
-pub(crate) fn help(cmd: &str, lines: &[&str]) -> Reply {
-    let mut out = Vec::with_capacity(lines.len() + 3);
-    out.push(Reply::Status(format!(
-        "{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    )));
-    out.extend(lines.iter().map(|l| Reply::Status((*l).to_string())));
-    out.push(Reply::Simple("HELP"));
-    out.push(Reply::Simple("    Prints this help."));
-    Reply::Array(out)
-}
 
 /// The description of a table row.
 fn meta_of(spec: &Spec) -> Option<&'static Meta> {
@@ -478,7 +467,7 @@ impl LocalCommand for Command {
             return Ok(Command::All);
         }
         // Names and arities were checked against the table's subcommand
-        // list before parsing (see `super::check`).
+        // list before parsing (see `crate::command::check`).
         let sub = subcommand(args)?;
         Ok(match sub.name.as_str() {
             "COUNT" => Command::Count,
@@ -636,10 +625,10 @@ fn get_keys(argv: &[Bytes], with_flags: bool) -> Result<Reply, CommandError> {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Command>("command", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns detailed information about all commands.")
             .with_subcommands("COMMAND", &[("count", 2), ("docs", -2), ("getkeys", -4), ("getkeysandflags", -4), ("help", 2), ("info", -2), ("list", -2)]),

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use respite_engine::{now_ms, Access, Kind, Txn, View};
 
-use super::{ReadCommand, Session, Touching, WriteCommand};
 use crate::args::{upper, Args};
+use crate::command::Ctx;
+use crate::command::{ReadCommand, Touching, WriteCommand};
 use crate::error::{CommandError, Lossy};
 use crate::reply::Reply;
 
@@ -75,7 +76,7 @@ pub struct Del {
 }
 
 impl WriteCommand for Del {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         // In key order, once each: deleting walks the keys' b-tree from
         // one end to the other, each page visited once, where argument
         // order may jump back and forth and have the writer read evicted
@@ -126,9 +127,9 @@ impl<const TOUCH: bool> ReadCommand for ExistsGeneric<TOUCH> {
         Touching::Never
     };
     fn is_quick(&self) -> bool {
-        self.keys.len() <= super::QUICK_READ_LIMIT
+        self.keys.len() <= crate::command::QUICK_READ_LIMIT
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ExistsGeneric {
             db: s.db,
             keys: args.rest(),
@@ -151,7 +152,7 @@ pub struct Type {
 impl ReadCommand for Type {
     const QUICK: bool = true;
     const TOUCHING: Touching = Touching::Never;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Type {
             db: s.db,
             key: args.next()?,
@@ -250,7 +251,7 @@ pub type ExpireAt = ExpireGeneric<2>;
 pub type PExpireAt = ExpireGeneric<3>;
 
 impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let (unit, name) = match UNIT {
             0 => (ExpireUnit::Seconds, "expire"),
             1 => (ExpireUnit::Millis, "pexpire"),
@@ -293,7 +294,7 @@ pub struct Persist {
 }
 
 impl WriteCommand for Persist {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Persist {
             db: s.db,
             key: args.next()?,
@@ -331,7 +332,7 @@ pub type PExpireTime = TtlGeneric<3>;
 impl<const KIND: u8> ReadCommand for TtlGeneric<KIND> {
     const QUICK: bool = true;
     const TOUCHING: Touching = Touching::Never;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(TtlGeneric {
             db: s.db,
             key: args.next()?,
@@ -370,7 +371,7 @@ pub type Rename = RenameGeneric<false>;
 pub type RenameNx = RenameGeneric<true>;
 
 impl<const NX: bool> WriteCommand for RenameGeneric<NX> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(RenameGeneric {
             db: s.db,
             from: args.next()?,
@@ -402,7 +403,7 @@ pub struct Copy {
 }
 
 impl WriteCommand for Copy {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let from = args.next()?;
         let to = args.next()?;
         let mut cmd = Copy {
@@ -417,7 +418,7 @@ impl WriteCommand for Copy {
                 "REPLACE" => cmd.replace = true,
                 "DB" => {
                     let n = args.next_i32()?;
-                    if n < 0 || n as u32 >= s.shared.config.databases {
+                    if n < 0 || n as u32 >= s.databases() {
                         return Err(CommandError::DbIndexOutOfRange);
                     }
                     cmd.dst_db = n as u32;
@@ -449,10 +450,10 @@ pub struct Move {
 }
 
 impl WriteCommand for Move {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let n = args.next_i32()?;
-        if n < 0 || n as u32 >= s.shared.config.databases {
+        if n < 0 || n as u32 >= s.databases() {
             return Err(CommandError::DbIndexOutOfRange);
         }
         if n as u32 == s.db {
@@ -482,7 +483,7 @@ pub struct Keys {
 }
 
 impl ReadCommand for Keys {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Keys {
             db: s.db,
             pattern: args.next()?,
@@ -514,8 +515,8 @@ pub struct Scan {
 }
 
 impl ReadCommand for Scan {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
-        let cursor = super::hashes::parse_cursor(&args.next()?)?;
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
+        let cursor = super::common::parse_cursor(&args.next()?)?;
         let mut cmd = Scan {
             db: s.db,
             cursor,
@@ -613,14 +614,6 @@ fn string_encoding(value: &[u8]) -> &'static str {
     }
 }
 
-/// Whether redis would share the integers 0..9999 between string values:
-/// not when `maxmemory` is set with an LRU or LFU policy, which needs an
-/// object per value (`MAXMEMORY_FLAG_NO_SHARED_INTEGERS`).
-pub(crate) fn shares_integers(shared: &crate::state::Shared) -> bool {
-    let policy = shared.params.get("maxmemory-policy");
-    shared.params.get("maxmemory") == "0" || !(policy.ends_with("lru") || policy.ends_with("lfu"))
-}
-
 impl Object {
     /// OBJECT parsed from `args` for database `db`, for another command
     /// that reports what OBJECT would (DEBUG OBJECT).
@@ -630,7 +623,7 @@ impl Object {
         access: Arc<Access>,
         shared_integers: bool,
     ) -> Result<Object, CommandError> {
-        let sub = super::subcommand(args)?;
+        let sub = crate::args::subcommand(args)?;
         let kind = match sub.name.as_str() {
             "ENCODING" => ObjectSub::Encoding,
             "REFCOUNT" => ObjectSub::RefCount,
@@ -651,8 +644,8 @@ impl Object {
 impl ReadCommand for Object {
     const QUICK: bool = true;
     const TOUCHING: Touching = Touching::Never;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
-        let sub = super::subcommand(args)?;
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
+        let sub = crate::args::subcommand(args)?;
         let (kind, name) = match sub.name.as_str() {
             "ENCODING" => (ObjectSub::Encoding, "object|encoding"),
             "REFCOUNT" => (ObjectSub::RefCount, "object|refcount"),
@@ -670,9 +663,9 @@ impl ReadCommand for Object {
             db: s.db,
             sub: kind,
             key,
-            lfu: s.shared.params.get("maxmemory-policy").ends_with("lfu"),
-            shared_integers: shares_integers(&s.shared),
-            access: s.shared.engine.access().clone(),
+            lfu: s.lfu(),
+            shared_integers: s.shares_integers(),
+            access: s.access().clone(),
             quiet: false,
         })
     }
@@ -725,6 +718,7 @@ impl ReadCommand for Object {
                 Kind::List => "quicklist",
                 Kind::ZSet if big => "skiplist",
                 Kind::ZSet => "listpack",
+                Kind::Stream => "stream",
             }),
             ObjectSub::RefCount => {
                 // A string holding one of redis's shared integers (judged
@@ -763,7 +757,7 @@ pub struct RandomKey {
 
 impl ReadCommand for RandomKey {
     const MULTI_STATEMENT: bool = true;
-    fn parse(_args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(_args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(RandomKey { db: s.db })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -773,10 +767,10 @@ impl ReadCommand for RandomKey {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<Copy>("copy", -3, &["denyoom"], [1, 2, 1], "generic", "Copies the value of a key to a new key."),
         Spec::write::<Del>("del", -2, &[], [1, -1, 1], "generic", "Deletes one or more keys."),
@@ -825,7 +819,7 @@ mod tests {
     #[test]
     fn a_long_exists_or_lrange_is_not_a_quick_read() {
         let keys = |n: usize| vec![Bytes::from_static(b"k"); n];
-        let limit = super::super::QUICK_READ_LIMIT;
+        let limit = crate::command::QUICK_READ_LIMIT;
         assert!(Exists {
             db: 0,
             keys: keys(limit)
@@ -841,7 +835,7 @@ mod tests {
             keys: keys(1_000_000)
         }
         .is_quick());
-        let range = |start, stop| super::super::lists::LRange::probe(start, stop).is_quick();
+        let range = |start, stop| crate::cmd::lists::LRange::probe(start, stop).is_quick();
         assert!(range(0, 9));
         assert!(range(-10, -1));
         assert!(!range(0, -1));

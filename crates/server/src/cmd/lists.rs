@@ -21,9 +21,10 @@ use bytes::Bytes;
 use respite_engine::list::{End, Seek};
 use respite_engine::{KeyRow, Kind, Txn, View};
 
-use super::{BlockingCommand, ReadCommand, Session, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
 use crate::blocking::{parse_timeout, Blocker};
+use crate::command::Ctx;
+use crate::command::{BlockingCommand, ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -76,7 +77,7 @@ pub struct Push<const LEFT: bool, const EXISTING: bool> {
 }
 
 impl<const LEFT: bool, const EXISTING: bool> WriteCommand for Push<LEFT, EXISTING> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Push {
             db: s.db,
             key: args.next()?,
@@ -105,7 +106,7 @@ pub struct Pop<const LEFT: bool> {
 }
 
 impl<const LEFT: bool> WriteCommand for Pop<LEFT> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         if args.remaining() > 1 {
             let name = if LEFT { "lpop" } else { "rpop" };
@@ -151,7 +152,7 @@ pub struct LLen {
 
 impl ReadCommand for LLen {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LLen {
             db: s.db,
             key: args.next()?,
@@ -197,9 +198,9 @@ impl ReadCommand for LRange {
     /// head or both from the tail); `0 -1` may be a whole list.
     fn is_quick(&self) -> bool {
         (self.start >= 0) == (self.stop >= 0)
-            && self.stop.saturating_sub(self.start) < super::QUICK_READ_LIMIT as i64
+            && self.stop.saturating_sub(self.start) < crate::command::QUICK_READ_LIMIT as i64
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LRange {
             db: s.db,
             key: args.next()?,
@@ -229,7 +230,7 @@ pub struct LIndex {
 impl ReadCommand for LIndex {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LIndex {
             db: s.db,
             key: args.next()?,
@@ -260,7 +261,7 @@ pub struct LSet {
 }
 
 impl WriteCommand for LSet {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LSet {
             db: s.db,
             key: args.next()?,
@@ -295,7 +296,7 @@ pub struct LTrim {
 }
 
 impl WriteCommand for LTrim {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LTrim {
             db: s.db,
             key: args.next()?,
@@ -323,7 +324,7 @@ pub struct LRem {
 }
 
 impl WriteCommand for LRem {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LRem {
             db: s.db,
             key: args.next()?,
@@ -357,7 +358,7 @@ pub struct LInsert {
 }
 
 impl WriteCommand for LInsert {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let before = match args.next_upper()?.as_str() {
             "BEFORE" => true,
@@ -398,7 +399,7 @@ pub struct LPos {
 }
 
 impl ReadCommand for LPos {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let element = args.next()?;
         let mut seek = Seek {
@@ -497,7 +498,7 @@ pub struct LMove {
 }
 
 impl LMove {
-    fn parse_lmove(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse_lmove(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LMove {
             db: s.db,
             src: args.next()?,
@@ -509,7 +510,7 @@ impl LMove {
 }
 
 impl WriteCommand for LMove {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         LMove::parse_lmove(args, s)
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
@@ -522,7 +523,7 @@ impl WriteCommand for LMove {
 pub struct RPopLPush(LMove);
 
 impl WriteCommand for RPopLPush {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(RPopLPush(LMove {
             db: s.db,
             src: args.next()?,
@@ -552,7 +553,7 @@ struct MPop {
 
 impl MPop {
     /// Parses from `numkeys` on, as Redis's `lmpopGenericCommand` does.
-    fn parse(args: &mut Args, s: &Session) -> Result<MPop, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<MPop, CommandError> {
         let numkeys = positive(&args.next()?, "numkeys should be greater than 0")?;
         if numkeys as u64 >= args.remaining() as u64 {
             return Err(CommandError::Syntax);
@@ -605,7 +606,7 @@ impl MPop {
 pub struct LMPop(MPop);
 
 impl WriteCommand for LMPop {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LMPop(MPop::parse(args, s)?))
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
@@ -636,7 +637,7 @@ impl<const LEFT: bool> BPop<LEFT> {
 }
 
 impl<const LEFT: bool> BlockingCommand for BPop<LEFT> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut keys = args.rest();
         let timeout = keys.pop().ok_or(CommandError::Syntax)?;
         Ok(BPop {
@@ -686,7 +687,7 @@ pub struct BLMove {
 }
 
 impl BlockingCommand for BLMove {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mv = LMove::parse_lmove(args, s)?;
         Ok(BLMove {
             mv,
@@ -699,7 +700,7 @@ impl BlockingCommand for BLMove {
 pub struct BRPopLPush(BLMove);
 
 impl BlockingCommand for BRPopLPush {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let RPopLPush(mv) = <RPopLPush as WriteCommand>::parse(args, s)?;
         Ok(BRPopLPush(BLMove {
             mv,
@@ -763,7 +764,7 @@ pub struct BLMPop {
 }
 
 impl BlockingCommand for BLMPop {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         // Redis parses the timeout last, after the keys and options.
         let timeout = args.next()?;
         let pop = MPop::parse(args, s)?;
@@ -801,10 +802,10 @@ impl Blocker for BLMPop {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::blocking::<BLMove>("blmove", 6, &["denyoom", "noscript", "blocking"], [1, 2, 1], "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved."),
         Spec::blocking::<BLMPop>("blmpop", -5, &["blocking", "movablekeys"], [0, 0, 0], "list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),

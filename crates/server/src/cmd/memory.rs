@@ -13,9 +13,10 @@
 use bytes::Bytes;
 use respite_engine::{Kind, View};
 
-use super::introspection::help;
-use super::{subcommand, LocalCommand, Plan, Session};
+use super::common::help;
+use crate::args::subcommand;
 use crate::args::Args;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -149,6 +150,23 @@ fn usage(
             let len = view.get_string(db, key)?.map_or(0, |v| v.len() as u64);
             return Ok(Some(base + len));
         }
+        Kind::Stream => match view.live(db, key, Kind::Stream)? {
+            Some(row) => {
+                let n = if samples == 0 { 0 } else { samples };
+                let id = respite_engine::stream::StreamId::MIN;
+                let max = respite_engine::stream::StreamId::MAX;
+                view.stream_range(row.id, id, max, n, false)?
+                    .iter()
+                    .map(|(_, f)| {
+                        16 + f
+                            .iter()
+                            .map(|(a, b)| (a.len() + b.len()) as u64)
+                            .sum::<u64>()
+                    })
+                    .collect()
+            }
+            None => Vec::new(),
+        },
         Kind::List => match view.live(db, key, Kind::List)? {
             Some(row) => {
                 let stop = if samples == 0 { -1 } else { samples as i64 - 1 };
@@ -290,10 +308,10 @@ fn stats(sh: &crate::state::Shared, view: &View<'_, '_>) -> Reply {
     Reply::Map(out)
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Memory>("memory", -2, &[], [0, 0, 0], "server", "A container for memory diagnostics commands.")
             .with_subcommands("MEMORY", &[("doctor", 2), ("help", 2), ("malloc-stats", 2), ("purge", 2), ("stats", 2), ("usage", -3)]),

@@ -40,11 +40,12 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use super::{LocalCommand, Plan, Session};
 use crate::args::Args;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::{lock, ClientHandle, Peer};
+use crate::state::{ClientHandle, Peer};
+use crate::sync::lock;
 
 /// Batches (one per turn of a connection) a monitoring client may fall
 /// behind before it loses some.
@@ -311,7 +312,7 @@ impl LocalCommand for Monitor {
 /// `may_replicate` only).
 pub(crate) fn touches_keyspace(fullname: Option<&str>) -> bool {
     fullname
-        .and_then(|n| super::meta::find_full(n.as_bytes()))
+        .and_then(|n| crate::meta::find_full(n.as_bytes()))
         .is_some_and(|m| {
             m.has_flag("readonly") || m.has_flag("write") || m.has_flag("may_replicate")
         })
@@ -320,14 +321,14 @@ pub(crate) fn touches_keyspace(fullname: Option<&str>) -> bool {
 /// Whether a command's row is shown (not `admin`, not `skip_monitor`), by
 /// its full name.
 pub fn shown(fullname: &str) -> bool {
-    super::meta::find_full(fullname.as_bytes())
+    crate::meta::find_full(fullname.as_bytes())
         .is_none_or(|m| !m.has_flag("admin") && !m.has_flag("skip_monitor"))
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Monitor>("monitor", 1, &["admin", "noscript", "loading", "stale"], [0, 0, 0], "server", "Listens for all requests received by the server in real-time."),
     ]

@@ -12,12 +12,12 @@
 
 use bytes::Bytes;
 
-use super::{LocalCommand, Plan, Session};
 use crate::args::Args;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::pubsub::Kind;
 use crate::reply::Reply;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// `SUBSCRIBE channel [channel ...]`, `PSUBSCRIBE pattern [pattern ...]`,
 /// `SSUBSCRIBE shardchannel [shardchannel ...]`, by `K`.
@@ -124,7 +124,7 @@ pub enum Pubsub {
 
 impl LocalCommand for Pubsub {
     fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
-        let sub = super::subcommand(args)?;
+        let sub = crate::args::subcommand(args)?;
         let left = args.remaining();
         Ok(match sub.name.as_str() {
             "HELP" if left == 0 => Pubsub::Help,
@@ -139,7 +139,7 @@ impl LocalCommand for Pubsub {
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
         let registry = &s.shared.pubsub;
         Ok(Plan::Reply(match self {
-            Pubsub::Help => super::introspection::help(
+            Pubsub::Help => super::common::help(
                 "PUBSUB",
                 &[
                     "CHANNELS [<pattern>]",
@@ -176,10 +176,10 @@ impl LocalCommand for Pubsub {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     const SUBSCRIBING: &[&str] = &["pubsub", "noscript", "loading", "stale"];
     vec![
         Spec::local::<Subscribe<PATTERN>>("psubscribe", -2, SUBSCRIBING, [0, 0, 0], "pubsub", "Listens for messages published to channels that match one or more patterns."),

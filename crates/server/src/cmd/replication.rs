@@ -18,12 +18,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use respite_engine::{AppendFsync, Txn};
 
-use super::{LocalCommand, Plan, Session};
 use crate::args::Args;
 use crate::blocking::Blocker;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// A timeout in milliseconds as redis's `getTimeoutFromObjectOrReply`
 /// reads it; 0 waits forever.
@@ -150,10 +150,10 @@ impl LocalCommand for Role {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Role>("role", 1, &["noscript", "loading", "stale", "fast"], [0, 0, 0], "server", "Returns the replication role."),
         Spec::local::<Wait>("wait", 3, &["noscript"], [0, 0, 0], "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),

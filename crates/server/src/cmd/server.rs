@@ -6,8 +6,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use respite_engine::{Txn, View};
 
-use super::{LocalCommand, Plan, ReadCommand, Session, WriteCommand};
 use crate::args::{upper, Args};
+use crate::command::Ctx;
+use crate::command::{ContextCommand, LocalCommand, Plan, ReadCommand, Session, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 use crate::state::Shared;
@@ -19,7 +20,7 @@ pub struct DbSize {
 }
 
 impl ReadCommand for DbSize {
-    fn parse(_args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(_args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(DbSize { db: s.db })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -49,7 +50,7 @@ pub struct FlushDb {
 }
 
 impl WriteCommand for FlushDb {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         flush_mode(args)?;
         Ok(FlushDb { db: s.db })
     }
@@ -63,7 +64,7 @@ impl WriteCommand for FlushDb {
 pub struct FlushAll;
 
 impl WriteCommand for FlushAll {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, _s: &Ctx<'_>) -> Result<Self, CommandError> {
         flush_mode(args)?;
         Ok(FlushAll)
     }
@@ -84,7 +85,7 @@ pub struct SwapDb {
 }
 
 impl WriteCommand for SwapDb {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut index = |msg: &str| -> Result<i64, CommandError> {
             let n = crate::args::parse_i64(&args.next()?)
                 .filter(|n| i32::try_from(*n).is_ok())
@@ -93,7 +94,7 @@ impl WriteCommand for SwapDb {
         };
         let a = index("invalid first DB index")?;
         let b = index("invalid second DB index")?;
-        let databases = s.shared.config.databases as i64;
+        let databases = s.databases() as i64;
         if !(0..databases).contains(&a) || !(0..databases).contains(&b) {
             return Err(CommandError::DbIndexOutOfRange);
         }
@@ -111,18 +112,18 @@ impl WriteCommand for SwapDb {
 /// `TIME`: seconds and microseconds, as two bulk strings.
 pub struct Time;
 
-impl LocalCommand for Time {
-    fn parse(_args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+impl ContextCommand for Time {
+    fn parse(_args: &mut Args, _ctx: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Time)
     }
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+    fn apply(self, _ctx: &mut Ctx<'_>) -> Result<Reply, CommandError> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        Ok(Plan::Reply(Reply::Array(vec![
+        Ok(Reply::Array(vec![
             Reply::bulk(now.as_secs().to_string()),
             Reply::bulk(now.subsec_micros().to_string()),
-        ])))
+        ]))
     }
 }
 
@@ -220,13 +221,12 @@ impl LocalCommand for BgSave {
 /// `LASTSAVE`: Unix time of the last successful snapshot.
 pub struct LastSave;
 
-impl LocalCommand for LastSave {
-    fn parse(_args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+impl ContextCommand for LastSave {
+    fn parse(_args: &mut Args, _ctx: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(LastSave)
     }
-    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        let status = s.shared.engine.snapshots().status();
-        Ok(Plan::Reply(Reply::Int(status.last_save_unix as i64)))
+    fn apply(self, ctx: &mut Ctx<'_>) -> Result<Reply, CommandError> {
+        Ok(Reply::Int(ctx.last_save_unix() as i64))
     }
 }
 
@@ -275,7 +275,7 @@ impl LocalCommand for Debug {
                 "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.".into(),
             ));
         }
-        let sub = super::subcommand(args)?;
+        let sub = crate::args::subcommand(args)?;
         let n = args.remaining();
         Ok(match (sub.name.as_str(), n) {
             ("SLEEP", 1) => {
@@ -315,7 +315,7 @@ impl LocalCommand for Debug {
             Debug::Object(key) => {
                 let db = s.db;
                 let access = s.shared.engine.access().clone();
-                let shared_integers = super::keys::shares_integers(&s.shared);
+                let shared_integers = s.ctx().shares_integers();
                 Ok(Plan::Read(
                     Box::new(move |view| {
                         // DEBUG OBJECT looks without using (redis reads
@@ -373,7 +373,7 @@ impl LocalCommand for Debug {
                     },
                 ))
             }
-            Debug::Help => Ok(Plan::Reply(super::introspection::help(
+            Debug::Help => Ok(Plan::Reply(super::common::help(
                 "DEBUG",
                 &[
                     "CHANGE-REPL-ID",
@@ -486,6 +486,7 @@ fn value_digest(
         Kind::Set => 2,
         Kind::ZSet => 3,
         Kind::Hash => 4,
+        Kind::Stream => 6,
     };
     mix_digest(digest, &code.to_be_bytes());
     let row = view.live(db, key, entry.kind)?;
@@ -518,6 +519,16 @@ fn value_digest(
                 mix_digest(&mut e, &field);
                 mix_digest(&mut e, &value);
                 xor_digest(digest, &e);
+            }
+        }
+        (Kind::Stream, Some(row)) => {
+            use respite_engine::stream::StreamId;
+            for (id, fields) in view.stream_range(row.id, StreamId::MIN, StreamId::MAX, 0, false)? {
+                mix_digest(digest, format!("{}.{}", id.ms, id.seq).as_bytes());
+                for (field, value) in fields {
+                    mix_digest(digest, &field);
+                    mix_digest(digest, &value);
+                }
             }
         }
         _ => {}
@@ -585,10 +596,10 @@ fn debug_object(
     )))
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::read::<DbSize>("dbsize", 1, &["fast"], [0, 0, 0], "server", "Returns the number of keys in the database."),
         Spec::write::<FlushAll>("flushall", -1, &[], [0, 0, 0], "server", "Removes all keys from all databases."),
@@ -596,10 +607,10 @@ pub(super) fn commands() -> Vec<super::Spec> {
         Spec::local::<Shutdown>("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], [0, 0, 0], "server", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
         Spec::local::<Save>("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], [0, 0, 0], "server", "Synchronously saves the database(s) to disk."),
         Spec::local::<BgSave>("bgsave", -1, &["admin", "noscript", "no_async_loading"], [0, 0, 0], "server", "Asynchronously saves the database(s) to disk."),
-        Spec::local::<LastSave>("lastsave", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the Unix timestamp of the last successful save to disk."),
+        Spec::context::<LastSave>("lastsave", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the Unix timestamp of the last successful save to disk."),
         Spec::local::<Debug>("debug", -2, &["admin", "noscript", "loading", "stale"], [0, 0, 0], "server", "A container for debugging commands."),
         Spec::read::<crate::lolwut::Lolwut>("lolwut", -1, &["fast"], [0, 0, 0], "server", "Displays computer art and the Redis version"),
         Spec::write::<SwapDb>("swapdb", 3, &["fast"], [0, 0, 0], "server", "Swaps two Redis databases."),
-        Spec::local::<Time>("time", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the server time."),
+        Spec::context::<Time>("time", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the server time."),
     ]
 }

@@ -14,12 +14,12 @@
 //! as Redis does.
 
 use bytes::Bytes;
-use rand::seq::index;
 use respite_engine::{KeyRow, Kind, Txn, View};
 
-use super::hashes::{parse_cursor, range_error, scan_reply, ScanOptions, MAX_REPEATED};
-use super::{ReadCommand, Session, WriteCommand};
+use super::common::{parse_cursor, range_error, sample, scan_reply, ScanOptions, MAX_REPEATED};
 use crate::args::{parse_i64, upper, Args};
+use crate::command::Ctx;
+use crate::command::{ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -27,29 +27,6 @@ use crate::reply::Reply;
 /// holds another type).
 fn set(view: &View<'_, '_>, db: u32, key: &[u8]) -> Result<Option<KeyRow>, CommandError> {
     Ok(view.live(db, key, Kind::Set)?)
-}
-
-/// Random elements of `all` as Redis's random commands choose them: a
-/// negative count picks `-count` times with repeats; a count at or above
-/// the size takes everything; a smaller one distinct elements.
-pub(crate) fn sample<T>(all: &[T], count: i64) -> Vec<&T> {
-    if all.is_empty() || count == 0 {
-        return Vec::new();
-    }
-    let mut rng = rand::rng();
-    if count < 0 {
-        return (0..count.unsigned_abs())
-            .map(|_| &all[rand::Rng::random_range(&mut rng, 0..all.len())])
-            .collect();
-    }
-    let n = count as u64;
-    if n >= all.len() as u64 {
-        return all.iter().collect();
-    }
-    index::sample(&mut rng, all.len(), n as usize)
-        .into_iter()
-        .map(|i| &all[i])
-        .collect()
 }
 
 fn bulks(members: impl IntoIterator<Item = Vec<u8>>) -> Vec<Reply> {
@@ -67,7 +44,7 @@ pub struct SAdd {
 }
 
 impl WriteCommand for SAdd {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SAdd {
             db: s.db,
             key: args.next()?,
@@ -92,7 +69,7 @@ pub struct SRem {
 }
 
 impl WriteCommand for SRem {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SRem {
             db: s.db,
             key: args.next()?,
@@ -115,7 +92,7 @@ pub struct SMembers {
 
 impl ReadCommand for SMembers {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SMembers {
             db: s.db,
             key: args.next()?,
@@ -138,7 +115,7 @@ pub struct SIsMember {
 
 impl ReadCommand for SIsMember {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SIsMember {
             db: s.db,
             key: args.next()?,
@@ -166,9 +143,9 @@ impl ReadCommand for SMIsMember {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
     fn is_quick(&self) -> bool {
-        self.members.len() <= super::QUICK_READ_LIMIT
+        self.members.len() <= crate::command::QUICK_READ_LIMIT
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SMIsMember {
             db: s.db,
             key: args.next()?,
@@ -199,7 +176,7 @@ pub struct SCard {
 
 impl ReadCommand for SCard {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SCard {
             db: s.db,
             key: args.next()?,
@@ -223,7 +200,7 @@ pub struct SPop {
 }
 
 impl WriteCommand for SPop {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         if args.remaining() > 1 {
             return Err(CommandError::Syntax);
@@ -281,7 +258,7 @@ pub struct SRandMember {
 
 impl ReadCommand for SRandMember {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         if args.remaining() > 1 {
             return Err(CommandError::Syntax);
@@ -340,7 +317,7 @@ pub struct SMove {
 }
 
 impl WriteCommand for SMove {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SMove {
             db: s.db,
             from: args.next()?,
@@ -475,7 +452,7 @@ fn op_of(code: u8) -> Op {
 
 impl<const OP: u8> ReadCommand for SetAlgebra<OP> {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SetAlgebra {
             db: s.db,
             keys: args.rest(),
@@ -507,7 +484,7 @@ pub type SUnionStore = SetAlgebraStore<1>;
 pub type SDiffStore = SetAlgebraStore<2>;
 
 impl<const OP: u8> WriteCommand for SetAlgebraStore<OP> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SetAlgebraStore {
             db: s.db,
             dest: args.next()?,
@@ -533,7 +510,7 @@ pub struct SInterCard {
 
 impl ReadCommand for SInterCard {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let numkeys_error = || CommandError::Other("numkeys should be greater than 0".into());
         let numkeys = parse_i64(&args.next()?).ok_or_else(numkeys_error)?;
         if numkeys < 1 {
@@ -594,7 +571,7 @@ pub struct SScan {
 
 impl ReadCommand for SScan {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let cursor = parse_cursor(&args.next()?)?;
         Ok(SScan {
@@ -619,10 +596,10 @@ impl ReadCommand for SScan {
     }
 }
 
-/// This family's rows of the command table (see [`super::TABLE`]).
+/// This family's rows of the command table (see [`crate::command::TABLE`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<SAdd>("sadd", -3, &["denyoom", "fast"], [1, 1, 1], "set", "Adds one or more members to a set. Creates the key if it doesn't exist."),
         Spec::read::<SCard>("scard", 2, &["fast"], [1, 1, 1], "set", "Returns the number of members in a set."),

@@ -14,9 +14,10 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::introspection::help;
-use super::{lookup, subcommand, LocalCommand, Plan, Session};
+use super::common::help;
+use crate::args::subcommand;
 use crate::args::Args;
+use crate::command::{lookup, LocalCommand, Plan, Session};
 use crate::error::{c_str, CommandError, Lossy};
 use crate::reply::Reply;
 use crate::state::Shared;
@@ -327,10 +328,10 @@ fn histogram(sh: &Shared, names: &[Bytes]) -> Reply {
     )
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::local::<Slowlog>("slowlog", -2, &[], [0, 0, 0], "server", "A container for slow log commands.")
             .with_subcommands("SLOWLOG", &[("get", -2), ("help", 2), ("len", 2), ("reset", 2)]),

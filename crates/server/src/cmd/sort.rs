@@ -27,8 +27,9 @@ use bytes::Bytes;
 use respite_engine::list::End;
 use respite_engine::{EngineError, Kind, Txn, View};
 
-use super::{read_job, write_op, Plan, ReadCommand, Session, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
+use crate::command::Ctx;
+use crate::command::{read_job, write_op, Plan, ReadCommand, Session, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -57,7 +58,7 @@ pub struct Sort {
 impl Sort {
     /// Parses the options as `sortCommandGeneric` does; `readonly` refuses
     /// STORE (a syntax error in SORT_RO).
-    fn parse_with(args: &mut Args, s: &Session, readonly: bool) -> Result<Sort, CommandError> {
+    fn parse_with(args: &mut Args, s: &Ctx<'_>, readonly: bool) -> Result<Sort, CommandError> {
         let mut sort = Sort {
             db: s.db,
             key: args.next()?,
@@ -332,7 +333,7 @@ impl Sorted {
 
 impl ReadCommand for Sort {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Sort::parse_with(args, s, false)
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -341,7 +342,7 @@ impl ReadCommand for Sort {
 }
 
 impl WriteCommand for Sort {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Sort::parse_with(args, s, false)
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
@@ -370,7 +371,7 @@ pub struct SortRo(Sort);
 
 impl ReadCommand for SortRo {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SortRo(Sort::parse_with(args, s, true)?))
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -380,7 +381,7 @@ impl ReadCommand for SortRo {
 
 /// SORT reads on the pool unless it stores.
 fn plan_sort(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
-    let sort = super::parse_all(args, s, <Sort as WriteCommand>::parse)?;
+    let sort = crate::command::parse_all(args, &s.ctx(), <Sort as WriteCommand>::parse)?;
     if sort.store.is_some() {
         Ok(Plan::Write(write_op(sort)))
     } else {
@@ -389,10 +390,10 @@ fn plan_sort(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<Sort>("sort", -2, &["denyoom", "movablekeys"], [1, 1, 1], "generic", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.").planned_by(plan_sort),
         Spec::read::<SortRo>("sort_ro", -2, &["movablekeys"], [1, 1, 1], "generic", "Returns the sorted elements of a list, a set, or a sorted set."),

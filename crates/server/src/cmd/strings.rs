@@ -11,8 +11,11 @@ use bytes::Bytes;
 use respite_engine::{now_ms, Access, EngineError, Txn, ValueCache, View};
 
 use super::keys::{Deadline, ExpireUnit};
-use super::{ReadCommand, Session, WriteCommand};
 use crate::args::{parse_i64, upper, Args};
+use crate::command::Ctx;
+use crate::command::{
+    parse_all, CachedRead, Plan, ReadCommand, ReadFn, ReadNeeds, Session, WriteCommand,
+};
 use crate::error::CommandError;
 use crate::long_double;
 use crate::reply::Reply;
@@ -29,11 +32,11 @@ pub struct Get {
 
 impl ReadCommand for Get {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Get {
             db: s.db,
             key: args.next()?,
-            touches: s.touches(),
+            touches: s.touches,
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -89,18 +92,40 @@ impl Cached {
     }
 
     /// The read for the pool, when the cache could not answer.
-    pub fn into_read(self) -> (super::ReadFn, super::ReadNeeds) {
+    pub fn into_read(self) -> (ReadFn, ReadNeeds) {
         match self {
             Cached::Get(get) => {
                 let touches = get.touches;
-                super::read_job_touching(get, touches)
+                crate::command::read_job_touching(get, touches)
             }
             Cached::MGet(mget) => {
                 let touches = mget.touches;
-                super::read_job_touching(mget, touches)
+                crate::command::read_job_touching(mget, touches)
             }
         }
     }
+}
+
+impl CachedRead for Cached {
+    fn cached_reply(&self, cache: &ValueCache, access: &Access) -> Option<Reply> {
+        Cached::cached_reply(self, cache, access)
+    }
+    fn into_read(self: Box<Self>) -> (ReadFn, ReadNeeds) {
+        Cached::into_read(*self)
+    }
+}
+
+/// GET's plan: answered from the value cache when it can be (see
+/// [`Cached`]).
+fn plan_get(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let get = parse_all(args, &s.ctx(), Get::parse)?;
+    Ok(Plan::Cached(Box::new(Cached::Get(get))))
+}
+
+/// MGET's plan, as GET's.
+fn plan_mget(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
+    let mget = parse_all(args, &s.ctx(), MGet::parse)?;
+    Ok(Plan::Cached(Box::new(Cached::MGet(mget))))
 }
 
 /// `MGET key [key ...]`: a key that is missing or not a string is nil.
@@ -117,13 +142,13 @@ impl ReadCommand for MGet {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
     fn is_quick(&self) -> bool {
-        self.keys.len() <= super::QUICK_READ_LIMIT
+        self.keys.len() <= crate::command::QUICK_READ_LIMIT
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(MGet {
             db: s.db,
             keys: args.rest(),
-            touches: s.touches(),
+            touches: s.touches,
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -149,7 +174,7 @@ pub struct StrLen {
 
 impl ReadCommand for StrLen {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(StrLen {
             db: s.db,
             key: args.next()?,
@@ -175,7 +200,7 @@ pub struct GetRange {
 
 impl ReadCommand for GetRange {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(GetRange {
             db: s.db,
             key: args.next()?,
@@ -349,7 +374,7 @@ impl Set {
 }
 
 impl WriteCommand for Set {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let value = args.next()?;
         let ext = parse_extended(args, true)?;
@@ -417,7 +442,7 @@ pub struct SetNx {
 }
 
 impl WriteCommand for SetNx {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(SetNx {
             db: s.db,
             key: args.next()?,
@@ -451,7 +476,7 @@ pub type SetEx = SetWithExpire<false>;
 pub type PSetEx = SetWithExpire<true>;
 
 impl<const MILLIS: bool> WriteCommand for SetWithExpire<MILLIS> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let ttl = args.next()?;
         let value = args.next()?;
@@ -486,7 +511,7 @@ pub struct GetSet {
 }
 
 impl WriteCommand for GetSet {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(GetSet {
             db: s.db,
             key: args.next()?,
@@ -509,7 +534,7 @@ pub struct GetDel {
 }
 
 impl WriteCommand for GetDel {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(GetDel {
             db: s.db,
             key: args.next()?,
@@ -537,7 +562,7 @@ pub struct GetEx {
 }
 
 impl WriteCommand for GetEx {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let ext = parse_extended(args, false)?;
         Ok(GetEx {
@@ -605,7 +630,7 @@ fn parse_pairs(args: &mut Args, name: &str) -> Result<Vec<(Bytes, Bytes)>, Comma
 }
 
 impl WriteCommand for MSet {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(MSet {
             db: s.db,
             pairs: parse_pairs(args, "mset")?,
@@ -628,7 +653,7 @@ pub struct MSetNx {
 }
 
 impl WriteCommand for MSetNx {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(MSetNx {
             db: s.db,
             pairs: parse_pairs(args, "msetnx")?,
@@ -668,7 +693,7 @@ pub struct Incr {
 }
 
 impl WriteCommand for Incr {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Incr {
             db: s.db,
             key: args.next()?,
@@ -688,7 +713,7 @@ pub struct Decr {
 }
 
 impl WriteCommand for Decr {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Decr {
             db: s.db,
             key: args.next()?,
@@ -710,7 +735,7 @@ pub struct IncrBy {
 }
 
 impl WriteCommand for IncrBy {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(IncrBy {
             db: s.db,
             key: args.next()?,
@@ -733,7 +758,7 @@ pub struct DecrBy {
 }
 
 impl WriteCommand for DecrBy {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let n = args.next_i64()?;
         // Redis refuses to negate i64::MIN.
@@ -762,7 +787,7 @@ pub struct IncrByFloat {
 }
 
 impl WriteCommand for IncrByFloat {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(IncrByFloat {
             db: s.db,
             key: args.next()?,
@@ -795,16 +820,12 @@ pub struct Append {
 }
 
 impl WriteCommand for Append {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(Append {
             db: s.db,
             key: args.next()?,
             value: args.next()?,
-            max_len: s
-                .shared
-                .settings
-                .proto_max_bulk_len
-                .load(std::sync::atomic::Ordering::Relaxed),
+            max_len: s.max_bulk_len(),
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
@@ -833,18 +854,14 @@ pub struct SetRange {
 }
 
 impl WriteCommand for SetRange {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let offset = args.next_i64()?;
         if offset < 0 {
             return Err(CommandError::Other("offset is out of range".into()));
         }
         let value = args.next()?;
-        let max_len = s
-            .shared
-            .settings
-            .proto_max_bulk_len
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let max_len = s.max_bulk_len();
         if !value.is_empty() && offset as u64 + value.len() as u64 > max_len as u64 {
             return Err(CommandError::Engine(EngineError::StringTooLong));
         }
@@ -909,7 +926,7 @@ struct LcsOptions {
 
 impl ReadCommand for Lcs {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let keys = [args.next()?, args.next()?];
         let rest = args.rest();
         let options = (|| {
@@ -945,11 +962,7 @@ impl ReadCommand for Lcs {
             db: s.db,
             keys,
             options,
-            max_len: s
-                .shared
-                .settings
-                .proto_max_bulk_len
-                .load(std::sync::atomic::Ordering::Relaxed),
+            max_len: s.max_bulk_len(),
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
@@ -1048,15 +1061,15 @@ impl ReadCommand for Lcs {
     }
 }
 
-/// This family's rows of the command table (see [`super::table`]).
+/// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<Append>("append", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
         Spec::write::<Decr>("decr", 2, &["denyoom", "fast"], [1, 1, 1], "string", "Decrements the integer value of a key by one."),
         Spec::write::<DecrBy>("decrby", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Decrements a number from the integer value of a key."),
-        Spec::read::<Get>("get", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key.").planned_by(super::plan_get),
+        Spec::read::<Get>("get", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key.").planned_by(plan_get),
         Spec::write::<GetDel>("getdel", 2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key after deleting the key."),
         Spec::write::<GetEx>("getex", -2, &["fast"], [1, 1, 1], "string", "Returns the string value of a key after setting its expiration time."),
         Spec::read::<GetRange>("getrange", 4, &[], [1, 1, 1], "string", "Returns a substring of the string stored at a key."),
@@ -1064,7 +1077,7 @@ pub(super) fn commands() -> Vec<super::Spec> {
         Spec::write::<Incr>("incr", 2, &["denyoom", "fast"], [1, 1, 1], "string", "Increments the integer value of a key by one."),
         Spec::write::<IncrBy>("incrby", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Increments the integer value of a key by a number."),
         Spec::write::<IncrByFloat>("incrbyfloat", 3, &["denyoom", "fast"], [1, 1, 1], "string", "Increment the floating point value of a key by a number."),
-        Spec::read::<MGet>("mget", -2, &["fast"], [1, -1, 1], "string", "Atomically returns the string values of one or more keys.").planned_by(super::plan_mget),
+        Spec::read::<MGet>("mget", -2, &["fast"], [1, -1, 1], "string", "Atomically returns the string values of one or more keys.").planned_by(plan_mget),
         Spec::write::<MSet>("mset", -3, &["denyoom"], [1, -1, 2], "string", "Atomically creates or modifies the string values of one or more keys."),
         Spec::write::<MSetNx>("msetnx", -3, &["denyoom"], [1, -1, 2], "string", "Atomically modifies the string values of one or more keys only when all keys don't exist."),
         Spec::write::<PSetEx>("psetex", 4, &["denyoom"], [1, 1, 1], "string", "Sets both string value and expiration time in milliseconds of a key."),

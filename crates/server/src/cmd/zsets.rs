@@ -27,11 +27,11 @@ use bytes::Bytes;
 use respite_engine::zset::{AddFlags, LexBound, LexRange, ScoreRange, Scored};
 use respite_engine::{EngineError, KeyRow, Kind, Txn, View};
 
-use super::hashes::{parse_cursor, parse_random_count, scan_reply, ScanOptions};
-use super::sets::sample;
-use super::{BlockingCommand, ReadCommand, Session, WriteCommand};
+use super::common::{parse_cursor, parse_random_count, sample, scan_reply, ScanOptions};
 use crate::args::{parse_i64, upper, Args};
 use crate::blocking::{parse_timeout, Blocker};
+use crate::command::Ctx;
+use crate::command::{BlockingCommand, ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::reply::{format_double, Reply};
 
@@ -274,7 +274,7 @@ pub struct ZAdd {
 impl ZAdd {
     /// Reads ZADD's arguments, or ZINCRBY's (`incr`: the same command with
     /// INCR set, and the same errors, as in Redis).
-    fn parse_with(args: &mut Args, s: &Session, incr: bool) -> Result<ZAdd, CommandError> {
+    fn parse_with(args: &mut Args, s: &Ctx<'_>, incr: bool) -> Result<ZAdd, CommandError> {
         let key = args.next()?;
         let rest = args.rest();
         let mut flags = AddFlags {
@@ -338,7 +338,7 @@ impl ZAdd {
 }
 
 impl WriteCommand for ZAdd {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         ZAdd::parse_with(args, s, false)
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
@@ -362,7 +362,7 @@ impl WriteCommand for ZAdd {
 pub struct ZIncrBy(ZAdd);
 
 impl WriteCommand for ZIncrBy {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ZIncrBy(ZAdd::parse_with(args, s, true)?))
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
@@ -382,7 +382,7 @@ pub struct ZRem {
 }
 
 impl WriteCommand for ZRem {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ZRem {
             db: s.db,
             key: args.next()?,
@@ -408,7 +408,7 @@ pub struct ZScore {
 impl ReadCommand for ZScore {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ZScore {
             db: s.db,
             key: args.next()?,
@@ -439,9 +439,9 @@ impl ReadCommand for ZMScore {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
     fn is_quick(&self) -> bool {
-        self.members.len() <= super::QUICK_READ_LIMIT
+        self.members.len() <= crate::command::QUICK_READ_LIMIT
     }
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ZMScore {
             db: s.db,
             key: args.next()?,
@@ -472,7 +472,7 @@ pub struct ZCard {
 
 impl ReadCommand for ZCard {
     const QUICK: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ZCard {
             db: s.db,
             key: args.next()?,
@@ -499,7 +499,7 @@ pub struct ZCount {
 impl ReadCommand for ZCount {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let (min, max) = (args.next()?, args.next()?);
         Ok(ZCount {
@@ -528,7 +528,7 @@ pub struct ZLexCount {
 
 impl ReadCommand for ZLexCount {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let (min, max) = (args.next()?, args.next()?);
         Ok(ZLexCount {
@@ -563,7 +563,7 @@ pub type ZRevRank = ZRankGeneric<true>;
 impl<const REV: bool> ReadCommand for ZRankGeneric<REV> {
     const QUICK: bool = true;
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ZRankGeneric {
             db: s.db,
             key: args.next()?,
@@ -790,7 +790,7 @@ pub type ZRevRange = ZRangeGeneric<5>;
 
 impl<const FORM: u8> ReadCommand for ZRangeGeneric<FORM> {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let (key, spec) = parse_range(args, Form::of(FORM), false)?;
         Ok(ZRangeGeneric {
             db: s.db,
@@ -823,7 +823,7 @@ pub struct ZRangeStore {
 }
 
 impl WriteCommand for ZRangeStore {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let dest = args.next()?;
         let (src, spec) = parse_range(args, Form::Auto, true)?;
         Ok(ZRangeStore {
@@ -861,7 +861,7 @@ pub type ZRemRangeByScore = ZRemRange<1>;
 pub type ZRemRangeByLex = ZRemRange<2>;
 
 impl<const BY: u8> WriteCommand for ZRemRange<BY> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let (min, max) = (args.next()?, args.next()?);
         let by = match BY {
@@ -922,7 +922,7 @@ pub type ZPopMin = ZPop<false>;
 pub type ZPopMax = ZPop<true>;
 
 impl<const MAX: bool> WriteCommand for ZPop<MAX> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         if args.remaining() > 1 {
             return Err(CommandError::Syntax);
@@ -967,7 +967,7 @@ pub struct ZMPop {
 }
 
 impl WriteCommand for ZMPop {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let numkeys_error = || CommandError::Other("numkeys should be greater than 0".into());
         let numkeys = parse_i64(&args.next()?).ok_or_else(numkeys_error)?;
         if numkeys < 1 {
@@ -1077,7 +1077,7 @@ impl<const MAX: bool> BZPop<MAX> {
 }
 
 impl<const MAX: bool> BlockingCommand for BZPop<MAX> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut keys = args.rest();
         let timeout = keys.pop().ok_or(CommandError::Syntax)?;
         Ok(BZPop {
@@ -1125,7 +1125,7 @@ pub struct BZMPop {
 }
 
 impl BlockingCommand for BZMPop {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         // Redis reads the timeout after the keys and options.
         let timeout = args.next()?;
         let pop = <ZMPop as WriteCommand>::parse(args, s)?;
@@ -1176,7 +1176,7 @@ pub struct ZRandMember {
 
 impl ReadCommand for ZRandMember {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let (count, with_scores) = parse_random_count(args, "WITHSCORES")?;
         Ok(ZRandMember {
@@ -1229,7 +1229,7 @@ pub struct ZScan {
 
 impl ReadCommand for ZScan {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let key = args.next()?;
         let cursor = parse_cursor(&args.next()?)?;
         Ok(ZScan {
@@ -1525,7 +1525,7 @@ fn algebra_name(op: Op, store: bool) -> &'static str {
 
 impl<const OP: u8> ReadCommand for ZAlgebra<OP> {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let op = op_of(OP);
         Ok(ZAlgebra {
             db: s.db,
@@ -1561,7 +1561,7 @@ pub type ZInterStore = ZAlgebraStore<1>;
 pub type ZDiffStore = ZAlgebraStore<2>;
 
 impl<const OP: u8> WriteCommand for ZAlgebraStore<OP> {
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let op = op_of(OP);
         let dest = args.next()?;
         Ok(ZAlgebraStore {
@@ -1587,7 +1587,7 @@ pub struct ZInterCard {
 
 impl ReadCommand for ZInterCard {
     const MULTI_STATEMENT: bool = true;
-    fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+    fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         Ok(ZInterCard {
             db: s.db,
             algebra: parse_algebra(args, Op::Inter, "zintercard", false, true)?,
@@ -1600,10 +1600,10 @@ impl ReadCommand for ZInterCard {
     }
 }
 
-/// This family's rows of the command table (see [`super::TABLE`]).
+/// This family's rows of the command table (see [`crate::command::TABLE`]).
 #[rustfmt::skip]
-pub(super) fn commands() -> Vec<super::Spec> {
-    use super::Spec;
+pub(crate) fn commands() -> Vec<crate::command::Spec> {
+    use crate::command::Spec;
     vec![
         Spec::write::<ZAdd>("zadd", -4, &["denyoom", "fast"], [1, 1, 1], "sorted_set", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist."),
         Spec::read::<ZCard>("zcard", 2, &["fast"], [1, 1, 1], "sorted_set", "Returns the number of members in a sorted set."),

@@ -12,7 +12,8 @@ use tokio::sync::oneshot;
 
 use crate::blocking::{attempt, Blocker, Cancel, Outcome, Ticket};
 use crate::reply::Reply;
-use crate::state::{lock, ClientHandle, Shared};
+use crate::state::{ClientHandle, Shared};
+use crate::sync::lock;
 
 /// Runs one blocking command for the connection loop: the first try on the
 /// writer, then, if the client blocks, the wait for a push, its timeout,

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use super::name_bytes;
 use super::turn::{Slot, Turn};
 use crate::cmd::strings::{Cached, Get};
-use crate::cmd::{Plan, Session};
+use crate::command::CachedRead;
+use crate::command::{Plan, Session};
 use crate::reply::Reply;
 use crate::state::Shared;
 
@@ -30,7 +31,7 @@ pub(super) fn fast_set(
         || !session.authenticated
         || !session.acl.fast_allowed(
             &session.shared,
-            crate::cmd::TABLE.set,
+            crate::command::TABLE.set,
             &input[args[1].clone()],
             true,
         )
@@ -43,7 +44,7 @@ pub(super) fn fast_set(
     {
         return None;
     }
-    let index = crate::cmd::TABLE.set?;
+    let index = crate::command::TABLE.set?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let monitors = &session.shared.monitors;
     if monitors.active() {
@@ -60,7 +61,7 @@ pub(super) fn fast_set(
         ]
     });
     let set = crate::cmd::strings::Set::plain(session.db, key, value);
-    let plan = Plan::Write(crate::cmd::write_op(set));
+    let plan = Plan::Write(crate::command::write_op(set));
     let tracking = crate::stats::Tracking::fast(session, index, argv);
     Some(crate::stats::track(
         plan,
@@ -96,7 +97,7 @@ impl Turn {
             || !session.authenticated
             || !session.acl.fast_allowed(
                 shared,
-                crate::cmd::TABLE.get,
+                crate::command::TABLE.get,
                 &input[args[1].clone()],
                 false,
             )
@@ -109,7 +110,7 @@ impl Turn {
         if !self.cache_usable(cache) {
             return None;
         }
-        let index = crate::cmd::TABLE.get?;
+        let index = crate::command::TABLE.get?;
         session.client.last_cmd.store(index, Ordering::Relaxed);
         let started = std::time::Instant::now();
         let key = &input[args[1].clone()];
@@ -149,7 +150,7 @@ impl Turn {
     /// (see `cache_usable`): a pipelined `SET k v` then `GET k` must return
     /// `v`. (Once a write is acknowledged its keys are out of the cache or
     /// hold its value, so settled writes need no care.)
-    pub(super) fn try_cache(&self, read: &Cached, shared: &Shared) -> Option<Reply> {
+    pub(super) fn try_cache(&self, read: &dyn CachedRead, shared: &Shared) -> Option<Reply> {
         let cache = shared.engine.cache();
         let access = shared.engine.access();
         self.cache_usable(cache)

@@ -36,11 +36,12 @@ use bytes::{Buf, Bytes, BytesMut};
 use respite_engine::{EngineError, WriteItem};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::cmd::{dispatch, Plan, Session};
+use crate::command::{dispatch, Plan, Session};
 use crate::output::Sender;
 use crate::reply::Reply;
 use crate::request::{Frame, Framer, Limits};
-use crate::state::{lock, ClientHandle, Shared};
+use crate::state::{ClientHandle, Shared};
+use crate::sync::lock;
 use blocking::block;
 use fast::fast_set;
 use mode::Mode;

@@ -31,7 +31,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::cmd::monitor::Batch;
-use crate::cmd::Session;
+use crate::command::Session;
 use crate::pubsub::Push;
 use crate::reply::Reply;
 use crate::state::Shared;
@@ -179,11 +179,11 @@ impl Mode {
         if self.monitor.is_none() && !subscribed {
             return None;
         }
-        let index = crate::cmd::lookup_index(&request[0])?;
+        let index = crate::command::lookup_index(&request[0])?;
         let stats = &session.shared.stats;
         let row = stats.row_of(index, request.get(1).map(|b| &b[..]));
         let fullname = stats.row_name(row);
-        let name = crate::cmd::TABLE[index].name;
+        let name = crate::command::TABLE[index].name;
         let refusal = if subscribed && !SUBSCRIBED_ALLOWED.contains(&name) {
             format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
@@ -199,7 +199,7 @@ impl Mode {
         // The usual checks' errors win: the usual path gives them (a
         // command the mode would refuse and the ACL denies is checked
         // twice, so its ACL LOG entry counts 2).
-        crate::cmd::check(session, request, Some(index)).ok()?;
+        crate::command::check(session, request, Some(index)).ok()?;
         stats.rejected(row);
         stats.error(refusal.as_bytes());
         if let Some(q) = session.multi.as_mut() {

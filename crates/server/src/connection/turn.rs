@@ -12,7 +12,7 @@ use tokio::io::AsyncWrite;
 use tokio::sync::oneshot;
 
 use super::guarded;
-use crate::cmd::{Plan, ReadFn};
+use crate::command::{Plan, ReadFn};
 use crate::output::{Abandoned, Sender, STREAM_AT};
 use crate::reply::Reply;
 use crate::state::Shared;
@@ -194,7 +194,7 @@ impl Turn {
     pub(super) async fn add_after(
         &mut self,
         write: Option<WriteOp<Reply>>,
-        then: crate::cmd::AfterFn,
+        then: crate::command::AfterFn,
         shared: &Shared,
         resp3: bool,
         pushes: impl FnOnce(bool) -> Bytes,
@@ -300,7 +300,7 @@ impl Turn {
         let n = fns.len();
         let snapshot = n > 1 || std::mem::take(&mut self.reads_need_snapshot);
         let quick =
-            !std::mem::take(&mut self.reads_may_be_slow) && n <= crate::cmd::QUICK_READ_LIMIT;
+            !std::mem::take(&mut self.reads_may_be_slow) && n <= crate::command::QUICK_READ_LIMIT;
         let (tx, rx) = oneshot::channel();
         let resp3 = self.resp3;
         let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
@@ -316,7 +316,7 @@ impl Turn {
         });
         match shared
             .engine
-            .submit_read(job, crate::cmd::ReadNeeds { snapshot, quick })
+            .submit_read(job, crate::command::ReadNeeds { snapshot, quick })
         {
             Ok(()) => {
                 self.slots.push(Slot::Reads(rx, n, resp3));
@@ -335,8 +335,8 @@ impl Turn {
     /// writes are sent.
     pub(super) async fn add_read(
         &mut self,
-        f: crate::cmd::ReadFn,
-        needs: crate::cmd::ReadNeeds,
+        f: crate::command::ReadFn,
+        needs: crate::command::ReadNeeds,
         shared: &Shared,
     ) {
         self.flush_writes(shared).await;
@@ -348,7 +348,7 @@ impl Turn {
         // running side by side could take their snapshots out of order
         // (a later command seeing an older state), and one job for the
         // whole run would hold every reply at once.
-        if self.reads.len() >= crate::cmd::QUICK_READ_LIMIT {
+        if self.reads.len() >= crate::command::QUICK_READ_LIMIT {
             self.flush_reads(shared).await;
             self.settle_reads().await;
         }
@@ -382,7 +382,7 @@ impl Turn {
                 self.writes.push(op);
             }
             Plan::Read(f, needs) => self.add_read(f, needs, shared).await,
-            Plan::Cached(read) => match self.try_cache(&read, shared) {
+            Plan::Cached(read) => match self.try_cache(&*read, shared) {
                 Some(reply) => {
                     self.held += held_len(&reply);
                     self.slots.push(Slot::Ready(reply, self.resp3));

@@ -16,7 +16,7 @@
 //! kept in `scripts/redis-7.2-commands/`.
 //!
 //! The table covers every command of redis-server, not only the ones respite
-//! implements: the command table ([`super::TABLE`]) says which commands
+//! implements: the command table ([`crate::command::TABLE`]) says which commands
 //! exist and how they run, this module only describes them. A unit test
 //! checks that every row of the command table has a description here and
 //! that the arity and flags the row is checked and planned with agree with
@@ -244,7 +244,7 @@ pub fn categories(name: &str, sub: Option<&str>) -> &'static [&'static str] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::{Access, TABLE};
+    use crate::command::{Access, TABLE};
 
     #[test]
     fn sorted_for_binary_search() {
@@ -311,6 +311,14 @@ mod tests {
             "object",
             "a container whose subcommands are all reads in redis, run as one read here, so its row says readonly where redis's container has no flags; COMMAND INFO shows redis's",
         ),
+        (
+            "xinfo",
+            "a container of reads, run as one read here, as OBJECT",
+        ),
+        (
+            "xgroup",
+            "a container of writes (HELP aside), run as one write here, so its row says write where redis's container has no flags",
+        ),
     ];
 
     /// Every row of the command table has redis's description, and the
@@ -344,7 +352,8 @@ mod tests {
                 ));
             }
             let writes = meta.has_flag("write");
-            if writes != (spec.access == Access::Write) && spec.access != Access::Local {
+            if writes != (spec.access == Access::Write) && spec.access != Access::Local && !intended
+            {
                 problems.push(format!("{}: write flag disagrees", spec.name));
             }
             if let Some((_, subs)) = spec.subcommands {

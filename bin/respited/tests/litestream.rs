@@ -1,0 +1,502 @@
+//! Off-box replication with Litestream: a real respited with `checkpoint =
+//! "external"`, a real `litestream replicate` beside it copying the WAL to
+//! a file replica in a temporary directory, and `litestream restore` back.
+//!
+//! - a round trip over every type gives back, on a fresh respited, exactly
+//!   what the primary answered (every key, every value, DEBUG DIGEST);
+//! - a restore to a timestamp between two phases of writes gives exactly
+//!   the first phase;
+//! - a file Litestream replicates is refused by a respite set to
+//!   checkpoint it itself (`checkpoint = "auto"`), with the reason.
+//!
+//! Litestream is a Go program; where it is not installed these tests skip,
+//! unless `RESPITE_REQUIRE_LITESTREAM=1` (set by `.ci/run`, which installs
+//! it) makes that a failure. The procedures they run are the ones
+//! docs/operations.md gives.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{signal, skip_unless_required, Respited};
+
+/// Whether `litestream` runs here (else skip, or fail under CI).
+fn have_litestream() -> bool {
+    let found = Command::new("litestream")
+        .arg("version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        skip_unless_required("litestream not found", "RESPITE_REQUIRE_LITESTREAM");
+    }
+    found
+}
+
+/// A running `litestream replicate`, replicating `db` to a file replica.
+struct Litestream {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Litestream {
+    /// Writes a config like configs/litestream.yml's file replica (with a
+    /// short sync interval, for the test's pace) and starts replicating.
+    fn start(db: &Path, replica: &Path, work: &Path) -> Litestream {
+        let config = work.join("litestream.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "dbs:\n  - path: {}\n    min-checkpoint-page-count: 8192\n    replica:\n      type: file\n      path: {}\n      sync-interval: 100ms\n",
+                db.display(),
+                replica.display()
+            ),
+        )
+        .expect("write litestream.yml");
+        let log = work.join("litestream.log");
+        let out = std::fs::File::create(&log).expect("litestream log");
+        let child = Command::new("litestream")
+            .arg("replicate")
+            .arg("-config")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("dup"))
+            .stderr(out)
+            .spawn()
+            .expect("spawn litestream");
+        let ls = Litestream { child, log };
+        // Replicating once the replica holds its first files.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !dir_has_files(replica) {
+            assert!(
+                Instant::now() < deadline,
+                "litestream did not start replicating: {}",
+                ls.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ls
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM: Litestream syncs what is left of the WAL, then exits.
+    fn stop(&mut self) {
+        signal(self.child.id(), "TERM");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().expect("try_wait").is_none() {
+            assert!(Instant::now() < deadline, "litestream did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Litestream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dir_has_files(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let p = e.path();
+        if p.is_dir() {
+            dir_has_files(&p)
+        } else {
+            true
+        }
+    })
+}
+
+/// `litestream restore` of the file replica into `out`, optionally to a
+/// point in time, with a full integrity check.
+fn restore(replica: &Path, out: &Path, timestamp: Option<&str>) {
+    let mut cmd = Command::new("litestream");
+    cmd.arg("restore")
+        .arg("-integrity-check")
+        .arg("full")
+        .arg("-o")
+        .arg(out);
+    if let Some(t) = timestamp {
+        cmd.arg("-timestamp").arg(t);
+    }
+    let output = cmd
+        .arg(format!("file://{}", replica.display()))
+        .output()
+        .expect("run litestream restore");
+    assert!(
+        output.status.success(),
+        "litestream restore failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A data directory with a config file that allows DEBUG (for DEBUG
+/// DIGEST), and the flags to start respited on it with Litestream.
+fn prepare(dir: &Path) -> Vec<String> {
+    let conf = dir.join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").expect("write config");
+    vec![
+        "--config".into(),
+        conf.display().to_string(),
+        "--checkpoint".into(),
+        "external".into(),
+    ]
+}
+
+fn start(dir: &Path, flags: &[String]) -> Respited {
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    Respited::start_in(dir, &flags)
+}
+
+/// Every key of database 0 with its type and whole value, as text.
+fn contents(con: &mut redis::Connection) -> BTreeMap<String, String> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, page): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(500)
+            .query(con)
+            .expect("SCAN");
+        keys.extend(page);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    let mut out = BTreeMap::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE").arg(&key).query(con).expect("TYPE");
+        let value = match kind.as_str() {
+            "string" => {
+                let v: Vec<u8> = redis::cmd("GET").arg(&key).query(con).expect("GET");
+                format!("{v:?}")
+            }
+            "hash" => {
+                let v: BTreeMap<String, String> =
+                    redis::cmd("HGETALL").arg(&key).query(con).expect("HGETALL");
+                format!("{v:?}")
+            }
+            "list" => {
+                let v: Vec<String> = redis::cmd("LRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .query(con)
+                    .expect("LRANGE");
+                format!("{v:?}")
+            }
+            "set" => {
+                let mut v: Vec<String> = redis::cmd("SMEMBERS")
+                    .arg(&key)
+                    .query(con)
+                    .expect("SMEMBERS");
+                v.sort();
+                format!("{v:?}")
+            }
+            "zset" => {
+                let v: Vec<String> = redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query(con)
+                    .expect("ZRANGE");
+                format!("{v:?}")
+            }
+            other => panic!("unexpected type {other} for {key}"),
+        };
+        out.insert(key, format!("{kind} {value}"));
+    }
+    out
+}
+
+fn digest(con: &mut redis::Connection) -> String {
+    redis::cmd("DEBUG")
+        .arg("DIGEST")
+        .query(con)
+        .expect("DEBUG DIGEST")
+}
+
+/// A deterministic mixed workload over every type: `n` commands on keys
+/// named `<prefix>:...`, including overwrites and deletions.
+fn workload(con: &mut redis::Connection, prefix: &str, n: u64, seed: u64) {
+    let mut x = seed | 1;
+    let mut next = || {
+        // xorshift64: reproducible without a dependency.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        let r = next();
+        let k = r % 200;
+        let v = format!("v{}-{}", i, next() % 1000);
+        match r % 11 {
+            0 | 1 => {
+                pipe.cmd("SET").arg(format!("{prefix}:s:{k}")).arg(&v);
+            }
+            2 => {
+                pipe.cmd("INCRBY").arg(format!("{prefix}:n:{k}")).arg(k);
+            }
+            3 => {
+                pipe.cmd("HSET")
+                    .arg(format!("{prefix}:h:{}", k % 20))
+                    .arg(format!("f{k}"))
+                    .arg(&v);
+            }
+            4 => {
+                pipe.cmd("RPUSH")
+                    .arg(format!("{prefix}:l:{}", k % 10))
+                    .arg(&v);
+            }
+            5 => {
+                pipe.cmd("LPOP").arg(format!("{prefix}:l:{}", k % 10));
+            }
+            6 => {
+                pipe.cmd("SADD")
+                    .arg(format!("{prefix}:t:{}", k % 15))
+                    .arg(format!("m{k}"));
+            }
+            7 => {
+                pipe.cmd("SREM")
+                    .arg(format!("{prefix}:t:{}", k % 15))
+                    .arg(format!("m{}", (k + 1) % 200));
+            }
+            8 => {
+                pipe.cmd("ZADD")
+                    .arg(format!("{prefix}:z:{}", k % 10))
+                    .arg((next() % 10_000) as f64 / 7.0)
+                    .arg(format!("m{k}"));
+            }
+            9 => {
+                pipe.cmd("DEL").arg(format!("{prefix}:s:{k}"));
+            }
+            _ => {
+                pipe.cmd("APPEND").arg(format!("{prefix}:s:{k}")).arg("+");
+            }
+        }
+        pipe.ignore();
+        if i % 100 == 99 || i + 1 == n {
+            pipe.query::<()>(con).expect("workload");
+            pipe = redis::pipe();
+        }
+    }
+}
+
+fn info_line(con: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO")
+        .arg("persistence")
+        .query(con)
+        .expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in INFO: {info}"))
+        .to_string()
+}
+
+/// Stops respited cleanly, then Litestream (which syncs the rest).
+fn stop_both(primary: &mut Respited, ls: &mut Litestream) {
+    assert!(primary.terminate().success());
+    // The clean stop leaves the WAL to Litestream, frames and all.
+    ls.stop();
+}
+
+#[test]
+fn a_restore_answers_exactly_what_the_primary_answered() {
+    if !have_litestream() {
+        return;
+    }
+    let work = tempfile::tempdir().expect("tempdir");
+    let primary_dir = work.path().join("primary");
+    let replica = work.path().join("replica");
+    let restored_dir = work.path().join("restored");
+    for d in [&primary_dir, &replica, &restored_dir] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let flags = prepare(&primary_dir);
+    let mut primary = start(&primary_dir, &flags);
+    let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
+    let mut con = primary.client();
+    assert_eq!(info_line(&mut con, "checkpoint_mode"), "external");
+    let (_, mode): (String, String) = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("checkpoint")
+        .query(&mut con)
+        .expect("CONFIG GET");
+    assert_eq!(mode, "external");
+    workload(&mut con, "mix", 20_000, 0x5eed);
+    // Litestream checkpoints the WAL itself: respite sees it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_line(&mut con, "checkpoint_last_seen_secs") == "-1" {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint by Litestream seen; its log: {}",
+            ls.log_text()
+        );
+        workload(&mut con, "more", 500, 7);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let expected = contents(&mut con);
+    let expected_digest = digest(&mut con);
+    assert!(expected.len() > 300, "{} keys", expected.len());
+    drop(con);
+    stop_both(&mut primary, &mut ls);
+
+    let restored_db = restored_dir.join("respite.db");
+    restore(&replica, &restored_db, None);
+    let flags = prepare(&restored_dir);
+    let restored = start(&restored_dir, &flags);
+    let mut con = restored.client();
+    let got = contents(&mut con);
+    assert_eq!(got.len(), expected.len());
+    assert!(
+        got == expected,
+        "the restored data differs from the primary's"
+    );
+    assert_eq!(digest(&mut con), expected_digest);
+}
+
+/// A UTC timestamp in RFC 3339, as `litestream restore -timestamp` takes.
+fn now_rfc3339() -> String {
+    let out = Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%S.%NZ"])
+        .output()
+        .expect("date");
+    String::from_utf8(out.stdout)
+        .expect("utf8")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_restore_to_a_timestamp_gives_exactly_the_first_phase() {
+    if !have_litestream() {
+        return;
+    }
+    let work = tempfile::tempdir().expect("tempdir");
+    let primary_dir = work.path().join("primary");
+    let replica = work.path().join("replica");
+    let restored_dir = work.path().join("restored");
+    for d in [&primary_dir, &replica, &restored_dir] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let flags = prepare(&primary_dir);
+    let mut primary = start(&primary_dir, &flags);
+    let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
+    let mut con = primary.client();
+    workload(&mut con, "one", 5_000, 11);
+    let first = contents(&mut con);
+    let first_digest = digest(&mut con);
+    // Well past the sync interval on both sides of the chosen moment.
+    std::thread::sleep(Duration::from_secs(2));
+    let between = now_rfc3339();
+    std::thread::sleep(Duration::from_secs(2));
+    // The second phase overwrites and deletes some of the first's keys
+    // and adds its own.
+    workload(&mut con, "one", 3_000, 99);
+    workload(&mut con, "two", 3_000, 5);
+    assert_ne!(digest(&mut con), first_digest);
+    drop(con);
+    stop_both(&mut primary, &mut ls);
+
+    let restored_db = restored_dir.join("respite.db");
+    restore(&replica, &restored_db, Some(&between));
+    let flags = prepare(&restored_dir);
+    let restored = start(&restored_dir, &flags);
+    let mut con = restored.client();
+    let got = contents(&mut con);
+    assert!(
+        got == first,
+        "restored to {between}: {} keys, the first phase had {}",
+        got.len(),
+        first.len()
+    );
+    assert_eq!(digest(&mut con), first_digest);
+}
+
+#[test]
+fn a_file_litestream_replicates_is_refused_with_checkpoint_auto() {
+    if !have_litestream() {
+        return;
+    }
+    let work = tempfile::tempdir().expect("tempdir");
+    let primary_dir = work.path().join("primary");
+    let replica = work.path().join("replica");
+    for d in [&primary_dir, &replica] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let flags = prepare(&primary_dir);
+    let mut primary = start(&primary_dir, &flags);
+    let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
+    let mut con = primary.client();
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut con)
+        .expect("SET");
+    // FLUSHALL leaves Litestream's tables alone (Litestream would fail
+    // on its next sync otherwise).
+    redis::cmd("FLUSHALL")
+        .query::<()>(&mut con)
+        .expect("FLUSHALL");
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v2")
+        .query::<()>(&mut con)
+        .expect("SET");
+    std::thread::sleep(Duration::from_millis(500));
+    drop(con);
+    stop_both(&mut primary, &mut ls);
+    let log = ls.log_text();
+    assert!(!log.contains("level=ERROR"), "litestream failed: {log}");
+
+    // The same file with respite checkpointing itself: refused, saying why.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_respited"))
+        .arg("--port")
+        .arg("0")
+        .arg("--db")
+        .arg(primary_dir.join("respite.db"))
+        .arg("--checkpoint")
+        .arg("auto")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run respited");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("respited output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "started: {stderr}");
+    assert!(
+        stderr.contains("_litestream_seq") && stderr.contains("checkpoint = \"external\""),
+        "{stderr}"
+    );
+
+    // With checkpoint external it serves the data.
+    let primary = start(&primary_dir, &flags);
+    let mut con = primary.client();
+    let v: String = redis::cmd("GET").arg("k").query(&mut con).expect("GET");
+    assert_eq!(v, "v2");
+}

@@ -1,0 +1,402 @@
+//! Running a command without a connection: what a Lua script's
+//! `redis.call` does, on the writer thread inside the writer's
+//! transaction (or, for a read-only script, against a reader's view).
+//!
+//! [`call`] looks the command up, makes redis 7.0's checks for a command
+//! called from a script (`scriptCall` in redis's `script.c`: the name, the
+//! arity, the `noscript` flag, a write from a read-only script, the ACL
+//! check the caller hands in, and before the script's first write,
+//! NOREPLICAS and the full-disk refusal), then parses the command from the
+//! [`Ctx`] and applies it: a read against the transaction's view, a write
+//! against the transaction, a blocking command as its non-blocking form
+//! (one try, the timeout's reply if there is nothing: what it does inside
+//! EXEC, through the same [`blocking::try_once`](crate::blocking::try_once)),
+//! and the few connection commands that need no connection (PING, ECHO,
+//! SELECT, TIME, LASTSAVE) from the context alone.
+
+use bytes::Bytes;
+use respite_engine::{EngineError, Txn, View};
+
+use super::Ctx;
+use crate::args::Args;
+use crate::command::{parse_all, BlockingCommand, ContextCommand, ReadCommand, WriteCommand};
+use crate::error::CommandError;
+use crate::meta;
+use crate::reply::Reply;
+
+/// Where a called command runs: inside the writer's transaction, or
+/// against a read-only view.
+pub enum Target<'t, 's, 'c> {
+    /// The writer's transaction: reads see its writes.
+    Writer(&'t mut Txn<'s, 'c>),
+    /// A read-only view (a read-only script on the read pool).
+    Reader(&'t View<'s, 'c>),
+}
+
+impl<'s, 'c> Target<'_, 's, 'c> {
+    fn view(&self) -> &View<'s, 'c> {
+        match self {
+            Target::Writer(txn) => txn,
+            Target::Reader(view) => view,
+        }
+    }
+}
+
+/// How a table row runs its command for [`call`]: parse from the context
+/// (refusing leftovers), then apply against the target.
+pub(crate) type CallFn = fn(&mut Ctx<'_>, Args, Target<'_, '_, '_>) -> Result<Reply, CommandError>;
+
+/// Runs one command, as redis's `redis.call` does from a script, inside
+/// the writer's transaction `txn`.
+///
+/// `request` is the command as a client would send it, name first. The
+/// context says the database, the protocol, whether reads count as
+/// accesses, and the ACL check to make (build it with [`Ctx::new`] from
+/// the calling client's state; keep the same `Ctx` for every call of one
+/// script, so a SELECT holds for the calls after it and the first write is
+/// noticed).
+///
+/// ```ignore
+/// // On the writer thread, inside a WriteOp:
+/// let mut ctx = Ctx::new(&shared, db, resp3, touches);
+/// let reply = respite_server::command::call(&mut ctx, vec![b"SET".into(), k, v], txn);
+/// ```
+///
+/// `Ok(reply)` is what a client would have been answered (shaped for RESP3
+/// if `ctx.resp3`). `Err(e)` is the command's error: its reply is
+/// `Reply::from(e)`. The script-only refusals are redis 7.0's
+/// texts: `ERR Unknown Redis command called from script`, `ERR Wrong
+/// number of args calling Redis command from script`, `ERR This Redis
+/// command is not allowed from script`, `ERR Write commands are not
+/// allowed from read-only scripts.`; a connection command that needs a
+/// connection (CLIENT, CONFIG, INFO...) answers `ERR This Redis command is
+/// not supported from script`. When [`is_fatal`] says so of the error, the
+/// transaction can no longer be trusted to be whole (SQLite failed, or a
+/// command failed after it wrote): return it from the write operation, as
+/// EXEC does, so the group is taken back.
+pub fn call(
+    ctx: &mut Ctx<'_>,
+    request: Vec<Bytes>,
+    txn: &mut Txn<'_, '_>,
+) -> Result<Reply, CommandError> {
+    run(ctx, request, Target::Writer(txn))
+}
+
+/// [`call`] for a read-only script, against a read-only `view` (a reader's
+/// snapshot; a `&Txn` derefs to one too): a command with the `write` or
+/// `may_replicate` flag is refused with `ERR Write commands are not
+/// allowed from read-only scripts.`, as in redis.
+pub fn call_read(
+    ctx: &mut Ctx<'_>,
+    request: Vec<Bytes>,
+    view: &View<'_, '_>,
+) -> Result<Reply, CommandError> {
+    run(ctx, request, Target::Reader(view))
+}
+
+/// Whether an error from [`call`] means the writer's transaction cannot be
+/// trusted to be whole: a storage failure, or a command that failed after
+/// it wrote. Return such an error from the write operation.
+pub fn is_fatal(e: &CommandError) -> bool {
+    matches!(
+        e,
+        CommandError::Engine(EngineError::Storage(_) | EngineError::Internal(_))
+    )
+}
+
+fn script_error(text: &str) -> CommandError {
+    CommandError::Other(text.into())
+}
+
+fn run(
+    ctx: &mut Ctx<'_>,
+    request: Vec<Bytes>,
+    target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let Some(name) = request.first() else {
+        return Err(script_error(
+            "Please specify at least one argument for this redis lib call",
+        ));
+    };
+    let unknown = || script_error("Unknown Redis command called from script");
+    let index = crate::command::lookup_index(name).ok_or_else(unknown)?;
+    let spec = &crate::command::TABLE[index];
+    // redis looks a container's subcommand up with the command: an unknown
+    // one is an unknown command, and the subcommand's arity and flags are
+    // the ones checked.
+    let mut described = meta::find(spec.name.as_bytes(), None).ok_or_else(unknown)?;
+    if let Some(sub) = request.get(1) {
+        if !described.subcommands().is_empty() {
+            described = meta::find(spec.name.as_bytes(), Some(sub)).ok_or_else(unknown)?;
+        }
+    }
+    let argc = request.len() as i32;
+    let arity = described.arity;
+    if (arity > 0 && argc != arity) || argc < -arity {
+        return Err(script_error(
+            "Wrong number of args calling Redis command from script",
+        ));
+    }
+    if described.has_flag("noscript") {
+        return Err(script_error(
+            "This Redis command is not allowed from script",
+        ));
+    }
+    let write = described.has_flag("write");
+    if matches!(target, Target::Reader(_)) && (write || described.has_flag("may_replicate")) {
+        return Err(script_error(
+            "Write commands are not allowed from read-only scripts.",
+        ));
+    }
+    if let Some(authorize) = ctx.authorize {
+        authorize(index, &request)?;
+    }
+    if write && !ctx.wrote {
+        // Refused only before the script's first write: once it has
+        // written it runs to its end (redis's rule).
+        if ctx.wants_replicas() {
+            return Err(CommandError::NoReplicas);
+        }
+        if let Some(refusal) = ctx.disk_refusal().filter(|_| described.has_flag("denyoom")) {
+            return Err(CommandError::Engine(refusal));
+        }
+    }
+    if write {
+        ctx.wrote = true;
+    }
+    let mut args = request.into_iter();
+    args.next();
+    (spec.call)(ctx, Args::new(args), target)
+}
+
+/// A write's error after it wrote cannot be its reply alone: the
+/// transaction is no longer whole (see [`crate::command::command_result`]).
+fn after(
+    result: Result<Reply, CommandError>,
+    txn: &Txn<'_, '_>,
+    before: u64,
+) -> Result<Reply, CommandError> {
+    match result {
+        Err(e) if !matches!(e, CommandError::Engine(_)) && txn.changes() != before => {
+            Err(CommandError::Engine(EngineError::Internal(e.to_string())))
+        }
+        other => other,
+    }
+}
+
+/// A read: against the view, its lookups counted as the command counts
+/// them.
+pub(crate) fn run_read<C: ReadCommand>(
+    ctx: &mut Ctx<'_>,
+    args: Args,
+    target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let cmd = parse_all(args, ctx, C::parse)?;
+    let view = target.view();
+    view.set_touch(crate::command::touch::<C>(ctx.touches));
+    cmd.apply(view)
+}
+
+/// A write: against the writer's transaction.
+pub(crate) fn run_write<C: WriteCommand>(
+    ctx: &mut Ctx<'_>,
+    args: Args,
+    target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let cmd = parse_all(args, ctx, C::parse)?;
+    let Target::Writer(txn) = target else {
+        return Err(script_error(
+            "Write commands are not allowed from read-only scripts.",
+        ));
+    };
+    let before = txn.changes();
+    let result = cmd.apply(txn);
+    after(result, txn, before)
+}
+
+/// A blocking command: one try, as inside EXEC.
+pub(crate) fn run_blocking<C: BlockingCommand>(
+    ctx: &mut Ctx<'_>,
+    args: Args,
+    target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let cmd = parse_all(args, ctx, C::parse)?;
+    let Target::Writer(txn) = target else {
+        return Err(script_error(
+            "Write commands are not allowed from read-only scripts.",
+        ));
+    };
+    let before = txn.changes();
+    let result = crate::blocking::try_once(&cmd, txn);
+    after(result, txn, before)
+}
+
+/// A connection command that needs no connection.
+pub(crate) fn run_context<C: ContextCommand>(
+    ctx: &mut Ctx<'_>,
+    args: Args,
+    _target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let cmd = parse_all(args, ctx, C::parse)?;
+    cmd.apply(ctx)
+}
+
+/// A connection command that needs its connection.
+pub(crate) fn run_unsupported(
+    _ctx: &mut Ctx<'_>,
+    _args: Args,
+    _target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    Err(script_error(
+        "This Redis command is not supported from script",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use bytes::Bytes;
+    use respite_engine::{Txn, WriteItem, WriteOp};
+
+    use super::{call, call_read, Ctx};
+    use crate::error::CommandError;
+    use crate::reply::Reply;
+
+    fn request(args: &[&str]) -> Vec<Bytes> {
+        args.iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    /// Runs `script` (calls, in order, with one context, as one script
+    /// does) inside one operation on the writer; answers each call's reply
+    /// or error text, and the context's database at the end.
+    fn on_writer(script: &[&[&str]], read_only: bool) -> (Vec<Result<Reply, String>>, u32) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let session = crate::command::session::test_session(dir.path());
+        let shared = session.shared.clone();
+        let script: Vec<Vec<Bytes>> = script.iter().map(|r| request(r)).collect();
+        let (tx, rx) = mpsc::channel();
+        let op: WriteOp<Reply> = Box::new(move |txn: &mut Txn<'_, '_>| {
+            let mut ctx = Ctx::new(&shared, 0, false, true);
+            let mut out = Vec::new();
+            for r in script {
+                let result = if read_only {
+                    call_read(&mut ctx, r, txn)
+                } else {
+                    call(&mut ctx, r, txn)
+                };
+                out.push(result.map_err(|e| match Reply::from(e) {
+                    Reply::Error(text) => String::from_utf8_lossy(&text).into_owned(),
+                    other => panic!("{other:?}"),
+                }));
+            }
+            let _ = tx.send((out, ctx.db));
+            Ok(Reply::Ok)
+        });
+        let item = WriteItem {
+            ops: vec![op],
+            done: Box::new(|_| {}),
+        };
+        assert!(session.shared.engine.submit_write(item).is_ok());
+        rx.recv().expect("the operation ran")
+    }
+
+    fn bulk(s: &str) -> Reply {
+        Reply::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn data_commands_run_in_the_writers_transaction() {
+        let (replies, db) = on_writer(
+            &[
+                &["SET", "k", "v"],
+                &["get", "k"],
+                &["HSET", "h", "f", "1"],
+                &["HGET", "h", "f"],
+                &["RPUSH", "l", "a", "b"],
+                // Blocking commands do not block: one try.
+                &["BLMPOP", "0", "1", "l", "LEFT"],
+                &["BLMPOP", "0", "1", "nothing", "LEFT"],
+                &["GET", "h"],
+                &["SELECT", "1"],
+                &["GET", "k"],
+                &["PING"],
+                &["ECHO", "hi"],
+            ],
+            false,
+        );
+        assert_eq!(
+            replies,
+            vec![
+                Ok(Reply::Ok),
+                Ok(bulk("v")),
+                Ok(Reply::Int(1)),
+                Ok(bulk("1")),
+                Ok(Reply::Int(2)),
+                Ok(Reply::Array(vec![bulk("l"), Reply::Array(vec![bulk("a")])])),
+                Ok(Reply::NilArray),
+                Err("WRONGTYPE Operation against a key holding the wrong kind of value".into()),
+                Ok(Reply::Ok),
+                Ok(Reply::Nil),
+                Ok(Reply::Simple("PONG")),
+                Ok(bulk("hi")),
+            ]
+        );
+        assert_eq!(db, 1);
+    }
+
+    #[test]
+    fn refusals_have_redis_script_texts() {
+        let (replies, db) = on_writer(
+            &[
+                &["NOSUCH", "a"],
+                &["get"],
+                &["OBJECT", "nosuch", "k"],
+                &["BLPOP", "l", "0"],
+                &["MULTI"],
+                &["CLIENT", "LIST"],
+                &["INFO"],
+                &["SELECT", "99"],
+                &["SET", "k", "v", "EX", "x"],
+            ],
+            false,
+        );
+        let errors: Vec<String> = replies.into_iter().map(|r| r.unwrap_err()).collect();
+        assert_eq!(
+            errors,
+            [
+                "ERR Unknown Redis command called from script",
+                "ERR Wrong number of args calling Redis command from script",
+                "ERR Unknown Redis command called from script",
+                "ERR This Redis command is not allowed from script",
+                "ERR This Redis command is not allowed from script",
+                "ERR This Redis command is not allowed from script",
+                "ERR This Redis command is not supported from script",
+                "ERR DB index is out of range",
+                "ERR value is not an integer or out of range",
+            ]
+        );
+        assert_eq!(db, 0);
+    }
+
+    #[test]
+    fn a_read_only_call_refuses_writes() {
+        let (replies, _) = on_writer(&[&["SET", "k", "v"], &["GET", "k"], &["TIME"]], true);
+        assert_eq!(
+            replies[0],
+            Err("ERR Write commands are not allowed from read-only scripts.".into())
+        );
+        assert_eq!(replies[1], Ok(Reply::Nil));
+        assert!(matches!(&replies[2], Ok(Reply::Array(a)) if a.len() == 2));
+    }
+
+    #[test]
+    fn a_command_error_is_not_fatal() {
+        assert!(!super::is_fatal(&CommandError::Syntax));
+        assert!(super::is_fatal(&CommandError::Engine(
+            respite_engine::EngineError::Internal("x".into())
+        )));
+    }
+}

@@ -1,0 +1,114 @@
+//! What a data command may know of the world when it is parsed: the
+//! database it names keys in, the protocol its reply is shaped for,
+//! whether its reads count as accesses, and a handful of server facts
+//! (the number of databases, `proto-max-bulk-len`, the memory policy that
+//! OBJECT reports). Nothing else: a command parsed from a [`Ctx`] cannot
+//! reach the connection, the client registry or the rest of the server,
+//! so the same command runs for a client's connection, inside EXEC, from
+//! a Lua script on the writer thread, or from a replication stream.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use respite_engine::Access;
+
+use crate::state::Shared;
+
+/// The context a command is parsed (and, for the few that need no
+/// connection, run) in.
+pub struct Ctx<'a> {
+    /// The selected database. A SELECT called through
+    /// [`call`](super::call) changes it for the calls after it.
+    pub db: u32,
+    /// Whether replies are shaped for RESP3 (after HELLO 3).
+    pub resp3: bool,
+    /// Whether reads count as accesses: false in CLIENT NO-TOUCH mode.
+    pub touches: bool,
+    /// Whether the client is in RESP2's subscribed mode (subscribed to a
+    /// channel or pattern, not after HELLO 3): PING answers `["pong", msg]`
+    /// there. Never for a script or a replication stream.
+    pub subscribed: bool,
+    /// A command with the `write` flag has been called through this
+    /// context by [`call`](super::call) (a script's "dirty" state): from
+    /// then on the refusals redis makes only before a script's first write
+    /// (NOREPLICAS, a full disk) are no longer made, so a script is never
+    /// stopped half-way for them.
+    pub wrote: bool,
+    /// An ACL check [`call`](super::call) runs for each command after its
+    /// arity and script checks (the table row's index and the request,
+    /// name first): a refusal is the command's error. `None`: no check.
+    pub authorize: Option<&'a Authorize<'a>>,
+    /// The server, read only through the methods below.
+    server: &'a Shared,
+}
+
+/// An ACL check for [`Ctx::authorize`].
+pub type Authorize<'a> =
+    dyn Fn(usize, &[bytes::Bytes]) -> Result<(), crate::error::CommandError> + 'a;
+
+impl<'a> Ctx<'a> {
+    /// A context on `server`: database `db`, RESP3 if `resp3`, reads
+    /// counted as accesses if `touches`; not subscribed, nothing written yet,
+    /// no ACL check.
+    pub fn new(server: &'a Shared, db: u32, resp3: bool, touches: bool) -> Ctx<'a> {
+        Ctx {
+            db,
+            resp3,
+            touches,
+            subscribed: false,
+            wrote: false,
+            authorize: None,
+            server,
+        }
+    }
+
+    /// How many databases there are (`databases`): SELECT, MOVE, COPY
+    /// and SWAPDB check their indexes against it.
+    pub fn databases(&self) -> u32 {
+        self.server.config.databases
+    }
+
+    /// `proto-max-bulk-len` now: the longest string a command may make
+    /// (SETBIT, SETRANGE, BITFIELD offsets).
+    pub fn max_bulk_len(&self) -> usize {
+        self.server
+            .settings
+            .proto_max_bulk_len
+            .load(Ordering::Relaxed)
+    }
+
+    /// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ answers only
+    /// then).
+    pub fn lfu(&self) -> bool {
+        self.server.params.get("maxmemory-policy").ends_with("lfu")
+    }
+
+    /// Whether small integers count as shared objects (OBJECT REFCOUNT).
+    pub fn shares_integers(&self) -> bool {
+        let params = &self.server.params;
+        let policy = params.get("maxmemory-policy");
+        params.get("maxmemory") == "0" || !(policy.ends_with("lru") || policy.ends_with("lfu"))
+    }
+
+    /// The engine's access record (OBJECT IDLETIME and FREQ).
+    pub fn access(&self) -> &'a Arc<Access> {
+        self.server.engine.access()
+    }
+
+    /// When the last snapshot was saved, in Unix seconds (LASTSAVE).
+    pub fn last_save_unix(&self) -> u64 {
+        self.server.engine.snapshots().status().last_save_unix
+    }
+
+    /// Whether writes are refused for want of replicas
+    /// (`min-replicas-to-write`).
+    pub(super) fn wants_replicas(&self) -> bool {
+        self.server.wants_replicas.load(Ordering::Relaxed)
+    }
+
+    /// Why a command that may add data is refused now (over `maxdisk`, or
+    /// the disk full), if it is.
+    pub(super) fn disk_refusal(&self) -> Option<respite_engine::EngineError> {
+        self.server.engine.disk().refusal()
+    }
+}

@@ -1,0 +1,229 @@
+//! From a request to a plan: look the command up, check what can be
+//! refused without running it (name, authentication, arity, ACL, a full
+//! disk, missing replicas), queue it inside MULTI, or parse and plan it.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::multi::{exec_abort, queue};
+use super::{lookup_index, Plan, Session, Spec, TABLE};
+use crate::args::Args;
+use crate::cmd::client;
+use crate::error::{c_str, CommandError, Lossy};
+use crate::reply::Reply;
+
+/// Redis's "unknown command" error, quoting at most 128 bytes of arguments.
+/// Formatted as Redis's `'%.*s'` does, so each name and argument stops at
+/// a NUL byte.
+fn unknown_command(request: &[Bytes]) -> CommandError {
+    let name = c_str(&request[0]);
+    let name = name[..name.len().min(128)].to_vec();
+    let mut args = Vec::new();
+    for a in &request[1..] {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        let a = c_str(a);
+        args.push(b'\'');
+        args.extend_from_slice(&a[..a.len().min(room)]);
+        args.extend_from_slice(b"' ");
+    }
+    CommandError::UnknownCommand {
+        name: Lossy(name),
+        args: Lossy(args),
+    }
+}
+
+/// Turns one request into a plan: looks the command up, checks arity and
+/// authentication, and parses it.
+pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
+    session.acl.refresh(&session.shared);
+    let reply_mode = client::reply_mode(&session.client.state);
+    let plan = dispatch_inner(session, request);
+    client::note_multi(
+        &session.client.state,
+        session.multi.as_ref().map(|q| (q.len(), q.mem())),
+    );
+    if reply_mode == 0 && session.client.state.replies_on() {
+        return plan;
+    }
+    // CLIENT REPLY OFF or SKIP is (or was just) in force.
+    client::silence_if_asked(&session.client.state, reply_mode, plan)
+}
+
+fn dispatch_inner(session: &mut Session, request: Vec<Bytes>) -> Plan {
+    let planned = if session.multi.is_some() {
+        queue(session, request)
+    } else {
+        try_dispatch(session, request)
+    };
+    match planned {
+        Ok(plan) => plan,
+        Err(e) => {
+            let reply = Reply::from(e);
+            if let Reply::Error(text) = &reply {
+                session.shared.stats.error(text);
+            }
+            Plan::Reply(reply)
+        }
+    }
+}
+
+/// Checks and plans a command; its call is counted where it runs (see
+/// `crate::stats`), a refusal by `check` against the command at once.
+pub(crate) fn try_dispatch(
+    session: &mut Session,
+    request: Vec<Bytes>,
+) -> Result<Plan, CommandError> {
+    let found = lookup_index(&request[0]);
+    let (index, spec) = check(session, &request, found)
+        .inspect_err(|e| {
+            if let (Some(index), false) =
+                (found, matches!(e, CommandError::UnknownSubcommand { .. }))
+            {
+                let stats = &session.shared.stats;
+                stats.rejected(stats.row_of(index, request.get(1).map(|b| &b[..])));
+            }
+        })
+        .map_err(|e| match found {
+            Some(i) if TABLE[i].name == "exec" => exec_abort(e),
+            _ => e,
+        })?;
+    session.client.last_cmd.store(index, Ordering::Relaxed);
+    let mut tracking = crate::stats::Tracking::new(session, index, &request);
+    let started = std::time::Instant::now();
+    let mut args = request.into_iter();
+    args.next();
+    let plan = (spec.plan)(session, Args::new(args)).unwrap_or_else(|e| Plan::Reply(e.into()));
+    // MONITOR shows the database as it is after the command (SELECT's).
+    tracking.set_db(session.db);
+    Ok(crate::stats::track(plan, started, tracking))
+}
+
+/// What can be refused without running the command: an unknown name, no
+/// authentication, a wrong number of arguments, an ACL refusal. (Inside MULTI these doom
+/// the transaction; everything else is found when it runs.)
+pub(crate) fn check(
+    session: &Session,
+    request: &[Bytes],
+    found: Option<usize>,
+) -> Result<(usize, &'static Spec), CommandError> {
+    let Some(index) = found else {
+        if !session.authenticated {
+            return Err(CommandError::NoAuth);
+        }
+        return Err(unknown_command(request));
+    };
+    let spec = &TABLE[index];
+    let argc = request.len() as i32;
+    if !session.authenticated && !spec.has_flag("no_auth") {
+        return Err(CommandError::NoAuth);
+    }
+    if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
+        return Err(CommandError::WrongArity(spec.name.to_string()));
+    }
+    if let (Some((upper, subs)), Some(sub)) = (spec.subcommands, request.get(1)) {
+        let Some((name, arity)) = subs
+            .iter()
+            .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
+        else {
+            return Err(CommandError::UnknownSubcommand {
+                cmd: upper,
+                sub: Lossy(sub.to_vec()),
+            });
+        };
+        if (*arity > 0 && argc != *arity) || argc < -arity {
+            return Err(CommandError::WrongArity(format!("{}|{name}", spec.name)));
+        }
+    }
+    // Last, so a refusal is counted and logged only for a command that
+    // could have run (as in Redis).
+    crate::acl::authorize(session, index, request)?;
+    // Over `maxdisk` or on a full disk, what may add data is refused (Redis
+    // refuses its `denyoom` commands over maxmemory, after the ACL check);
+    // deletions and reads go on (see `respite_engine::disk`).
+    if let Some(refusal) = session.shared.engine.disk().refusal() {
+        if spec.has_flag("denyoom") {
+            return Err(CommandError::Engine(refusal));
+        }
+    }
+    // `min-replicas-to-write` (with `min-replicas-max-lag` not 0) asks for
+    // that many replicas in sync before a write: respite has none, so
+    // writes are refused, as redis refuses them without enough replicas.
+    if session
+        .shared
+        .wants_replicas
+        .load(std::sync::atomic::Ordering::Relaxed)
+        && spec.has_flag("write")
+    {
+        return Err(CommandError::NoReplicas);
+    }
+    Ok((index, spec))
+}
+
+/// Checks and parses a request as [`dispatch`] does (lookup, arity,
+/// authentication, ACL, then the command's own parse), without planning or
+/// running it; answers the command's name. For fuzzing every command's
+/// parser against arbitrary arguments (fuzz/).
+pub fn parse_only(session: &Session, request: Vec<Bytes>) -> Result<&'static str, CommandError> {
+    if request.is_empty() {
+        return Err(CommandError::Syntax);
+    }
+    let found = lookup_index(&request[0]);
+    let (_, spec) = check(session, &request, found)?;
+    let mut args = request.into_iter();
+    args.next();
+    (spec.parse)(session, Args::new(args))?;
+    Ok(spec.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use bytes::Bytes;
+
+    use super::parse_only;
+    use crate::command::session::test_session as session;
+    use crate::error::CommandError;
+
+    fn request(args: &[&str]) -> Vec<Bytes> {
+        args.iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn parse_only_checks_and_parses_without_running() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = session(dir.path());
+        let parse = |args: &[&str]| parse_only(&s, request(args));
+        assert!(matches!(parse(&["set", "k", "v", "EX", "10"]), Ok("set")));
+        assert!(matches!(
+            parse(&["SET", "k", "v", "EX", "x"]),
+            Err(CommandError::NotInteger)
+        ));
+        assert!(matches!(parse(&["get"]), Err(CommandError::WrongArity(n)) if n == "get"));
+        assert!(matches!(
+            parse(&["nosuch", "a"]),
+            Err(CommandError::UnknownCommand { .. })
+        ));
+        assert!(matches!(parse(&[]), Err(CommandError::Syntax)));
+        // A local command is parsed, not run: the setting stays, and the
+        // server does not begin to stop.
+        let before = s.shared.settings.maxclients.load(Ordering::Relaxed);
+        assert!(matches!(
+            parse(&["config", "set", "maxclients", "5"]),
+            Ok("config")
+        ));
+        assert_eq!(s.shared.settings.maxclients.load(Ordering::Relaxed), before);
+        assert!(matches!(parse(&["shutdown", "nosave"]), Ok("shutdown")));
+        assert!(!s.shared.shutting_down.load(Ordering::Relaxed));
+        assert!(matches!(
+            parse(&["shutdown", "later"]),
+            Err(CommandError::Syntax)
+        ));
+    }
+}

@@ -1,0 +1,119 @@
+//! What a parsed command becomes: a [`Plan`] the connection carries out
+//! (a reply, a read for the pool, an operation for the writer, a blocking
+//! wait), and the glue that turns a parsed command into a job.
+
+use respite_engine::{EngineError, Txn, View, WriteOp};
+
+use super::traits::{touch, ReadCommand, WriteCommand};
+use super::Session;
+use crate::error::CommandError;
+use crate::reply::Reply;
+
+/// A read, to run on the read pool.
+pub type ReadFn = Box<dyn FnOnce(&View<'_, '_>) -> Reply + Send>;
+
+/// What the connection loop does with a parsed command.
+pub enum Plan {
+    /// Already answered.
+    Reply(Reply),
+    /// Answer, then close the connection (QUIT).
+    ReplyAndClose(Reply),
+    /// Close the connection without a reply (SHUTDOWN).
+    Close,
+    /// Run on the read pool.
+    Read(ReadFn, ReadNeeds),
+    /// Run on the writer.
+    Write(WriteOp<Reply>),
+    /// A blocking command (BLPOP...): tried on the writer, then waited on
+    /// until a push serves it or it times out (see `crate::blocking`).
+    Block(std::sync::Arc<dyn crate::blocking::Blocker>),
+    /// A GET or MGET: answered from the engine's value cache when it holds
+    /// the keys and this connection has no write in flight, else run on the
+    /// read pool like any read.
+    Cached(Box<dyn CachedRead>),
+    /// A step run on the connection once this connection's earlier writes
+    /// (and the write given, if any) have committed; it gets that write's
+    /// reply. PUBLISH, so that a subscriber reading on receipt sees what
+    /// was written before it; EXEC holding a PUBLISH, whose messages go
+    /// out once the transaction has committed.
+    After(Option<WriteOp<Reply>>, AfterFn),
+}
+
+/// What [`Plan::After`] runs.
+pub type AfterFn = Box<dyn FnOnce(Option<Reply>) -> Reply + Send>;
+
+/// The most commands (or MGET keys) a read job may hold and still count as
+/// quick: a reader may hold a quick job's result back while it runs up to
+/// 63 more, so each must be short.
+pub const QUICK_READ_LIMIT: usize = 64;
+
+/// What a read asks of the read pool (the engine's type, end to end).
+pub use respite_engine::ReadNeeds;
+
+/// A read the value cache may answer on the connection thread (GET and
+/// MGET, see `cmd::strings`).
+pub trait CachedRead: Send {
+    /// The reply, if the value cache can give it: a hit is the same reply
+    /// the read would give; a miss goes to the read pool. The caller must
+    /// have no write of its own in flight.
+    fn cached_reply(
+        &self,
+        cache: &respite_engine::ValueCache,
+        access: &respite_engine::Access,
+    ) -> Option<Reply>;
+    /// The read for the pool, when the cache could not answer.
+    fn into_read(self: Box<Self>) -> (ReadFn, ReadNeeds);
+}
+
+/// A parsed read command as a job for the read pool, with what it needs,
+/// for the client of `session`.
+pub(crate) fn read_job<C: ReadCommand>(cmd: C, session: &Session) -> (ReadFn, ReadNeeds) {
+    read_job_touching(cmd, session.touches())
+}
+
+/// [`read_job`] for a client that is (`touches`) or is not in CLIENT
+/// NO-TOUCH mode.
+pub(crate) fn read_job_touching<C: ReadCommand>(cmd: C, touches: bool) -> (ReadFn, ReadNeeds) {
+    let needs = ReadNeeds {
+        snapshot: C::MULTI_STATEMENT,
+        quick: cmd.is_quick(),
+    };
+    let touch = touch::<C>(touches);
+    (
+        Box::new(move |view| {
+            view.set_touch(touch);
+            cmd.apply(view).unwrap_or_else(Reply::from)
+        }),
+        needs,
+    )
+}
+
+/// A parsed write command as an operation for the writer. The writer needs
+/// to know of failures (a failure after the first write rolls the group
+/// back); a command's own error before it wrote is just its reply.
+pub(crate) fn write_op<C: WriteCommand>(cmd: C) -> WriteOp<Reply> {
+    Box::new(move |txn| {
+        let before = txn.changes();
+        let result = cmd.apply(txn);
+        command_result(result, txn, before)
+    })
+}
+
+/// A command's result as the writer takes it. An engine error goes back
+/// as one: the writer (or EXEC) answers it, and takes the group back if
+/// the operation wrote. Any other error is the command's reply if the
+/// command changed nothing since `before` (its [`Txn::changes`] when it
+/// started; inside EXEC earlier commands may have written), else the group
+/// cannot be trusted and goes back.
+pub(crate) fn command_result(
+    result: Result<Reply, CommandError>,
+    txn: &Txn<'_, '_>,
+    before: u64,
+) -> respite_engine::Result<Reply> {
+    match result {
+        Ok(reply) => Ok(reply),
+        Err(CommandError::Engine(e)) => Err(e),
+        Err(e) if txn.changes() == before => Ok(Reply::from(e)),
+        Err(e) => Err(EngineError::Internal(e.to_string())),
+    }
+}

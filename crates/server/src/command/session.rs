@@ -1,0 +1,79 @@
+//! Per-connection state commands can see and change.
+
+use std::sync::Arc;
+
+use super::multi::{Queue, WatchList};
+use super::Ctx;
+use crate::state::{ClientHandle, Shared};
+
+/// Per-connection state commands can see and change.
+pub struct Session {
+    /// Shared server state.
+    pub shared: Arc<Shared>,
+    /// This client's registry entry.
+    pub client: Arc<ClientHandle>,
+    /// Selected database.
+    pub db: u32,
+    /// Speaking RESP3 (after HELLO 3)?
+    pub resp3: bool,
+    /// Passed AUTH (always true when no password is set).
+    pub authenticated: bool,
+    /// The commands queued since MULTI, while a transaction is open.
+    pub multi: Option<Queue>,
+    /// The keys this connection WATCHes.
+    pub watched: WatchList,
+    /// The ACL user it runs as.
+    pub acl: crate::acl::SessionAcl,
+}
+
+impl Session {
+    /// The context this client's commands are parsed in.
+    pub fn ctx(&self) -> Ctx<'_> {
+        let mut ctx = Ctx::new(&self.shared, self.db, self.resp3, self.touches());
+        ctx.subscribed = !self.resp3 && self.client.pubsub.active();
+        ctx
+    }
+
+    /// Whether this client's reads count as accesses: not in CLIENT
+    /// NO-TOUCH mode.
+    pub fn touches(&self) -> bool {
+        !self
+            .client
+            .state
+            .no_touch
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A new connection's session: database 0, RESP2, no transaction, the
+    /// `default` user; authenticated unless that user needs a password.
+    pub fn new(shared: Arc<Shared>, client: Arc<ClientHandle>) -> Session {
+        Session {
+            authenticated: shared.acl.default_user_open(),
+            acl: crate::acl::SessionAcl::default_user(&shared),
+            shared,
+            client,
+            db: 0,
+            resp3: false,
+            multi: None,
+            watched: Default::default(),
+        }
+    }
+}
+
+/// A session on a fresh engine in `dir`, as the fuzz target builds one.
+#[cfg(test)]
+pub(crate) fn test_session(dir: &std::path::Path) -> Session {
+    let config = crate::Config {
+        db: dir.join("t.db"),
+        readers: 1,
+        ..crate::Config::default()
+    };
+    let engine =
+        respite_engine::Engine::<crate::reply::Reply>::open(config.engine()).expect("engine");
+    let shared = Arc::new(Shared::new(engine, config));
+    let client = Arc::new(ClientHandle::new(
+        1,
+        crate::state::Peer::Unix("test".into()),
+    ));
+    Session::new(shared, client)
+}
