@@ -42,8 +42,6 @@ PY = sys.executable
 NODE_DIR = os.path.join(HERE, "bullmq")
 
 LUA = ("Lua scripting (EVAL/EVALSHA/SCRIPT)", r"unknown command '(evalsha|eval|script|fcall)'")
-PUBSUB = ("pub/sub (SUBSCRIBE/PSUBSCRIBE/PUBLISH)",
-          r"unknown command '(p?subscribe|publish|p?unsubscribe|pubsub)'")
 STREAMS = ("streams (XADD/XRANGE/XREADGROUP...)", r"unknown command 'x[a-z]+'")
 
 # name -> (program, timeout in seconds)
@@ -72,12 +70,6 @@ OWN_SERVER = {"durability-sidekiq", "durability-rq"}
 # that shows a failure is that capability's. A scenario stops at the first
 # it meets; the others are those its code is known to use further on.
 PENDING = {
-    "redispy-pubsub": [PUBSUB],
-    # The worker subscribes to a command channel.
-    "rq": [PUBSUB],
-    "durability-rq": [PUBSUB],
-    # Results are awaited by SUBSCRIBE.
-    "celery": [PUBSUB],
 }
 
 # What each kind of program needs, checked before anything runs.

@@ -1026,6 +1026,15 @@ impl Selector {
         if !self.allkeys {
             let specs = IDS.row_meta[row].map_or(&[][..], |m| m.key_specs);
             for (pos, guess) in key_positions(spec, request) {
+                // A shard channel sits where a key would (SPUBLISH,
+                // SSUBSCRIBE): redis's `not_key` spec; the channel rules
+                // below are its check.
+                if specs.iter().any(|ks| {
+                    ks.flags.contains(&"not_key")
+                        && matches!(ks.begin_search, meta::BeginSearch::Index(i) if i as usize <= pos)
+                }) {
+                    continue;
+                }
                 let (read, write) = key_access(specs, spec.name, pos, request).unwrap_or(guess);
                 let key = &request[pos];
                 // As in Redis: a pattern must grant every access the key
@@ -1036,6 +1045,30 @@ impl Selector {
                 });
                 if !ok {
                     return Err(Denied::Key(pos));
+                }
+            }
+        }
+        if !self.allchannels {
+            // Redis's channel arguments: PUBLISH's and SPUBLISH's first,
+            // every one of SUBSCRIBE, SSUBSCRIBE and PSUBSCRIBE (a pattern
+            // must equal an allowed pattern, not just match it); the
+            // UNSUBSCRIBE family is never refused.
+            let (from, to, pattern) = match spec.name {
+                "publish" | "spublish" => (1, 2.min(request.len()), false),
+                "subscribe" | "ssubscribe" => (1, request.len(), false),
+                "psubscribe" => (1, request.len(), true),
+                _ => (0, 0, false),
+            };
+            for (pos, channel) in request.iter().enumerate().take(to).skip(from) {
+                let ok = self.channels.iter().any(|p| {
+                    if pattern {
+                        p[..] == channel[..]
+                    } else {
+                        glob_match(p, channel)
+                    }
+                });
+                if !ok {
+                    return Err(Denied::Channel(pos));
                 }
             }
         }

@@ -34,6 +34,7 @@ pub mod meta;
 pub mod output;
 pub mod params;
 pub mod protected;
+pub mod pubsub;
 pub mod reply;
 pub mod request;
 pub mod service;

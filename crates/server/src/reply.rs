@@ -55,6 +55,12 @@ pub enum Reply {
     /// A RESP3 push message (`>`) sent just before a command's reply (DEBUG
     /// PROTOCOL push); only meaningful in RESP3.
     Pushed(Vec<Reply>, Box<Reply>),
+    /// A push frame: RESP3 `>`, an array in RESP2 (pub/sub confirmations
+    /// and messages).
+    Push(Vec<Reply>),
+    /// Several replies in a row, one command's answer (SUBSCRIBE to three
+    /// channels answers three confirmations).
+    Several(Vec<Reply>),
 }
 
 impl Reply {
@@ -71,6 +77,18 @@ impl Reply {
     /// A bulk string or nil.
     pub fn bulk_or_nil(data: Option<Vec<u8>>) -> Reply {
         data.map_or(Reply::Nil, |d| Reply::Bulk(Bytes::from(d)))
+    }
+
+    /// What CLIENT REPLY OFF or SKIP leaves of the reply: its push frames,
+    /// which redis sends whatever the reply mode (pub/sub confirmations).
+    pub fn pushes_only(self) -> Reply {
+        match self {
+            Reply::Push(items) => Reply::Push(items),
+            Reply::Several(replies) => {
+                Reply::Several(replies.into_iter().map(Reply::pushes_only).collect())
+            }
+            _ => Reply::Silent,
+        }
     }
 
     /// Encodes the reply at the end of `out` for the given protocol version
@@ -158,6 +176,17 @@ impl Reply {
                     item.encode(out, resp3);
                 }
                 reply.encode(out, resp3);
+            }
+            Reply::Push(items) => {
+                header(out, if resp3 { b'>' } else { b'*' }, items.len());
+                for item in items {
+                    item.encode(out, resp3);
+                }
+            }
+            Reply::Several(replies) => {
+                for r in replies {
+                    r.encode(out, resp3);
+                }
             }
             Reply::Verbatim(text) => {
                 if resp3 {

@@ -80,6 +80,8 @@ pub struct ClientHandle {
     pub blocked: Mutex<Option<Arc<crate::blocking::Ticket>>>,
     /// What CLIENT keeps for it (SETINFO, REPLY, NO-EVICT, its fd...).
     pub state: crate::cmd::client::ClientState,
+    /// Its pub/sub subscriptions.
+    pub pubsub: crate::pubsub::Subscriptions,
 }
 
 impl ClientHandle {
@@ -102,6 +104,7 @@ impl ClientHandle {
             blocked: Mutex::new(None),
             user: Mutex::new("default".into()),
             state: Default::default(),
+            pubsub: Default::default(),
         }
     }
 
@@ -212,6 +215,8 @@ pub struct Shared {
     pub pause: crate::cmd::client::Pause,
     /// MONITOR's channel.
     pub monitors: crate::cmd::monitor::Monitors,
+    /// Pub/sub channels and patterns.
+    pub pubsub: crate::pubsub::Registry,
     /// When the server started.
     pub started: Instant,
     /// Resident memory once the engine was open (INFO's
@@ -264,6 +269,7 @@ impl Shared {
             idle_timeout_secs: AtomicU64::new(0),
             pause: Default::default(),
             monitors: Default::default(),
+            pubsub: Default::default(),
             started: Instant::now(),
             startup_rss: crate::cmd::info::resident_bytes(),
             wants_replicas: AtomicBool::new(false),

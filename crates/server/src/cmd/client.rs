@@ -234,7 +234,7 @@ pub fn reply_mode(state: &ClientState) -> u8 {
 /// A plan whose reply encodes to nothing, wherever it runs.
 fn silenced(plan: Plan) -> Plan {
     match plan {
-        Plan::Reply(_) => Plan::Reply(Reply::Silent),
+        Plan::Reply(r) => Plan::Reply(r.pushes_only()),
         Plan::ReplyAndClose(_) => Plan::ReplyAndClose(Reply::Silent),
         Plan::Close => Plan::Close,
         // An error the writer would answer is silenced too; one that must
@@ -262,6 +262,7 @@ fn silenced(plan: Plan) -> Plan {
             silenced(Plan::Read(f, needs))
         }
         Plan::Block(blocker) => Plan::Block(Arc::new(Silent(blocker))),
+        Plan::After(write, then) => Plan::After(write, Box::new(|r| then(r).pushes_only())),
     }
 }
 
@@ -441,6 +442,7 @@ fn line_of(c: &ClientHandle, shared: Option<&Shared>, own_argv: Option<u64>) -> 
         + omem.saturating_sub(obl)
         + argv_mem
         + multi_mem;
+    let (sub, psub, ssub) = c.pubsub.counts();
     let mut flags = String::new();
     let multi = st.multi.load(Ordering::Relaxed);
     if multi >= 0 {
@@ -458,6 +460,9 @@ fn line_of(c: &ClientHandle, shared: Option<&Shared>, own_argv: Option<u64>) -> 
     if st.no_touch.load(Ordering::Relaxed) {
         flags.push('T');
     }
+    if c.pubsub.active() {
+        flags.insert(0, 'P');
+    }
     if st.monitoring.load(Ordering::Relaxed) {
         flags.insert(0, 'O');
     }
@@ -473,7 +478,7 @@ fn line_of(c: &ClientHandle, shared: Option<&Shared>, own_argv: Option<u64>) -> 
         })
         .unwrap_or_else(|| "NULL".into());
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={tot_mem} events=r cmd={cmd} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={tot_mem} events=r cmd={cmd} user={} redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr(),
         c.laddr(),

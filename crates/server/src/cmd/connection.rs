@@ -30,7 +30,15 @@ impl ContextCommand for Ping {
             message: args.next_opt(),
         })
     }
-    fn apply(self, _ctx: &mut Ctx<'_>) -> Result<Reply, CommandError> {
+    fn apply(self, ctx: &mut Ctx<'_>) -> Result<Reply, CommandError> {
+        // A RESP2 client in subscribed mode gets redis's `["pong", msg]`.
+        if ctx.subscribed {
+            let message = self.message.unwrap_or_default();
+            return Ok(Reply::Array(vec![
+                Reply::bulk("pong"),
+                Reply::Bulk(message),
+            ]));
+        }
         Ok(match self.message {
             Some(m) => Reply::Bulk(m),
             None => Reply::Simple("PONG"),

@@ -448,6 +448,7 @@ fn stats(sh: &Shared, out: &mut String) {
     let cache = sh.engine.cache().stats();
     let (hits, misses) = sh.engine.access().hits_misses();
     let rates = sh.stats.instantaneous();
+    let pubsub = sh.pubsub.sizes();
     out.push_str("# Stats\r\n");
     fields!(out,
         "total_connections_received" => c.connections_received.load(Ordering::Relaxed),
@@ -475,9 +476,9 @@ fn stats(sh: &Shared, out: &mut String) {
         "current_eviction_exceeded_time" => 0,
         "keyspace_hits" => hits,
         "keyspace_misses" => misses,
-        "pubsub_channels" => 0,
-        "pubsub_patterns" => 0,
-        "pubsubshard_channels" => 0,
+        "pubsub_channels" => pubsub.0,
+        "pubsub_patterns" => pubsub.1,
+        "pubsubshard_channels" => pubsub.2,
         "latest_fork_usec" => 0,
         "total_forks" => 0,
         "migrate_cached_sockets" => 0,

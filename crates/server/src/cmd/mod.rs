@@ -1,7 +1,7 @@
 //! The command families, one per file: [`strings`], [`bitmaps`],
 //! [`hashes`], [`sets`], [`lists`], [`zsets`], [`sort`], [`keys`],
 //! [`connection`], [`server`], [`client`], [`introspection`], [`config`],
-//! [`info`], [`slowlog`], [`memory`], [`monitor`], [`replication`],
+//! [`info`], [`slowlog`], [`memory`], [`monitor`], [`pubsub`], [`replication`],
 //! [`transactions`], [`acl`], [`streams`]; [`common`] holds the helpers more than one of
 //! them uses (SCAN's options and reply, random sampling, HELP).
 //!
@@ -22,6 +22,7 @@ pub mod keys;
 pub mod lists;
 pub mod memory;
 pub mod monitor;
+pub mod pubsub;
 pub mod replication;
 pub mod scripting;
 pub mod server;

@@ -25,29 +25,26 @@
 //! buffer them until its output-buffer limit closes the client).
 //!
 //! From the command after MONITOR on (pipelined in the same read or not),
-//! the connection's loop is [`run`]'s: lines out, and its own commands
-//! under redis's rule for a replica-flagged client: whatever could read or
-//! write the keyspace (flagged `readonly`, `write`, `may_replicate`) is
-//! refused with `Replica can't interact with the keyspace` (inside MULTI
-//! that dooms the transaction), the rest runs (PING, ECHO, INFO, CLIENT,
-//! SELECT, MULTI/EXEC...), each reply placed among the lines where redis
-//! places it; MONITOR again gets no reply; RESET ends monitoring and QUIT
+//! the connection is in monitor mode (see `crate::connection`'s modes):
+//! lines out, and its own commands under redis's rule for a
+//! replica-flagged client: whatever could read or write the keyspace
+//! (flagged `readonly`, `write`, `may_replicate`) is refused with `Replica
+//! can't interact with the keyspace` (inside MULTI that dooms the
+//! transaction), the rest runs (PING, ECHO, INFO, CLIENT, SELECT,
+//! MULTI/EXEC...), each reply placed among the lines where redis places
+//! it; MONITOR again gets no reply; RESET ends monitoring and QUIT
 //! closes, as in redis.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::broadcast;
 
 use crate::args::Args;
 use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::{ClientHandle, Peer, Shared};
+use crate::state::{ClientHandle, Peer};
 use crate::sync::lock;
 
 /// Batches (one per turn of a connection) a monitoring client may fall
@@ -164,9 +161,23 @@ impl Monitors {
     }
 }
 
+impl Monitors {
+    /// The subscription MONITOR made for `client`, for its connection to
+    /// stream from (see `crate::connection`'s modes).
+    pub fn take(&self, client: &ClientHandle) -> Option<broadcast::Receiver<Arc<Batch>>> {
+        lock(&client.state.monitor).take()
+    }
+
+    /// `client` stops monitoring (RESET, or it went away).
+    pub fn stop(&self, client: &ClientHandle) {
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        client.state.monitoring.store(false, Ordering::Relaxed);
+    }
+}
+
 /// Formats a batch's lines as redis's `replicationFeedMonitors` does:
 /// `+<seconds>.<microseconds> [<db> <address>] "arg" ...`.
-fn format_batch(batch: &Batch, out: &mut Vec<u8>) {
+pub(crate) fn format_batch(batch: &Batch, out: &mut Vec<u8>) {
     let mut data = &batch.data[..];
     let mut take = |n: usize| -> Option<&[u8]> {
         let (head, rest) = data.split_at_checked(n)?;
@@ -295,181 +306,11 @@ impl LocalCommand for Monitor {
     }
 }
 
-/// What [`run`] decided.
-pub enum Ended {
-    /// RESET: back to a normal connection.
-    Reset,
-    /// Close the connection.
-    Close,
-}
-
-/// The monitoring client's loop (see the module documentation). `input`
-/// holds what the client sent and the connection has not run yet: the
-/// commands pipelined after MONITOR in the same read are this loop's too.
-pub async fn run<S, K, T>(
-    session: &mut Session,
-    stream: &mut S,
-    input: &mut BytesMut,
-    mut killed: Pin<&mut K>,
-    mut stopping: Pin<&mut T>,
-) -> Ended
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-    K: Future,
-    T: Future,
-{
-    let Some(mut rx) = lock(&session.client.state.monitor).take() else {
-        return Ended::Reset;
-    };
-    let shared = session.shared.clone();
-    let mut out = Vec::new();
-    let ended = 'monitor: loop {
-        // The client's own commands already received, each reply placed
-        // among the lines as redis places it: after the lines of what ran
-        // before it, before the line of the command itself.
-        loop {
-            drain(&mut rx, &mut out);
-            match answer_own(session, &shared, input).await {
-                Own::Nothing => break,
-                Own::Reply(bytes, then) => {
-                    out.extend_from_slice(&bytes);
-                    if let Some(end) = then {
-                        if stream.write_all(&out).await.is_err() {
-                            break 'monitor Ended::Close;
-                        }
-                        break 'monitor end;
-                    }
-                }
-            }
-        }
-        if !out.is_empty() {
-            if stream.write_all(&out).await.is_err() {
-                break Ended::Close;
-            }
-            shared
-                .counters
-                .net_output_bytes
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
-            out.clear();
-        }
-        // The branches' outputs are dropped here: the shutdown watch's
-        // guard must not live across an await.
-        let event = tokio::select! {
-            line = rx.recv() => Event::Line(line),
-            read = stream.read_buf(input) => Event::Read(matches!(read, Ok(n) if n > 0)),
-            _ = killed.as_mut() => Event::Stop,
-            _ = stopping.as_mut() => Event::Stop,
-        };
-        match event {
-            Event::Line(Ok(batch)) => {
-                format_batch(&batch, &mut out);
-                // Everything else already there goes in the same write.
-                drain(&mut rx, &mut out);
-            }
-            Event::Line(Err(broadcast::error::RecvError::Lagged(_))) => {}
-            Event::Line(Err(broadcast::error::RecvError::Closed)) => break Ended::Close,
-            Event::Read(true) => {}
-            Event::Read(false) | Event::Stop => break Ended::Close,
-        }
-    };
-    shared.monitors.count.fetch_sub(1, Ordering::Relaxed);
-    session
-        .client
-        .state
-        .monitoring
-        .store(false, Ordering::Relaxed);
-    ended
-}
-
-/// Appends the lines of every batch already in the channel to `out`.
-fn drain(rx: &mut broadcast::Receiver<Arc<Batch>>, out: &mut Vec<u8>) {
-    loop {
-        match rx.try_recv() {
-            Ok(batch) => format_batch(&batch, out),
-            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
-            Err(_) => return,
-        }
-    }
-}
-
-/// What woke the monitoring loop.
-enum Event {
-    /// A batch of lines to send, or the channel's news.
-    Line(Result<Arc<Batch>, broadcast::error::RecvError>),
-    /// The client sent something (false: it closed).
-    Read(bool),
-    /// Killed, or the server stops.
-    Stop,
-}
-
-/// What the monitoring client's own commands got.
-enum Own {
-    /// No complete command waiting.
-    Nothing,
-    /// These reply bytes, then perhaps the end of monitoring.
-    Reply(Vec<u8>, Option<Ended>),
-}
-
-/// Runs the next command the monitoring client sent, with redis's rule for
-/// a client flagged as a replica: once a command passes the checks every
-/// client gets (known, arity, authentication, ACL), it is refused if it
-/// could read or write the keyspace (flagged `readonly`, `write` or
-/// `may_replicate`: GET, SET, DBSIZE, PUBLISH...). Everything else (PING,
-/// ECHO, INFO, CLIENT, SELECT, MULTI/EXEC, RESET, QUIT) runs as usual.
-/// MONITOR again is answered with nothing (see [`Monitor`]).
-async fn answer_own(session: &mut Session, shared: &Shared, input: &mut BytesMut) -> Own {
-    let limits = crate::request::Limits {
-        max_bulk_len: shared.settings.proto_max_bulk_len.load(Ordering::Relaxed),
-        authenticated: session.authenticated,
-    };
-    let request = match crate::request::next_frame(input, limits) {
-        Ok(Some(frame)) => frame.take_args(input),
-        Ok(None) => return Own::Nothing,
-        Err(e) => {
-            let mut out = BytesMut::new();
-            Reply::error(e.to_string()).encode(&mut out, session.resp3);
-            return Own::Reply(out.to_vec(), Some(Ended::Close));
-        }
-    };
-    if request.is_empty() {
-        return Own::Reply(Vec::new(), None);
-    }
-    let found = crate::command::lookup_index(&request[0]);
-    if let Ok((index, _)) = crate::command::check(session, &request, found) {
-        let stats = &shared.stats;
-        let row = stats.row_of(index, request.get(1).map(|b| &b[..]));
-        if touches_keyspace(stats.row_name(row).as_deref()) {
-            const REFUSAL: &str = "ERR Replica can't interact with the keyspace";
-            stats.rejected(row);
-            stats.error(REFUSAL.as_bytes());
-            // Inside MULTI the refusal dooms the transaction, as any
-            // command refused before it is queued does.
-            if let Some(q) = session.multi.as_mut() {
-                q.doom();
-            }
-            let mut out = BytesMut::new();
-            Reply::error(REFUSAL).encode(&mut out, session.resp3);
-            return Own::Reply(out.to_vec(), None);
-        }
-    }
-    let is_reset = request[0].eq_ignore_ascii_case(b"reset");
-    let plan = crate::command::dispatch(session, request);
-    // Its own line, if shown, goes after its reply.
-    shared.monitors.publish(&session.client);
-    let (out, close) = crate::connection::run_alone(plan, shared, session.resp3).await;
-    let then = if close {
-        Some(Ended::Close)
-    } else {
-        is_reset.then_some(Ended::Reset)
-    };
-    Own::Reply(out, then)
-}
-
 /// Whether a command (by its full name, `container|sub` for a subcommand)
 /// may read or write the keyspace: redis refuses those from a replica or a
 /// monitor, and holds them back under CLIENT PAUSE WRITE (`write` and
 /// `may_replicate` only).
-fn touches_keyspace(fullname: Option<&str>) -> bool {
+pub(crate) fn touches_keyspace(fullname: Option<&str>) -> bool {
     fullname
         .and_then(|n| crate::meta::find_full(n.as_bytes()))
         .is_some_and(|m| {

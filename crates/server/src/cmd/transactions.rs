@@ -35,7 +35,7 @@ use respite_engine::{EngineError, Txn};
 
 use crate::args::Args;
 use crate::command::multi::{broken, expired, lock_keys, unwatch, Queue, WatchedKey};
-use crate::command::{try_dispatch, LocalCommand, Plan, ReadFn, Session};
+use crate::command::{try_dispatch, AfterFn, LocalCommand, Plan, ReadFn, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -162,16 +162,27 @@ impl LocalCommand for Exec {
         // (they may have changed since it was queued), with Redis's
         // EXEC-time refusal text.
         s.acl.in_exec = true;
+        let mut afters: Vec<(usize, AfterFn)> = Vec::new();
         let steps: Vec<Step> = queue
             .requests
             .into_iter()
-            .map(|request| match try_dispatch(s, request) {
+            .enumerate()
+            .map(|(i, request)| match try_dispatch(s, request) {
                 Ok(Plan::Reply(r) | Plan::ReplyAndClose(r)) => Step::Reply(r),
                 Ok(Plan::Read(f, _)) => Step::Read(f),
                 Ok(Plan::Cached(read)) => Step::Read(read.into_read().0),
                 Ok(Plan::Write(op)) => Step::Write(op),
                 // Inside a transaction nothing blocks: one try (Redis's rule).
                 Ok(Plan::Block(blocker)) => Step::Write(crate::blocking::once(blocker)),
+                // PUBLISH: a placeholder now (or its write), the step once
+                // the transaction has committed.
+                Ok(Plan::After(write, then)) => {
+                    afters.push((i, then));
+                    match write {
+                        Some(op) => Step::Write(op),
+                        None => Step::Reply(Reply::Nil),
+                    }
+                }
                 // SHUTDOWN, the one command that closes without a reply,
                 // is refused while queueing (`no_multi`); should another
                 // appear, it must not stop the server from inside EXEC.
@@ -192,10 +203,10 @@ impl LocalCommand for Exec {
                 })
                 .collect();
             if let Some(replies) = answered {
-                return Ok(Plan::Reply(Reply::Array(replies)));
+                return Ok(after_commit(None, Reply::Array(replies), afters));
             }
         }
-        Ok(Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
+        let op: respite_engine::WriteOp<Reply> = Box::new(move |txn: &mut Txn<'_, '_>| {
             // On the writer, after every earlier write: the check that
             // counts. The watches end here either way.
             if watching {
@@ -228,8 +239,39 @@ impl LocalCommand for Exec {
                 });
             }
             Ok(Reply::Array(replies))
-        })))
+        });
+        Ok(after_commit(Some(op), Reply::Nil, afters))
     }
+}
+
+/// EXEC's plan: its write (or its replies, when nothing touches the data),
+/// then, if it queued steps that run after the commit (PUBLISH), those
+/// steps, each putting its reply in its place. A transaction that did not
+/// run (a watch broke) runs none of them.
+fn after_commit(
+    op: Option<respite_engine::WriteOp<Reply>>,
+    replies: Reply,
+    afters: Vec<(usize, AfterFn)>,
+) -> Plan {
+    if afters.is_empty() {
+        return match op {
+            Some(op) => Plan::Write(op),
+            None => Plan::Reply(replies),
+        };
+    }
+    let then: AfterFn = Box::new(move |written| {
+        let mut reply = written.unwrap_or(replies);
+        if let Reply::Array(items) = &mut reply {
+            for (i, then) in afters {
+                if let Some(slot) = items.get_mut(i) {
+                    let placeholder = std::mem::replace(slot, Reply::Nil);
+                    *slot = then(Some(placeholder));
+                }
+            }
+        }
+        reply
+    });
+    Plan::After(op, then)
 }
 
 /// This family's rows of the command table (see [`crate::command::table`]).

@@ -24,6 +24,10 @@ pub struct Ctx<'a> {
     pub resp3: bool,
     /// Whether reads count as accesses: false in CLIENT NO-TOUCH mode.
     pub touches: bool,
+    /// Whether the client is in RESP2's subscribed mode (subscribed to a
+    /// channel or pattern, not after HELLO 3): PING answers `["pong", msg]`
+    /// there. Never for a script or a replication stream.
+    pub subscribed: bool,
     /// A command with the `write` flag has been called through this
     /// context by [`call`](super::call) (a script's "dirty" state): from
     /// then on the refusals redis makes only before a script's first write
@@ -44,12 +48,14 @@ pub type Authorize<'a> =
 
 impl<'a> Ctx<'a> {
     /// A context on `server`: database `db`, RESP3 if `resp3`, reads
-    /// counted as accesses if `touches`; nothing written yet, no ACL check.
+    /// counted as accesses if `touches`; not subscribed, nothing written yet,
+    /// no ACL check.
     pub fn new(server: &'a Shared, db: u32, resp3: bool, touches: bool) -> Ctx<'a> {
         Ctx {
             db,
             resp3,
             touches,
+            subscribed: false,
             wrote: false,
             authorize: None,
             server,

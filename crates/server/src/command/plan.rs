@@ -31,7 +31,16 @@ pub enum Plan {
     /// the keys and this connection has no write in flight, else run on the
     /// read pool like any read.
     Cached(Box<dyn CachedRead>),
+    /// A step run on the connection once this connection's earlier writes
+    /// (and the write given, if any) have committed; it gets that write's
+    /// reply. PUBLISH, so that a subscriber reading on receipt sees what
+    /// was written before it; EXEC holding a PUBLISH, whose messages go
+    /// out once the transaction has committed.
+    After(Option<WriteOp<Reply>>, AfterFn),
 }
+
+/// What [`Plan::After`] runs.
+pub type AfterFn = Box<dyn FnOnce(Option<Reply>) -> Reply + Send>;
 
 /// The most commands (or MGET keys) a read job may hold and still count as
 /// quick: a reader may hold a quick job's result back while it runs up to

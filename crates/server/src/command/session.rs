@@ -29,7 +29,9 @@ pub struct Session {
 impl Session {
     /// The context this client's commands are parsed in.
     pub fn ctx(&self) -> Ctx<'_> {
-        Ctx::new(&self.shared, self.db, self.resp3, self.touches())
+        let mut ctx = Ctx::new(&self.shared, self.db, self.resp3, self.touches());
+        ctx.subscribed = !self.resp3 && self.client.pubsub.active();
+        ctx
     }
 
     /// Whether this client's reads count as accesses: not in CLIENT

@@ -4,8 +4,8 @@
 use super::Spec;
 use crate::cmd::{
     acl, bitmaps, client, config, connection, hashes, info, introspection, keys, lists, memory,
-    monitor, replication, scripting, server, sets, slowlog, sort, streams, strings, transactions,
-    zsets,
+    monitor, pubsub, replication, scripting, server, sets, slowlog, sort, streams, strings,
+    transactions, zsets,
 };
 
 /// The command table: every family's rows, sorted by name once at
@@ -33,6 +33,7 @@ impl Table {
             lists::commands(),
             memory::commands(),
             monitor::commands(),
+            pubsub::commands(),
             replication::commands(),
             scripting::commands(),
             server::commands(),
