@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::report::ms;
-
 /// The live progress line, printed once per measured second.
 #[derive(Debug, Clone)]
 pub struct Live {
@@ -60,8 +58,8 @@ impl Live {
         let line = format!(
             "{label} {second:>4}s {:>10.0} ops/s  p50 {:>8.3} ms  p99 {:>8.3} ms  errors {errors}{bar}",
             h.len() as f64,
-            ms(h.value_at_quantile(0.5)),
-            ms(h.value_at_quantile(0.99)),
+            h.value_at_quantile(0.5) as f64 / 1000.0,
+            h.value_at_quantile(0.99) as f64 / 1000.0,
         );
         let mut out = io::stdout().lock();
         // A broken stdout must not stop the measurement.
