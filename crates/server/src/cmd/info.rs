@@ -519,13 +519,37 @@ fn stats(sh: &Shared, out: &mut String) {
 
 fn replication(sh: &Shared, out: &mut String) {
     out.push_str("# Replication\r\n");
+    let mut offset = 0;
+    if sh.engine.is_replica() {
+        // A file replica (respite_engine::replica): Redis's replica fields,
+        // with the follower's position as the offset; no master to name.
+        let position = respite_engine::replica::Position::read(sh.engine.db_path());
+        offset = position.as_ref().map_or(0, |p| p.offset());
+        fields!(out,
+            "role" => "slave",
+            "master_host" => "",
+            "master_port" => 0,
+            "master_link_status" => if position.is_some() { "up" } else { "down" },
+            "master_last_io_seconds_ago" => position.as_ref().map_or(-1, |p| p.age_secs() as i64),
+            "master_sync_in_progress" => 0,
+            "slave_read_repl_offset" => offset,
+            "slave_repl_offset" => offset,
+            "slave_priority" => 100,
+            "slave_read_only" => 1,
+            "replica_announced" => 1,
+            "replica_of_file" => sh.engine.db_path().display(),
+            "replica_txid" => position.as_ref().map_or("", |p| p.txid.as_str()),
+            "replica_last_applied_seconds_ago" => position.as_ref().map_or(-1, |p| p.age_secs() as i64),
+        );
+    } else {
+        fields!(out, "role" => "master");
+    }
     fields!(out,
-        "role" => "master",
         "connected_slaves" => 0,
         "master_failover_state" => "no-failover",
         "master_replid" => sh.stats.replid(),
         "master_replid2" => "0000000000000000000000000000000000000000",
-        "master_repl_offset" => 0,
+        "master_repl_offset" => offset,
         "second_repl_offset" => -1,
         "repl_backlog_active" => 0,
         "repl_backlog_size" => 1048576,

@@ -134,14 +134,31 @@ impl LocalCommand for WaitAof {
     }
 }
 
-/// `ROLE`: a master with no replicas.
+/// `ROLE`: a master with no replicas, or, serving a file replica
+/// (`respite_engine::replica`), a replica with the follower's position as
+/// its offset.
 pub struct Role;
 
 impl LocalCommand for Role {
     fn parse(_args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
         Ok(Role)
     }
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        let engine = &s.shared.engine;
+        if engine.is_replica() {
+            let position = respite_engine::replica::Position::read(engine.db_path());
+            return Ok(Plan::Reply(Reply::Array(vec![
+                Reply::bulk("slave"),
+                Reply::bulk(""),
+                Reply::Int(0),
+                Reply::bulk(if position.is_some() {
+                    "connected"
+                } else {
+                    "connect"
+                }),
+                Reply::Int(position.map_or(0, |p| p.offset() as i64)),
+            ])));
+        }
         Ok(Plan::Reply(Reply::Array(vec![
             Reply::bulk("master"),
             Reply::Int(0),

@@ -128,6 +128,12 @@ enum Step {
     Write(respite_engine::WriteOp<Reply>),
 }
 
+/// A step of a transaction on a read replica: nothing but reads.
+enum ReadStep {
+    Reply(Reply),
+    Read(ReadFn),
+}
+
 /// `EXEC`
 pub struct Exec;
 
@@ -205,6 +211,43 @@ impl LocalCommand for Exec {
             if let Some(replies) = answered {
                 return Ok(after_commit(None, Reply::Array(replies), afters));
             }
+        }
+        // A read replica has no writer (its writes were refused while
+        // queueing): a transaction of reads runs on the read pool, in one
+        // read transaction, so its replies agree with each other.
+        if s.shared.engine.is_replica() && afters.is_empty() {
+            let reads: Option<Vec<ReadStep>> = steps
+                .into_iter()
+                .map(|st| match st {
+                    Step::Reply(r) => Some(ReadStep::Reply(r)),
+                    Step::Read(f) => Some(ReadStep::Read(f)),
+                    Step::Write(_) => None,
+                })
+                .collect();
+            let Some(reads) = reads else {
+                return Err(CommandError::Engine(EngineError::ReadOnlyReplica));
+            };
+            if watching {
+                unwatch(&watches, &list);
+            }
+            let needs = crate::command::ReadNeeds {
+                snapshot: true,
+                quick: false,
+            };
+            return Ok(Plan::Read(
+                Box::new(move |view| {
+                    Reply::Array(
+                        reads
+                            .into_iter()
+                            .map(|st| match st {
+                                ReadStep::Reply(r) => r,
+                                ReadStep::Read(f) => f(view),
+                            })
+                            .collect(),
+                    )
+                }),
+                needs,
+            ));
         }
         let op: respite_engine::WriteOp<Reply> = Box::new(move |txn: &mut Txn<'_, '_>| {
             // On the writer, after every earlier write: the check that

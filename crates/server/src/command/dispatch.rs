@@ -160,6 +160,13 @@ pub(crate) fn check(
     {
         return Err(CommandError::NoReplicas);
     }
+    // A read replica takes no writes (Redis's `READONLY`, checked after
+    // min-replicas as in Redis; see `respite_engine::replica`).
+    if spec.has_flag("write") && session.shared.engine.is_replica() {
+        return Err(CommandError::Engine(
+            respite_engine::EngineError::ReadOnlyReplica,
+        ));
+    }
     Ok((index, spec))
 }
 
