@@ -363,7 +363,7 @@ pub(crate) fn log_in(
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<AclCmd>("acl", -2, &[], [0, 0, 0], "server", "A container for Access List Control commands.")
+        Spec::local::<AclCmd>("acl")
             .with_subcommands("ACL", &[
                 ("cat", -2), ("deluser", -3), ("dryrun", -4), ("genpass", -2), ("getuser", 3),
                 ("help", 2), ("list", 2), ("load", 2), ("log", -2), ("save", 2),

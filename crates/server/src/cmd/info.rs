@@ -633,6 +633,6 @@ fn keyspace(view: Option<&View<'_, '_>>, out: &mut String) {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Info>("info", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns information and statistics about the server."),
+        Spec::local::<Info>("info"),
     ]
 }

@@ -313,7 +313,7 @@ fn stats(sh: &crate::state::Shared, view: &View<'_, '_>) -> Reply {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Memory>("memory", -2, &[], [0, 0, 0], "server", "A container for memory diagnostics commands.")
+        Spec::local::<Memory>("memory")
             .with_subcommands("MEMORY", &[("doctor", 2), ("help", 2), ("malloc-stats", 2), ("purge", 2), ("stats", 2), ("usage", -3)]),
     ]
 }

@@ -330,6 +330,6 @@ pub fn shown(fullname: &str) -> bool {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Monitor>("monitor", 1, &["admin", "noscript", "loading", "stale"], [0, 0, 0], "server", "Listens for all requests received by the server in real-time."),
+        Spec::local::<Monitor>("monitor"),
     ]
 }
