@@ -331,7 +331,7 @@ pub(crate) fn auth_failed(s: &Session, command: &[u8], user: &[u8]) {
         context,
         String::from_utf8_lossy(command).into_owned(),
         String::from_utf8_lossy(user).into_owned(),
-        &s.client,
+        crate::command::session::client_line(&s.client, None, None),
     );
 }
 

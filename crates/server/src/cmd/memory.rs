@@ -242,7 +242,7 @@ fn sample(
 
 /// MEMORY STATS: redis's fields, in its order.
 fn stats(sh: &crate::state::Shared, view: &View<'_, '_>) -> Reply {
-    let rss = super::info::resident_bytes();
+    let rss = crate::process::resident_bytes();
     let cache = sh.engine.cache().stats();
     let dataset = sh.engine.db_size() + cache.bytes;
     let dbs = match view.keyspace() {

@@ -260,8 +260,8 @@ pub enum Debug {
 
 impl LocalCommand for Debug {
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        use crate::clients::Peer;
         use crate::config::DebugCommand;
-        use crate::state::Peer;
         let allowed = match s.shared.config.enable_debug_command {
             DebugCommand::Yes => true,
             DebugCommand::No => false,

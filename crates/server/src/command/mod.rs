@@ -42,6 +42,7 @@ pub mod dispatch;
 pub mod multi;
 pub mod plan;
 pub mod session;
+mod silence;
 pub mod spec;
 pub mod table;
 pub mod traits;
