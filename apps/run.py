@@ -60,10 +60,12 @@ SCENARIOS = {
     # Starts, kills and restarts its own server (OWN_SERVER).
     "durability-sidekiq": ([PY, "py/durability.py", "sidekiq", "1000"], 240),
     "durability-rq": ([PY, "py/durability.py", "rq", "1000"], 240),
+    "durability-celery": ([PY, "py/durability.py", "celery", "1000"], 240),
+    "durability-bullmq": ([PY, "py/durability.py", "bullmq", "1000"], 240),
 }
 
 # Scenarios that start their own server (of the kind in APPS_SERVER).
-OWN_SERVER = {"durability-sidekiq", "durability-rq"}
+OWN_SERVER = {"durability-sidekiq", "durability-rq", "durability-celery", "durability-bullmq"}
 
 # Scenarios expected to fail on respite until capabilities land: name ->
 # the capabilities it needs that respite lacks, each with the error text
