@@ -49,6 +49,12 @@ SCENARIOS = {
     "redispy-transactions": ([PY, "py/redispy_transactions.py"], 60),
     "redispy-lock": ([PY, "py/redispy_lock.py"], 60),
     "redispy-pubsub": ([PY, "py/redispy_pubsub.py"], 60),
+    "redispy-pubsub-resp3": ([PY, "py/redispy_pubsub.py", "3"], 60),
+    "write-then-publish": ([PY, "py/write_then_publish.py"], 120),
+    "write-then-publish-resp3": ([PY, "py/write_then_publish.py", "3"], 120),
+    "node-redis-pubsub": (["node", "bullmq/node_redis_pubsub.mjs", "2"], 60),
+    "node-redis-pubsub-resp3": (["node", "bullmq/node_redis_pubsub.mjs", "3"], 60),
+    "ioredis-pubsub": (["node", "bullmq/ioredis_pubsub.mjs"], 60),
     "limits-fixed-window": ([PY, "py/limits_scenario.py", "fixed"], 60),
     "limits-moving-window": ([PY, "py/limits_scenario.py", "moving"], 60),
     "limits-sliding-window-counter": ([PY, "py/limits_scenario.py", "sliding"], 60),
@@ -72,11 +78,17 @@ OWN_SERVER = {"durability-sidekiq", "durability-rq", "durability-celery", "durab
 # that shows a failure is that capability's. A scenario stops at the first
 # it meets; the others are those its code is known to use further on.
 PENDING = {
+    # Every client is `normal` to CLIENT LIST TYPE and CLIENT KILL TYPE
+    # (crates/server/src/cmd/client.rs, client_type): TYPE pubsub finds no
+    # subscriber, TYPE normal finds them all. The scenario checks this
+    # last, after everything else it does has passed.
+    "ioredis-pubsub": [("CLIENT LIST/KILL TYPE pubsub", r"CLIENT LIST TYPE pubsub lists the subscriber: got \[\]")],
 }
 
 # What each kind of program needs, checked before anything runs.
 TOOLS = {
-    "node": lambda: shutil.which("node") and os.path.isdir(os.path.join(NODE_DIR, "node_modules", "bullmq")),
+    "node": lambda: shutil.which("node") and all(
+        os.path.isdir(os.path.join(NODE_DIR, "node_modules", m)) for m in ("bullmq", "ioredis", "redis")),
     "ruby": lambda: shutil.which("ruby") and shutil.which("sidekiq"),
 }
 

@@ -129,6 +129,11 @@ class Supervised:
         # Restarted half a second after it exited, at the earliest.
         if self.proc.poll() is not None and self.exited is None:
             self.exited = time.monotonic()
+            self.log.flush()
+            with open(self.log.name, errors="replace") as f:
+                tail = [line.rstrip()[:200] for line in f.readlines()[-6:]]
+            print(f"{self.name} exited with {self.proc.returncode}; restarting it. Its log ended:\n  "
+                  + "\n  ".join(tail), flush=True)
         if self.exited is not None and time.monotonic() - self.exited > 0.5:
             self.exited = None
             self.restarts += 1
