@@ -48,6 +48,7 @@ STREAMS = ("streams (XADD/XRANGE/XREADGROUP...)", r"unknown command 'x[a-z]+'")
 SCENARIOS = {
     "redispy-transactions": ([PY, "py/redispy_transactions.py"], 60),
     "redispy-lock": ([PY, "py/redispy_lock.py"], 60),
+    "redispy-lock-resp3": ([PY, "py/redispy_lock.py", "3"], 60),
     "redispy-pubsub": ([PY, "py/redispy_pubsub.py"], 60),
     "redispy-pubsub-resp3": ([PY, "py/redispy_pubsub.py", "3"], 60),
     "write-then-publish": ([PY, "py/write_then_publish.py"], 120),
@@ -68,10 +69,13 @@ SCENARIOS = {
     "durability-rq": ([PY, "py/durability.py", "rq", "1000"], 240),
     "durability-celery": ([PY, "py/durability.py", "celery", "1000"], 240),
     "durability-bullmq": ([PY, "py/durability.py", "bullmq", "1000"], 240),
+    "reconnect": ([PY, "py/reconnect.py", "2"], 90),
+    "reconnect-resp3": ([PY, "py/reconnect.py", "3"], 90),
 }
 
 # Scenarios that start their own server (of the kind in APPS_SERVER).
-OWN_SERVER = {"durability-sidekiq", "durability-rq", "durability-celery", "durability-bullmq"}
+OWN_SERVER = {"durability-sidekiq", "durability-rq", "durability-celery", "durability-bullmq",
+              "reconnect", "reconnect-resp3"}
 
 # Scenarios expected to fail on respite until capabilities land: name ->
 # the capabilities it needs that respite lacks, each with the error text
