@@ -54,9 +54,12 @@ GUARANTEES = {
     # flight per worker). A task recorded there but not acknowledged (it
     # was running, or done with its acknowledgement lost at the crash) is
     # put back in the queue once the visibility timeout passes and runs
-    # again: at least once, so some tasks run twice, at most the ones
-    # reserved or running at the kill (4 processes, prefetch 1: 8).
-    "celery": {"concurrency": 4, "may_lose": 1, "may_park": 0, "may_repeat": 8},
+    # again: at least once, so some tasks run twice, at most the ones the
+    # worker held at the kill (prefetch 1 per process, counting the one
+    # running: 4). A worker that quits on the lost connection (Celery
+    # 5.7's sometimes does, on either server) is restarted; the tasks it
+    # held come back the same way.
+    "celery": {"concurrency": 4, "may_lose": 1, "may_park": 0, "may_repeat": 4},
     # One worker, concurrency 4 (bullmq/durability.mjs). Jobs are added and
     # taken by Lua scripts (each one command, atomic); a job taken holds a
     # lock (5 s) and sits in the active list until its completion is
