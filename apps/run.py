@@ -71,11 +71,15 @@ SCENARIOS = {
     "durability-bullmq": ([PY, "py/durability.py", "bullmq", "1000"], 240),
     "reconnect": ([PY, "py/reconnect.py", "2"], 90),
     "reconnect-resp3": ([PY, "py/reconnect.py", "3"], 90),
+    "reconnect-node-redis": ([PY, "py/reconnect.py", "node-redis", "2"], 90),
+    "reconnect-node-redis-resp3": ([PY, "py/reconnect.py", "node-redis", "3"], 90),
+    "reconnect-ioredis": ([PY, "py/reconnect.py", "ioredis"], 90),
 }
 
 # Scenarios that start their own server (of the kind in APPS_SERVER).
 OWN_SERVER = {"durability-sidekiq", "durability-rq", "durability-celery", "durability-bullmq",
-              "reconnect", "reconnect-resp3"}
+              "reconnect", "reconnect-resp3", "reconnect-node-redis", "reconnect-node-redis-resp3",
+              "reconnect-ioredis"}
 
 # Scenarios expected to fail on respite until capabilities land: name ->
 # the capabilities it needs that respite lacks, each with the error text

@@ -1,6 +1,9 @@
-"""A server restarted under a connected client pool (redis-py).
+"""A server restarted under a connected client pool.
 
-    reconnect.py [2|3]     the protocol (RESP2 by default)
+    reconnect.py [2|3]                  redis-py, over RESP2 (default) or RESP3
+    reconnect.py node-redis|ioredis [2|3]   the same with a Node client
+                                        (bullmq/reconnect.mjs; RESP3 for
+                                        node-redis only)
 
 Starts its own server (APPS_SERVER), then 8 threads share one redis-py
 connection pool, each INCRing a counter of its own in a loop and
@@ -19,6 +22,7 @@ and receives the messages published after the restart.
 """
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -28,11 +32,40 @@ import redis
 import servers
 from check import check, equal, wait_until
 
-PROTOCOL = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+NODE = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in ("node-redis", "ioredis") else None
+args = sys.argv[2:] if NODE else sys.argv[1:]
+PROTOCOL = int(args[0]) if args else 2
 THREADS = 8
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 server = servers.Server(os.environ["APPS_SERVER"]).start()
+
+
+def node_client():
+    """The Node client's run: it works until it prints "ready", then the
+    server is killed and restarted under it, and it checks the rest."""
+    proc = subprocess.Popen(["node", os.path.join(HERE, "bullmq", "reconnect.mjs"), NODE, str(PROTOCOL)],
+                            env=dict(os.environ, REDIS_URL=server.url), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in proc.stdout:
+        print(line.rstrip(), flush=True)
+        if line.strip() == "ready":
+            break
+    else:
+        sys.exit(f"the {NODE} client ended before it was ready (exit {proc.wait()})")
+    server.kill()
+    time.sleep(1.0)
+    server.restart()
+    proc.stdin.write("restarted\n")
+    proc.stdin.flush()
+    for line in proc.stdout:
+        print(line.rstrip(), flush=True)
+    sys.exit(proc.wait())
+
+
 try:
+    if NODE:
+        node_client()
     pool = redis.ConnectionPool.from_url(server.url, decode_responses=True, protocol=PROTOCOL,
                                          max_connections=THREADS + 2, socket_timeout=5)
     stop = threading.Event()
