@@ -43,6 +43,7 @@ NODE_DIR = os.path.join(HERE, "bullmq")
 
 LUA = ("Lua scripting (EVAL/EVALSHA/SCRIPT)", r"unknown command '(evalsha|eval|script|fcall)'")
 STREAMS = ("streams (XADD/XRANGE/XREADGROUP...)", r"unknown command 'x[a-z]+'")
+TRACKING = ("client-side caching (CLIENT TRACKING)", r"unknown subcommand 'tracking'")
 
 # name -> (program, timeout in seconds)
 SCENARIOS = {
@@ -56,6 +57,7 @@ SCENARIOS = {
     "node-redis-pubsub": (["node", "bullmq/node_redis_pubsub.mjs", "2"], 60),
     "node-redis-pubsub-resp3": (["node", "bullmq/node_redis_pubsub.mjs", "3"], 60),
     "ioredis-pubsub": (["node", "bullmq/ioredis_pubsub.mjs"], 60),
+    "node-redis-client-cache": (["node", "bullmq/node_redis_client_cache.mjs"], 60),
     "limits-fixed-window": ([PY, "py/limits_scenario.py", "fixed"], 60),
     "limits-moving-window": ([PY, "py/limits_scenario.py", "moving"], 60),
     "limits-sliding-window-counter": ([PY, "py/limits_scenario.py", "sliding"], 60),
@@ -91,6 +93,7 @@ PENDING = {
     # subscriber, TYPE normal finds them all. The scenario checks this
     # last, after everything else it does has passed.
     "ioredis-pubsub": [("CLIENT LIST/KILL TYPE pubsub", r"CLIENT LIST TYPE pubsub lists the subscriber: got \[\]")],
+    "node-redis-client-cache": [TRACKING],
 }
 
 # What each kind of program needs, checked before anything runs.
