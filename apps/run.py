@@ -88,11 +88,6 @@ OWN_SERVER = {"durability-sidekiq", "durability-rq", "durability-celery", "durab
 # that shows a failure is that capability's. A scenario stops at the first
 # it meets; the others are those its code is known to use further on.
 PENDING = {
-    # Every client is `normal` to CLIENT LIST TYPE and CLIENT KILL TYPE
-    # (crates/server/src/cmd/client.rs, client_type): TYPE pubsub finds no
-    # subscriber, TYPE normal finds them all. The scenario checks this
-    # last, after everything else it does has passed.
-    "ioredis-pubsub": [("CLIENT LIST/KILL TYPE pubsub", r"CLIENT LIST TYPE pubsub lists the subscriber: got \[\]")],
     "node-redis-client-cache": [TRACKING],
 }
 

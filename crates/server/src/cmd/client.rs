@@ -33,14 +33,42 @@ use crate::sync::lock;
 
 /// Client types as CLIENT LIST and KILL take them; every respite client
 /// is `normal`.
-fn client_type(t: &[u8]) -> Result<bool, CommandError> {
+fn client_type(t: &[u8]) -> Result<ClientType, CommandError> {
     match upper(t).as_str() {
-        "NORMAL" => Ok(true),
-        "MASTER" | "REPLICA" | "SLAVE" | "PUBSUB" => Ok(false),
+        "NORMAL" => Ok(ClientType::Normal),
+        "PUBSUB" => Ok(ClientType::PubSub),
+        "MASTER" | "REPLICA" | "SLAVE" => Ok(ClientType::None),
         _ => Err(CommandError::Other(format!(
             "Unknown client type '{}'",
             String::from_utf8_lossy(t)
         ))),
+    }
+}
+
+/// The client type CLIENT LIST and CLIENT KILL select by (`TYPE`), as
+/// redis's `getClientType`: a client subscribed to anything is `pubsub`,
+/// every other one here (MONITOR included) `normal`; respite has no
+/// master or replica connections.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ClientType {
+    /// No `TYPE`: every client.
+    Any,
+    /// `normal`.
+    Normal,
+    /// `pubsub`.
+    PubSub,
+    /// A type no client here has (`master`, `replica`, `slave`).
+    None,
+}
+
+impl ClientType {
+    fn matches(self, c: &ClientHandle) -> bool {
+        match self {
+            ClientType::Any => true,
+            ClientType::Normal => !c.pubsub.active(),
+            ClientType::PubSub => c.pubsub.active(),
+            ClientType::None => false,
+        }
     }
 }
 
@@ -50,8 +78,8 @@ pub struct KillFilter {
     addr: Option<String>,
     laddr: Option<String>,
     skipme: bool,
-    /// `TYPE`: false when it names a type no client here has.
-    type_matches: bool,
+    /// `TYPE`.
+    kind: ClientType,
     /// `USER`: only that user's clients.
     user: Option<String>,
     max_age: Option<u64>,
@@ -73,7 +101,7 @@ pub enum Client {
     /// CLIENT LIST, optionally only these ids; `false` when a TYPE was
     /// given that no client here has; the bytes of this command's
     /// arguments (the caller's `argv-mem`).
-    List(Option<Vec<u64>>, bool, u64),
+    List(Option<Vec<u64>>, ClientType, u64),
     /// CLIENT INFO, with the bytes of its arguments.
     Info(u64),
     /// CLIENT KILL with its filters.
@@ -143,11 +171,11 @@ impl LocalCommand for Client {
             }
             "LIST" => {
                 let mut ids = None;
-                let mut type_matches = true;
+                let mut kind = ClientType::Any;
                 while args.remaining() > 0 {
                     match args.next_upper()?.as_str() {
                         "TYPE" if args.remaining() >= 1 => {
-                            type_matches = client_type(&args.next()?)?;
+                            kind = client_type(&args.next()?)?;
                         }
                         "ID" if args.remaining() >= 1 => {
                             let mut v = Vec::new();
@@ -164,7 +192,7 @@ impl LocalCommand for Client {
                         _ => return Err(CommandError::Syntax),
                     }
                 }
-                Client::List(ids, type_matches, own_argv)
+                Client::List(ids, kind, own_argv)
             }
             "KILL" => Client::Kill(parse_kill(args, &s.shared)?),
             "UNBLOCK" => {
@@ -235,13 +263,12 @@ impl LocalCommand for Client {
                 "{}\n",
                 crate::command::session::client_line(&s.client, Some(&s.shared), Some(own))
             )),
-            Client::List(_, false, _) => Reply::Verbatim(String::new()),
-            Client::List(ids, true, own) => {
+            Client::List(ids, kind, own) => {
                 let mut handles: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
                 handles.sort_by_key(|c| c.id);
                 let mut out = String::new();
                 for c in handles {
-                    if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+                    if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) || !kind.matches(&c) {
                         continue;
                     }
                     let own = (c.id == s.client.id).then_some(own);
@@ -352,7 +379,7 @@ fn parse_kill(args: &mut Args, shared: &Shared) -> Result<KillFilter, CommandErr
         addr: None,
         laddr: None,
         skipme: true,
-        type_matches: true,
+        kind: ClientType::Any,
         user: None,
         max_age: None,
         old_form: false,
@@ -388,7 +415,7 @@ fn parse_kill(args: &mut Args, shared: &Shared) -> Result<KillFilter, CommandErr
                 "no" => f.skipme = false,
                 _ => return Err(CommandError::Syntax),
             },
-            "TYPE" => f.type_matches = client_type(&val)?,
+            "TYPE" => f.kind = client_type(&val)?,
             "USER" => {
                 if shared.acl.user(&text).is_none() {
                     return Err(CommandError::Other(format!("No such user '{text}'")));
@@ -420,7 +447,7 @@ fn kill(s: &Session, f: &KillFilter) -> Result<Reply, CommandError> {
         if f.skipme && c.id == s.client.id {
             continue;
         }
-        if !f.type_matches
+        if !f.kind.matches(&c)
             || f.user.as_ref().is_some_and(|u| *u != *lock(&c.user))
             || f.max_age
                 .is_some_and(|age| c.created.elapsed().as_secs() < age)
