@@ -248,6 +248,32 @@ impl Spec {
             .filter(move |f| local || !matches!(*f, "readonly" | "write"))
     }
 
+    /// The description a request of this row runs as: its subcommand's,
+    /// when the row is a container and `sub` names one of the subcommands
+    /// it has; else the row's own.
+    pub fn described(&self, sub: Option<&[u8]>) -> &'static Meta {
+        if let (Some((_, subs)), Some(sub)) = (self.subcommands, sub) {
+            if let Some((name, _)) = subs
+                .iter()
+                .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
+            {
+                return meta::find(self.name.as_bytes(), Some(name.as_bytes()))
+                    .unwrap_or(self.meta);
+            }
+        }
+        self.meta
+    }
+
+    /// The request as the ACL check sees it (see [`crate::acl::Request`]).
+    pub fn acl_request<'a>(&self, args: &'a [bytes::Bytes]) -> crate::acl::Request<'a> {
+        crate::acl::Request {
+            command: self.meta,
+            keys: [self.first_key, self.last_key, self.step],
+            writes: self.access == Access::Write,
+            args,
+        }
+    }
+
     /// Whether the command has the flag.
     pub fn has_flag(&self, flag: &str) -> bool {
         self.flags().any(|f| f == flag)
