@@ -3,8 +3,6 @@
 //! without a connection; its arity, flags and keys come from redis's
 //! description of it ([`crate::meta`]) when the table is built.
 
-use std::sync::atomic::Ordering;
-
 use super::call::{run_blocking, run_context, run_read, run_unsupported, run_write, CallFn};
 use super::plan::{read_job, write_op};
 use super::traits::{
@@ -41,10 +39,7 @@ fn plan_context<C: ContextCommand>(s: &mut Session, args: Args) -> Result<Plan, 
     let cmd = parse_all(args, &ctx, C::parse)?;
     let reply = cmd.apply(&mut ctx)?;
     let db = ctx.db;
-    if db != s.db {
-        s.db = db;
-        s.client.db.store(db, Ordering::Relaxed);
-    }
+    s.select(db);
     Ok(Plan::Reply(reply))
 }
 
