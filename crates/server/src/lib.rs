@@ -68,7 +68,7 @@ pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     }
     service::ready(&shared);
     tokio::spawn(service::monitor(shared.clone()));
-    tokio::spawn(stats::sampler(shared.clone()));
+    tokio::spawn(state::clock(shared.clone()));
     let serving = listeners.run(shared.clone());
     tokio::pin!(serving);
     // The listeners also end on their own once shutdown begins, so either

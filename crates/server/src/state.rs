@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use respite_engine::{AppendFsync, Engine};
 use tokio::sync::Semaphore;
@@ -37,51 +37,6 @@ pub struct Settings {
     pub output_limit: crate::output::NormalLimit,
 }
 
-/// Counters INFO stats reports.
-#[derive(Default)]
-pub struct Counters {
-    /// Connections accepted.
-    pub connections_received: AtomicU64,
-    /// Connections refused for `maxclients`.
-    pub rejected_connections: AtomicU64,
-    /// Commands processed.
-    pub commands_processed: AtomicU64,
-    /// Protocol errors (connections closed for malformed input).
-    pub protocol_errors: AtomicU64,
-    /// Error replies sent.
-    pub error_replies: AtomicU64,
-    /// Bytes read from clients.
-    pub net_input_bytes: AtomicU64,
-    /// Bytes written to clients.
-    pub net_output_bytes: AtomicU64,
-    /// Reads from client sockets that returned data.
-    pub reads_processed: AtomicU64,
-    /// Writes to client sockets.
-    pub writes_processed: AtomicU64,
-    /// Clients closed for going over `client-output-buffer-limit`.
-    pub output_limit_closes: AtomicU64,
-}
-
-impl Counters {
-    /// CONFIG RESETSTAT.
-    pub fn reset(&self) {
-        for c in [
-            &self.connections_received,
-            &self.rejected_connections,
-            &self.commands_processed,
-            &self.protocol_errors,
-            &self.error_replies,
-            &self.net_input_bytes,
-            &self.net_output_bytes,
-            &self.reads_processed,
-            &self.writes_processed,
-            &self.output_limit_closes,
-        ] {
-            c.store(0, Ordering::Relaxed);
-        }
-    }
-}
-
 /// Swaps the process's log filter (tracing's `EnvFilter` syntax).
 pub type LogFilter = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
@@ -100,7 +55,7 @@ pub struct Shared {
     /// Write operations allowed in flight (backpressure).
     pub write_permits: Arc<Semaphore>,
     /// INFO counters.
-    pub counters: Counters,
+    pub counters: crate::stats::Counters,
     /// Per-command statistics, the slow log and latency events.
     pub stats: crate::stats::CommandStats,
     /// CONFIG's stored parameters.
@@ -161,7 +116,7 @@ impl Shared {
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),
             write_permits: Arc::new(Semaphore::new(config.write_queue_depth)),
-            counters: Counters::default(),
+            counters: Default::default(),
             stats: crate::stats::CommandStats::new(),
             params: Default::default(),
             log_filter: std::sync::OnceLock::new(),
@@ -215,5 +170,39 @@ impl Shared {
     pub async fn wait_for_shutdown(&self) {
         let mut rx = self.shutdown.subscribe();
         let _ = rx.wait_for(|down| *down).await;
+    }
+}
+
+/// The server's clock work: samples the counters for INFO's rates every
+/// 100 ms, and closes clients idle longer than `timeout` (once a second,
+/// as redis's `clientsCron` does; clients blocked in BLPOP and friends are
+/// waiting, not idle, and are left alone).
+pub async fn clock(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut n: u64 = 0;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shared.wait_for_shutdown() => return,
+        }
+        shared.stats.sample(&shared.counters);
+        n += 1;
+        if n.is_multiple_of(10) {
+            crate::process::sample_memory();
+        }
+        let timeout = shared.idle_timeout_secs.load(Ordering::Relaxed);
+        if timeout > 0 && n.is_multiple_of(10) {
+            let idle: Vec<_> = lock(&shared.clients)
+                .values()
+                .filter(|c| lock(&c.blocked).is_none() && c.idle_secs() > timeout)
+                .cloned()
+                .collect();
+            for c in idle {
+                tracing::debug!(client = c.id, "closing idle client (timeout)");
+                c.killed.store(true, Ordering::SeqCst);
+                c.kill_notify.notify_one();
+            }
+        }
     }
 }

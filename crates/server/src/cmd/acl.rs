@@ -302,7 +302,7 @@ fn dry_run(s: &Session, name: &[u8], request: &[Bytes]) -> Result<Reply, Command
     if (arity > 0 && argc != arity) || argc < -arity {
         return Err(CommandError::WrongArity(fullname.to_string()));
     }
-    Ok(match Acl::check_user(&user, row, request) {
+    Ok(match Acl::check_user(&user, spec.acl_request(request)) {
         Ok(()) => Reply::Ok,
         Err(acl::Denied::Command(id)) => Reply::bulk(format!(
             "This user has no permissions to run the '{}' command",

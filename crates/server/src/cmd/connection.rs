@@ -4,8 +4,6 @@
 //! These change or describe the connection itself, so they run right on the
 //! connection's task and never touch the engine.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
 use crate::args::{upper, Args};
@@ -160,8 +158,7 @@ impl LocalCommand for Hello {
             set_name(s, name)?;
         }
         if let Some(v) = self.proto {
-            s.resp3 = v == 3;
-            s.client.resp.store(v as u32, Ordering::Relaxed);
+            s.set_resp3(v == 3);
         }
         let fields = vec![
             (Reply::bulk("server"), Reply::bulk("respite")),
@@ -224,10 +221,8 @@ impl LocalCommand for Reset {
         Ok(Reset)
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        s.db = 0;
-        s.client.db.store(0, Ordering::Relaxed);
-        s.resp3 = false;
-        s.client.resp.store(2, Ordering::Relaxed);
+        s.select(0);
+        s.set_resp3(false);
         *lock(&s.client.name) = None;
         // Back to the default user, logged in only if it needs no password.
         s.acl = crate::acl::SessionAcl::default_user(&s.shared);

@@ -83,7 +83,8 @@ pub(crate) fn try_dispatch(
                 (found, matches!(e, CommandError::UnknownSubcommand { .. }))
             {
                 let stats = &session.shared.stats;
-                stats.rejected(stats.row_of(index, request.get(1).map(|b| &b[..])));
+                stats
+                    .rejected(stats.row_of(TABLE[index].described(request.get(1).map(|b| &b[..]))));
             }
         })
         .map_err(|e| match found {
@@ -91,14 +92,14 @@ pub(crate) fn try_dispatch(
             _ => e,
         })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
-    let mut tracking = crate::stats::Tracking::new(session, index, &request);
+    let mut tracking = super::track::Tracking::new(session, spec, &request);
     let started = std::time::Instant::now();
     let mut args = request.into_iter();
     args.next();
     let plan = (spec.plan)(session, Args::new(args)).unwrap_or_else(|e| Plan::Reply(e.into()));
     // MONITOR shows the database as it is after the command (SELECT's).
     tracking.set_db(session.db);
-    Ok(crate::stats::track(plan, started, tracking))
+    Ok(super::track::track(plan, started, tracking))
 }
 
 /// What can be refused without running the command: an unknown name, no
@@ -139,7 +140,7 @@ pub(crate) fn check(
     }
     // Last, so a refusal is counted and logged only for a command that
     // could have run (as in Redis).
-    crate::acl::authorize(session, index, request)?;
+    super::authorize::authorize(session, index, request)?;
     // Over `maxdisk` or on a full disk, what may add data is refused (Redis
     // refuses its `denyoom` commands over maxmemory, after the ACL check);
     // deletions and reads go on (see `respite_engine::disk`).

@@ -36,6 +36,7 @@
 //! and where it runs) is never written down twice; its arity, its other
 //! flags and its keys come from redis's description ([`crate::meta`]).
 
+mod authorize;
 pub mod call;
 mod ctx;
 pub mod dispatch;
@@ -45,6 +46,7 @@ pub mod session;
 mod silence;
 pub mod spec;
 pub mod table;
+pub mod track;
 pub mod traits;
 
 pub use call::{call, call_read, is_fatal};

@@ -46,6 +46,28 @@ impl Session {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Selects database `db`. The session's copy is the one commands
+    /// read; the registry entry's is what CLIENT LIST shows: both are
+    /// written here and nowhere else.
+    pub fn select(&mut self, db: u32) {
+        if db != self.db {
+            self.db = db;
+            self.client
+                .db
+                .store(db, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Switches to RESP3 (`true`) or RESP2: the session's copy and the
+    /// registry entry's, written here and nowhere else.
+    pub fn set_resp3(&mut self, resp3: bool) {
+        self.resp3 = resp3;
+        self.client.resp.store(
+            if resp3 { 3 } else { 2 },
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
     /// A new connection's session: database 0, RESP2, no transaction, the
     /// `default` user; authenticated unless that user needs a password.
     pub fn new(shared: Arc<Shared>, client: Arc<ClientHandle>) -> Session {

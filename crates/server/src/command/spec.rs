@@ -3,8 +3,6 @@
 //! without a connection; its arity, flags and keys come from redis's
 //! description of it ([`crate::meta`]) when the table is built.
 
-use std::sync::atomic::Ordering;
-
 use super::call::{run_blocking, run_context, run_read, run_unsupported, run_write, CallFn};
 use super::plan::{read_job, write_op};
 use super::traits::{
@@ -41,10 +39,7 @@ fn plan_context<C: ContextCommand>(s: &mut Session, args: Args) -> Result<Plan, 
     let cmd = parse_all(args, &ctx, C::parse)?;
     let reply = cmd.apply(&mut ctx)?;
     let db = ctx.db;
-    if db != s.db {
-        s.db = db;
-        s.client.db.store(db, Ordering::Relaxed);
-    }
+    s.select(db);
     Ok(Plan::Reply(reply))
 }
 
@@ -246,6 +241,32 @@ impl Spec {
             .iter()
             .copied()
             .filter(move |f| local || !matches!(*f, "readonly" | "write"))
+    }
+
+    /// The description a request of this row runs as: its subcommand's,
+    /// when the row is a container and `sub` names one of the subcommands
+    /// it has; else the row's own.
+    pub fn described(&self, sub: Option<&[u8]>) -> &'static Meta {
+        if let (Some((_, subs)), Some(sub)) = (self.subcommands, sub) {
+            if let Some((name, _)) = subs
+                .iter()
+                .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
+            {
+                return meta::find(self.name.as_bytes(), Some(name.as_bytes()))
+                    .unwrap_or(self.meta);
+            }
+        }
+        self.meta
+    }
+
+    /// The request as the ACL check sees it (see [`crate::acl::Request`]).
+    pub fn acl_request<'a>(&self, args: &'a [bytes::Bytes]) -> crate::acl::Request<'a> {
+        crate::acl::Request {
+            command: self.meta,
+            keys: [self.first_key, self.last_key, self.step],
+            writes: self.access == Access::Write,
+            args,
+        }
     }
 
     /// Whether the command has the flag.

@@ -180,7 +180,8 @@ impl Mode {
         }
         let index = crate::command::lookup_index(&request[0])?;
         let stats = &session.shared.stats;
-        let row = stats.row_of(index, request.get(1).map(|b| &b[..]));
+        let row =
+            stats.row_of(crate::command::TABLE[index].described(request.get(1).map(|b| &b[..])));
         let fullname = stats.row_name(row);
         let name = crate::command::TABLE[index].name;
         let refusal = if subscribed && !SUBSCRIBED_ALLOWED.contains(&name) {
