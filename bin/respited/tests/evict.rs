@@ -194,6 +194,9 @@ fn noeviction_refuses_like_redis_inside_and_outside_multi() {
         );
     }
     assert_eq!(info_text(&mut con, "maxmemory_human"), "100.00M");
+    // respited links mimalloc, and says so as redis names its allocator.
+    let allocator = info_text(&mut con, "mem_allocator");
+    assert!(allocator.starts_with("mimalloc-"), "{allocator}");
 }
 
 #[test]

@@ -534,6 +534,8 @@ impl<R: Send + 'static> Engine<R> {
             snapshot_path: config.snapshot_path(),
             progress,
             disk: Arc::new(Disk::new(&config.path, 0, 0)),
+            // A replica refuses every write; its limit is never over.
+            memory: Arc::new(Memory::default()),
             threads: Mutex::new(threads),
             replica: true,
             _owner: owner,
