@@ -176,11 +176,44 @@ impl Access {
         self.decay_minutes.store(decay_minutes, Ordering::Relaxed);
     }
 
-    /// The key's slot and fingerprint (never 0: 0 marks an empty slot).
-    fn locate(&self, db: u32, key: &[u8]) -> (&AtomicU64, u16) {
+    /// The key's pair of slots (two neighbours, one cache line) and its
+    /// fingerprint (never 0: 0 marks an empty slot).
+    fn pair(&self, db: u32, key: &[u8]) -> (&[AtomicU64], u16) {
         let hash = self.hasher.hash_one((db, key));
-        let slot = &self.slots[(hash as usize) & (SLOTS - 1)];
+        let first = (hash as usize) & (SLOTS - 1) & !1;
         let tag = ((hash >> 48) as u16).max(1);
+        (&self.slots[first..first + 2], tag)
+    }
+
+    /// The slot holding the key, if one does; else the one to give it:
+    /// an empty one, or the one whose key was used least recently. Two
+    /// places per key make a key lose its figures to another only when
+    /// both neighbours are taken by keys used since: eviction reads a key
+    /// that lost them as idle since the start, and a hot key that did was
+    /// evicted one time in a few hundred with one place per key.
+    fn locate(&self, db: u32, key: &[u8]) -> (&AtomicU64, u16) {
+        let (pair, tag) = self.pair(db, key);
+        let (a, b) = (
+            pair[0].load(Ordering::Relaxed),
+            pair[1].load(Ordering::Relaxed),
+        );
+        let slot = if tag_of(a) == tag {
+            &pair[0]
+        } else if tag_of(b) == tag {
+            &pair[1]
+        } else if a == 0 {
+            &pair[0]
+        } else if b == 0 {
+            &pair[1]
+        } else {
+            // The older of the two, on the wrapping LRU clock.
+            let now = self.now_secs() & LRU_CLOCK_MAX;
+            if idle_secs(now, lru_of(a)) >= idle_secs(now, lru_of(b)) {
+                &pair[0]
+            } else {
+                &pair[1]
+            }
+        };
         (slot, tag)
     }
 

@@ -64,6 +64,11 @@ pub enum EngineError {
     /// `maxdisk` budget (Redis's OOM error, worded for disk).
     #[error("OOM command not allowed when used disk > 'maxdisk'.")]
     OverMaxDisk,
+    /// A write that may add data, refused because the database's live
+    /// bytes are over `maxmemory` under `noeviction`, or with nothing left
+    /// to evict (Redis's OOM error, word for word; see `evict.rs`).
+    #[error("OOM command not allowed when used memory > 'maxmemory'.")]
+    OverMaxMemory,
     /// A write that may add data, refused because the disk filled up (see
     /// `disk.rs`): deletions still run.
     #[error("OOM command not allowed when the disk is full.")]

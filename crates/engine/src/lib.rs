@@ -44,6 +44,7 @@ pub mod config;
 pub mod disk;
 pub mod encoding;
 pub mod error;
+pub mod evict;
 pub mod glob;
 pub mod hash;
 pub mod keyspace;
@@ -86,6 +87,7 @@ pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, Checkpoint, EngineConfig};
 pub use disk::Disk;
 pub use error::{EngineError, Result};
+pub use evict::{Memory, Policy};
 pub use keyspace::{DbCounts, Entry, KeyRow, ScanPage, Slot};
 pub use owner::{OwnerError, OwnerLock};
 pub use read_pool::{
@@ -292,6 +294,8 @@ pub struct Engine<R: Send + 'static> {
     progress: Arc<AtomicU64>,
     /// The disk budget, the reserve, and storage errors (see `disk.rs`).
     disk: Arc<Disk>,
+    /// `maxmemory`, its policy and the keys evicted (see `evict.rs`).
+    memory: Arc<Memory>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// A read replica (see [`replica`]).
     replica: bool,
@@ -380,6 +384,7 @@ impl<R: Send + 'static> Engine<R> {
             config.disk_reserve_bytes,
             config.maxdisk,
         ));
+        let memory = Arc::new(Memory::default());
         let pool = read_pool::ReadPool::start(
             &config.path,
             config.readers,
@@ -420,6 +425,7 @@ impl<R: Send + 'static> Engine<R> {
             blocking: blocking.clone(),
             progress: progress.clone(),
             disk: disk.clone(),
+            memory: memory.clone(),
             page_size: u64::from(page_size),
             external,
         };
@@ -469,6 +475,7 @@ impl<R: Send + 'static> Engine<R> {
             snapshot_path: config.snapshot_path(),
             progress,
             disk,
+            memory,
             threads: Mutex::new(threads),
             replica: false,
             _owner: owner,
@@ -527,6 +534,8 @@ impl<R: Send + 'static> Engine<R> {
             snapshot_path: config.snapshot_path(),
             progress,
             disk: Arc::new(Disk::new(&config.path, 0, 0)),
+            // A replica refuses every write; its limit is never over.
+            memory: Arc::new(Memory::default()),
             threads: Mutex::new(threads),
             replica: true,
             _owner: owner,
@@ -572,6 +581,22 @@ impl<R: Send + 'static> Engine<R> {
     /// [`disk`]).
     pub fn disk(&self) -> &Disk {
         &self.disk
+    }
+
+    /// `maxmemory`, its policy and eviction's figures (see [`evict`]).
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// Why a command that may add data (Redis's `denyoom`) must be refused
+    /// now, if it must: the disk is full, the live bytes are over
+    /// `maxmemory` (under `noeviction`, or with nothing left to evict), or
+    /// the database is over `maxdisk`.
+    pub fn refusal(&self) -> Option<EngineError> {
+        if self.disk.is_full() {
+            return Some(EngineError::DiskFull);
+        }
+        self.memory.refusal().or_else(|| self.disk.refusal())
     }
 
     /// The registry of WATCHed keys (see [`watch`]).
@@ -623,6 +648,7 @@ impl<R: Send + 'static> Engine<R> {
         self.stats.reset();
         self.cache.reset_stats();
         self.access.reset_stats();
+        self.memory.reset_stats();
         self.io_base
             .store(process_write_bytes().unwrap_or(0), Ordering::Relaxed);
     }

@@ -144,6 +144,8 @@ pub(crate) struct WriterSettings {
     pub progress: Arc<std::sync::atomic::AtomicU64>,
     /// The disk budget and reserve (see `disk.rs`).
     pub disk: Arc<crate::disk::Disk>,
+    /// `maxmemory` and its policy (see `evict.rs`).
+    pub memory: Arc<crate::evict::Memory>,
     /// The database's page size, for measuring its live pages.
     pub page_size: u64,
     /// Whether another process checkpoints the WAL (`checkpoint =
@@ -243,6 +245,13 @@ struct Writer<'s, 'c, R> {
     last_frames: Option<crate::checkpointer::WalFrames>,
     /// When the log last said the WAL is past its threshold.
     last_wal_warning: Option<Instant>,
+    /// Eviction's pool of candidates (see `evict.rs`).
+    evictor: crate::evict::Evictor,
+    /// The last eviction step stopped over the limit with more to evict:
+    /// the next one runs at the next pause, without waiting for a tick.
+    evict_again: bool,
+    /// When the last eviction step ran.
+    last_evict: Instant,
 }
 
 /// The writer thread's body. Returns when the queue is closed or a shutdown
@@ -299,12 +308,18 @@ pub(crate) fn run<R: Send + 'static>(
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
         last_frames: None,
         last_wal_warning: None,
+        evictor: crate::evict::Evictor::default(),
+        evict_again: false,
+        last_evict: Instant::now(),
     };
     w.measure_disk();
     loop {
         w.settings.progress.fetch_add(1, Ordering::Relaxed);
         w.settings.access.tick();
-        let first = match rx.recv_timeout(TICK) {
+        // While eviction has more to do, it goes on as soon as the queue
+        // is empty instead of a tick later.
+        let wait = if w.evict_again { Duration::ZERO } else { TICK };
+        let first = match rx.recv_timeout(wait) {
             Ok(msg) => msg,
             Err(RecvTimeoutError::Timeout) => {
                 w.housekeeping();
@@ -587,9 +602,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                     .record_commit(ops, self.failed_in_txn, micros, true);
                 self.unsynced = true;
                 self.settings.checkpointer.nudge();
-                // With a budget, every commit is measured: the refusal
-                // must follow the data closely.
-                if self.settings.disk.maxdisk() > 0 {
+                // With a budget or a limit, every commit is measured: the
+                // refusal and eviction must follow the data closely.
+                if self.settings.disk.maxdisk() > 0 || self.settings.memory.maxmemory() > 0 {
                     self.measure_disk();
                 }
                 for waiter in served {
@@ -716,6 +731,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             live * self.settings.page_size + pending * frame,
             free * self.settings.page_size,
         );
+        self.settings
+            .memory
+            .set_used(live * self.settings.page_size);
     }
 
     /// Work done between batches: expiry sweep, WAL fsync for everysec, and
@@ -749,6 +767,12 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         {
             self.sweep_expired();
         }
+        if self.settings.memory.take_changed() {
+            self.measure_disk();
+            self.evictor.clear();
+            self.evict_again = false;
+        }
+        self.evict();
         if self.settings.fsync == AppendFsync::Everysec
             && self.unsynced
             && self.last_sync.elapsed() >= Duration::from_secs(1)
@@ -907,6 +931,82 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 self.sweep_again = false;
             }
         }
+    }
+
+    /// One bounded eviction step (see `evict.rs`), in its own transaction,
+    /// while the live bytes are over `maxmemory` under a policy that
+    /// evicts. A step that found nothing to evict makes the limit refuse
+    /// `denyoom` commands, and is tried again once a tick.
+    fn evict(&mut self) {
+        use crate::evict::Policy;
+        let memory = self.settings.memory.clone();
+        if !memory.over() || memory.policy() == Policy::NoEviction {
+            self.evict_again = false;
+            return;
+        }
+        if !self.evict_again && self.last_evict.elapsed() < TICK && memory.refusal().is_some() {
+            return;
+        }
+        self.last_evict = Instant::now();
+        let watches = self.settings.watches.clone();
+        let thresholds = self.settings.thresholds.clone();
+        let access = self.settings.access.clone();
+        let page_size = self.settings.page_size;
+        let result = (|| -> Result<crate::evict::Step> {
+            // DEFERRED: a step that finds nothing takes no write lock.
+            self.exec("BEGIN")?;
+            let mut txn = Txn::new(self.stmts, &watches, &thresholds);
+            let step = match self.evictor.step(
+                &mut txn,
+                &memory,
+                &access,
+                page_size,
+                crate::evict::STEP_BUDGET,
+            ) {
+                Ok(step) => step,
+                Err(e) => {
+                    let _ = self.exec("ROLLBACK");
+                    return Err(e);
+                }
+            };
+            let touched = txn.take_touched();
+            // An evicted key counts as changed for WATCH, as in Redis.
+            watches.touch(&touched);
+            self.touched = touched;
+            self.commit()?;
+            Ok(step)
+        })();
+        match result {
+            Ok(step) => {
+                let n = step.evicted.len() as u64;
+                if n > 0 {
+                    memory.count_evicted(n);
+                    self.unsynced = true;
+                    self.settings.checkpointer.nudge();
+                    self.published_evictions(&step.evicted);
+                }
+                self.measure_disk();
+                memory.set_failing(step.nothing_left && memory.over());
+                self.evict_again = !step.under && !step.nothing_left && memory.over();
+            }
+            Err(e) => {
+                let _ = self.exec("ROLLBACK");
+                if let EngineError::Storage(e) = &e {
+                    self.settings.disk.storage_failed(e);
+                }
+                tracing::warn!(error = %e, "eviction step failed");
+                self.evict_again = false;
+            }
+        }
+    }
+
+    /// The keys an eviction step evicted, once it has committed, in order:
+    /// where the `evicted` keyspace event is to be published (Redis sends
+    /// it for each key, `notifyKeyspaceEvent(NOTIFY_EVICTED, "evicted",
+    /// key, db)`). respite sends no keyspace notifications yet, so nothing
+    /// is published here.
+    fn published_evictions(&self, evicted: &[(u32, Vec<u8>)]) {
+        let _ = evicted;
     }
 
     fn wal_size(&self) -> u64 {

@@ -16,9 +16,8 @@
 //!   `timeout`, `tcp-keepalive`);
 //! - **stored**: validated and kept, so a tool that sets and reads it back
 //!   sees what it set, with a documented meaning for a disk-backed store
-//!   (`maxmemory` and its policy: respite never evicts, see
-//!   docs/commands.md) or acted on once the feature lands
-//!   (`notify-keyspace-events`).
+//!   (`maxmemory-clients`: respite evicts no client, see docs/commands.md)
+//!   or acted on once the feature lands (`notify-keyspace-events`).
 //!
 //! The encoding thresholds OBJECT ENCODING reports (`hash-max-listpack-*`,
 //! `set-max-intset-entries`, `zset-max-listpack-*`) are acted on: the
@@ -320,7 +319,8 @@ static PARAMS: &[Param] = &[
     stored("latency-monitor-threshold", Kind::Int(0, LONG_MAX), "0"),
     // Read by the listener for each new TCP connection.
     stored("tcp-keepalive", Kind::Int(0, INT_MAX), "300"),
-    // Stored, with the meaning docs/commands.md gives them.
+    // Acted on: the limit on the database's live bytes, and eviction
+    // (see `respite_engine::evict`).
     stored("maxmemory", Kind::Memory(0, u64::MAX), "0"),
     stored(
         "maxmemory-policy",
@@ -328,6 +328,7 @@ static PARAMS: &[Param] = &[
         "noeviction",
     ),
     stored("maxmemory-samples", Kind::Int(1, INT_MAX), "5"),
+    // Stored, with the meaning docs/commands.md gives them.
     stored(
         "maxmemory-clients",
         Kind::MemoryPercent(-100, LONG_MAX),
@@ -1133,6 +1134,13 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
             let wants = set("min-replicas-to-write") && set("min-replicas-max-lag");
             sh.wants_replicas.store(wants, Ordering::Relaxed);
         }
+        "maxmemory" => sh.engine.memory().set_maxmemory(value.parse().unwrap_or(0)),
+        "maxmemory-policy" => {
+            if let Some(policy) = respite_engine::Policy::parse(value) {
+                sh.engine.memory().set_policy(policy);
+            }
+        }
+        "maxmemory-samples" => sh.engine.memory().set_samples(value.parse().unwrap_or(5)),
         "lfu-log-factor" | "lfu-decay-time" => {
             let get = |n, default| paired(sh, name, value, n).parse().unwrap_or(default);
             sh.engine

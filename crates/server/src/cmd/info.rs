@@ -258,6 +258,21 @@ pub fn bytes_to_human(n: u64) -> String {
     format!("{n}B")
 }
 
+/// The allocator the process runs on, as redis's `mem_allocator` names it
+/// (`libc`, `jemalloc-5.2.1`): the program that links one other than the C
+/// library's says so at start ([`set_mem_allocator`]).
+static MEM_ALLOCATOR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names the global allocator for INFO's `mem_allocator` (respited: its
+/// mimalloc and version); once, at start.
+pub fn set_mem_allocator(name: String) {
+    let _ = MEM_ALLOCATOR.set(name);
+}
+
+fn mem_allocator() -> &'static str {
+    MEM_ALLOCATOR.get().map_or("libc", String::as_str)
+}
+
 fn memory(sh: &Shared, out: &mut String) {
     // respite has no allocator-level count like redis's `used_memory`: the
     // memory the process holds (anonymous and shared, not the database's
@@ -318,13 +333,14 @@ fn memory(sh: &Shared, out: &mut String) {
         "mem_clients_normal" => 0,
         "mem_cluster_links" => 0,
         "mem_aof_buffer" => 0,
-        "mem_allocator" => "libc",
+        "mem_allocator" => mem_allocator(),
         "active_defrag_running" => 0,
         "lazyfree_pending_objects" => 0,
         "lazyfreed_objects" => 0,
         "read_cache_used_bytes" => cache.bytes,
         "read_cache_max_bytes" => cache.budget,
         "used_memory_db_page_cache" => sh.engine.db_page_cache_bytes(),
+        "used_memory_db_live" => sh.engine.memory().used(),
         "used_memory_mapped_file" => proc_status_bytes("RssFile:"),
         "used_memory_vm_rss" => proc_status_bytes("VmRSS:"),
         "db_size_bytes" => sh.engine.db_size(),
@@ -437,7 +453,7 @@ fn stats(sh: &Shared, out: &mut String) {
         "expired_stale_perc" => "0.00",
         "expired_time_cap_reached_count" => 0,
         "expire_cycle_cpu_milliseconds" => 0,
-        "evicted_keys" => 0,
+        "evicted_keys" => sh.engine.memory().evicted(),
         "evicted_clients" => 0,
         "total_eviction_exceeded_time" => 0,
         "current_eviction_exceeded_time" => 0,

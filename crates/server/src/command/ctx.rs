@@ -106,9 +106,9 @@ impl<'a> Ctx<'a> {
         self.server.wants_replicas.load(Ordering::Relaxed)
     }
 
-    /// Why a command that may add data is refused now (over `maxdisk`, or
-    /// the disk full), if it is.
+    /// Why a command that may add data is refused now (over `maxmemory`
+    /// or `maxdisk`, or the disk full), if it is.
     pub(super) fn disk_refusal(&self) -> Option<respite_engine::EngineError> {
-        self.server.engine.disk().refusal()
+        self.server.engine.refusal()
     }
 }

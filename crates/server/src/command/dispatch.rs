@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
+use respite_engine::EngineError;
 
 use super::multi::{exec_abort, queue};
 use super::{lookup_index, Plan, Session, Spec, TABLE};
@@ -141,11 +142,12 @@ pub(crate) fn check(
     // Last, so a refusal is counted and logged only for a command that
     // could have run (as in Redis).
     super::authorize::authorize(session, index, request)?;
-    // Over `maxdisk` or on a full disk, what may add data is refused (Redis
-    // refuses its `denyoom` commands over maxmemory, after the ACL check);
-    // deletions and reads go on (see `respite_engine::disk`).
-    if let Some(refusal) = session.shared.engine.disk().refusal() {
-        if spec.has_flag("denyoom") {
+    // Over `maxmemory` (see `respite_engine::evict`), over `maxdisk` or on
+    // a full disk, what may add data is refused, after the ACL check, as
+    // Redis refuses its `denyoom` commands over maxmemory; deletions and
+    // reads go on (see `respite_engine::disk`).
+    if let Some(refusal) = session.shared.engine.refusal() {
+        if refused_for_room(session, spec, &refusal) {
             return Err(CommandError::Engine(refusal));
         }
     }
@@ -168,6 +170,29 @@ pub(crate) fn check(
         ));
     }
     Ok((index, spec))
+}
+
+/// Whether `refusal` (no room for data) refuses the command `spec`, by
+/// Redis's rules (`processCommand`): a `denyoom` command; an EXEC whose
+/// queue holds one (it is refused whole, `EXECABORT`); and over
+/// `maxmemory`, any command queued inside MULTI but EXEC, DISCARD, QUIT and
+/// RESET, since queueing takes memory in Redis (not on a full disk or over
+/// `maxdisk`, where a queued DEL must stay possible).
+fn refused_for_room(session: &Session, spec: &Spec, refusal: &EngineError) -> bool {
+    if spec.has_flag("denyoom") {
+        return true;
+    }
+    let Some(queue) = session.multi.as_ref() else {
+        return false;
+    };
+    if spec.name == "exec" {
+        return queue
+            .requests
+            .iter()
+            .any(|r| lookup_index(&r[0]).is_some_and(|i| TABLE[i].has_flag("denyoom")));
+    }
+    matches!(refusal, EngineError::OverMaxMemory)
+        && !matches!(spec.name, "discard" | "quit" | "reset")
 }
 
 /// Checks and parses a request as [`dispatch`] does (lookup, arity,

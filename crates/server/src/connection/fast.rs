@@ -37,9 +37,9 @@ pub(super) fn fast_set(
         )
         || session.multi.is_some()
         || !fast_path_open(session)
-        // Over maxdisk or on a full disk, or with min-replicas-to-write
+        // Over maxmemory or maxdisk or on a full disk, or with min-replicas-to-write
         // set: the general path refuses it.
-        || session.shared.engine.disk().refusal().is_some()
+        || session.shared.engine.refusal().is_some()
         || session.shared.wants_replicas.load(Ordering::Relaxed)
     {
         return None;
