@@ -247,6 +247,39 @@ fn client_list_and_info_show_subscriptions() {
     }
 }
 
+/// CLIENT KILL and CLIENT LIST select a subscribed client by `TYPE
+/// pubsub`, and `TYPE normal` leaves it out (redis's `getClientType`).
+#[test]
+fn client_type_pubsub_selects_subscribers() {
+    compare(&[&[(
+        &["SUBSCRIBE", "a"],
+        &[
+            &["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"],
+            &["CLIENT", "KILL", "TYPE", "master"],
+            &["CLIENT", "KILL", "TYPE", "pubsub"],
+        ],
+    )]]);
+    let server = Respited::start(&[]);
+    let mut sub = common::raw_for(server.port);
+    sub.write_all(b"SUBSCRIBE a\r\n").unwrap();
+    let (_, _) = common::read_until_quiet(&mut sub, Duration::from_millis(200));
+    let mut con = common::client_for(server.port);
+    let list = |con: &mut redis::Connection, kind: &str| -> String {
+        redis::cmd("CLIENT")
+            .arg("LIST")
+            .arg("TYPE")
+            .arg(kind)
+            .query(con)
+            .unwrap()
+    };
+    let pubsub = list(&mut con, "pubsub");
+    assert_eq!(pubsub.lines().count(), 1, "{pubsub}");
+    assert!(pubsub.contains(" sub=1 "), "{pubsub}");
+    let normal = list(&mut con, "normal");
+    assert_eq!(normal.lines().count(), 1, "{normal}");
+    assert!(normal.contains(" sub=0 "), "{normal}");
+}
+
 /// Celery's result backend pipelines `SETEX key` then `PUBLISH channel
 /// key`; the subscriber GETs the key as soon as the message arrives and
 /// must find it, every time.

@@ -65,10 +65,19 @@ impl Thresholds {
         self.zset_value.load(Ordering::Relaxed)
     }
     /// The stream node limits in force.
-    pub fn stream_nodes(&self) -> crate::stream::NodeLimits {
-        crate::stream::NodeLimits {
+    pub fn stream_nodes(&self) -> NodeLimits {
+        NodeLimits {
             entries: self.stream_node_entries.load(Ordering::Relaxed),
             bytes: self.stream_node_bytes.load(Ordering::Relaxed),
         }
     }
+}
+
+/// `stream-node-max-entries` and `stream-node-max-bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeLimits {
+    /// Entries, live and deleted, that fill a node (0: no limit).
+    pub entries: i64,
+    /// Bytes that fill a node (0: listpack's own limit).
+    pub bytes: i64,
 }

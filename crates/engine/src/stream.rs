@@ -59,6 +59,7 @@ use std::fmt;
 
 use rusqlite::{params, OptionalExtension};
 
+pub use crate::encoding::NodeLimits;
 use crate::error::{EngineError, Result};
 use crate::keyspace::{KeyRow, Slot};
 use crate::txn::Txn;
@@ -352,15 +353,6 @@ pub struct Delivery<'a> {
     pub count: usize,
     /// NOACK: deliver without adding to the pending entries list.
     pub noack: bool,
-}
-
-/// `stream-node-max-entries` and `stream-node-max-bytes`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NodeLimits {
-    /// Entries, live and deleted, that fill a node (0: no limit).
-    pub entries: i64,
-    /// Bytes that fill a node (0: listpack's own limit).
-    pub bytes: i64,
 }
 
 /// What a trim keeps.

@@ -20,6 +20,7 @@
 pub mod acl;
 pub mod args;
 pub mod blocking;
+pub mod clients;
 pub mod cmd;
 pub mod command;
 pub mod config;
@@ -31,8 +32,10 @@ pub mod listener;
 pub mod lolwut;
 pub mod long_double;
 pub mod meta;
+pub mod monitor;
 pub mod output;
 pub mod params;
+pub mod process;
 pub mod protected;
 pub mod pubsub;
 pub mod reply;
@@ -65,7 +68,7 @@ pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     }
     service::ready(&shared);
     tokio::spawn(service::monitor(shared.clone()));
-    tokio::spawn(stats::sampler(shared.clone()));
+    tokio::spawn(state::clock(shared.clone()));
     let serving = listeners.run(shared.clone());
     tokio::pin!(serving);
     // The listeners also end on their own once shutdown begins, so either

@@ -8,7 +8,7 @@
 //! thread inside its group commit (the commit's fsync, shared by the whole
 //! group, is not any one command's; INFO persistence reports it), and a
 //! connection command where it is planned. To do that, [`track`] wraps the
-//! plan's closure once, in `cmd::dispatch`; nothing else in the command path
+//! plan's closure once, in `command::dispatch`; nothing else in the command path
 //! knows about statistics.
 //!
 //! The counters are atomics in one row per command and per subcommand
@@ -29,8 +29,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 
-use crate::command::{Plan, Spec, TABLE};
-use crate::reply::Reply;
 use crate::sync::lock;
 
 /// The most distinct error codes errorstats keeps, as redis's
@@ -107,13 +105,13 @@ struct SlowLog {
 }
 
 /// Who ran a command, for the slow log.
-pub type Caller = std::sync::Arc<crate::state::ClientHandle>;
+pub type Caller = std::sync::Arc<crate::clients::ClientHandle>;
 
 /// Every per-command statistic of the server.
 pub struct CommandStats {
+    /// One row per command and subcommand of [`crate::meta::all`], at
+    /// the same position.
     rows: Vec<Row>,
-    /// Row of each command-table entry (its subcommands follow it).
-    first_row: Vec<usize>,
     errors: Mutex<BTreeMap<String, u64>>,
     slowlog: Mutex<SlowLog>,
     events: Mutex<BTreeMap<&'static str, LatencyEvent>>,
@@ -132,7 +130,7 @@ pub struct CommandStats {
     /// INFO's `master_replid` (DEBUG CHANGE-REPL-ID makes a new one).
     replid: Mutex<String>,
     /// The last samples of the counters INFO's `instantaneous_*` fields
-    /// average, one every 100 ms (see [`sampler`]).
+    /// average, one every 100 ms (see [`crate::state::clock`]).
     samples: Mutex<std::collections::VecDeque<Sample>>,
 }
 
@@ -170,35 +168,25 @@ impl Default for CommandStats {
 }
 
 impl CommandStats {
-    /// A row for every command of the table and every subcommand it has.
+    /// A row for every command and subcommand redis 7.0 describes
+    /// ([`crate::meta`]), in its order: those never called cost a few
+    /// words each and show nowhere.
     pub fn new() -> CommandStats {
-        let mut rows = Vec::new();
-        let mut first_row = Vec::with_capacity(TABLE.len());
-        let fast = |name: &str| {
-            crate::meta::find_full(name.as_bytes()).is_some_and(|m| m.has_flag("fast"))
-        };
-        let row = |name: String| Row {
-            fast: fast(&name),
-            shown: crate::cmd::monitor::shown(&name),
-            name,
-            calls: AtomicU64::new(0),
-            nanos: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
-            rejected: AtomicU64::new(0),
-            hist: Mutex::new(None),
-        };
-        for spec in TABLE.iter() {
-            first_row.push(rows.len());
-            rows.push(row(spec.name.to_string()));
-            if let Some((_, subs)) = spec.subcommands {
-                for (sub, _) in subs {
-                    rows.push(row(format!("{}|{sub}", spec.name)));
-                }
-            }
-        }
+        let rows = crate::meta::all()
+            .iter()
+            .map(|m| Row {
+                fast: m.has_flag("fast"),
+                shown: crate::monitor::shown(m.name),
+                name: m.name.to_string(),
+                calls: AtomicU64::new(0),
+                nanos: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+                rejected: AtomicU64::new(0),
+                hist: Mutex::new(None),
+            })
+            .collect();
         CommandStats {
             rows,
-            first_row,
             errors: Mutex::new(BTreeMap::new()),
             slowlog: Mutex::new(SlowLog {
                 entries: Default::default(),
@@ -227,7 +215,7 @@ impl CommandStats {
     }
 
     /// Takes one sample of the cumulative counters (every 100 ms).
-    fn sample(&self, counters: &crate::state::Counters) {
+    pub fn sample(&self, counters: &Counters) {
         let mut samples = lock(&self.samples);
         if samples.len() == 16 {
             samples.pop_front();
@@ -259,19 +247,14 @@ impl CommandStats {
         }
     }
 
-    /// The row of a command-table entry, or of its subcommand when it is
-    /// a container and `sub` names one of its subcommands.
-    pub fn row_of(&self, index: usize, sub: Option<&[u8]>) -> usize {
-        let base = self.first_row[index];
-        if let (Some((_, subs)), Some(sub)) = (TABLE[index].subcommands, sub) {
-            if let Some(pos) = subs
-                .iter()
-                .position(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
-            {
-                return base + 1 + pos;
-            }
-        }
-        base
+    /// The row of a command or subcommand, by its description.
+    pub fn row_of(&self, described: &'static crate::meta::Meta) -> usize {
+        crate::meta::position(described)
+    }
+
+    /// Whether MONITOR shows the row's command.
+    pub fn shown(&self, row: usize) -> bool {
+        self.rows[row].shown
     }
 
     /// A row's full name (`client|list`).
@@ -524,270 +507,49 @@ fn unix_secs() -> u64 {
 
 /// The most arguments a slow-log entry shows (redis's
 /// `SLOWLOG_ENTRY_MAX_ARGC`).
-const SLOWLOG_MAX_ARGC: usize = 32;
+pub const SLOWLOG_MAX_ARGC: usize = 32;
 
-/// The server's clock work: samples the counters for INFO's rates every
-/// 100 ms, and closes clients idle longer than `timeout` (once a second,
-/// as redis's `clientsCron` does; clients blocked in BLPOP and friends are
-/// waiting, not idle, and are left alone).
-pub async fn sampler(shared: std::sync::Arc<crate::state::Shared>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut n: u64 = 0;
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = shared.wait_for_shutdown() => return,
-        }
-        shared.stats.sample(&shared.counters);
-        n += 1;
-        if n.is_multiple_of(10) {
-            crate::cmd::info::sample_memory();
-        }
-        let timeout = shared.idle_timeout_secs.load(Ordering::Relaxed);
-        if timeout > 0 && n.is_multiple_of(10) {
-            let idle: Vec<_> = lock(&shared.clients)
-                .values()
-                .filter(|c| lock(&c.blocked).is_none() && c.idle_secs() > timeout)
-                .cloned()
-                .collect();
-            for c in idle {
-                tracing::debug!(client = c.id, "closing idle client (timeout)");
-                c.killed.store(true, Ordering::SeqCst);
-                c.kill_notify.notify_one();
-            }
-        }
-    }
+/// Counters INFO stats reports.
+#[derive(Default)]
+pub struct Counters {
+    /// Connections accepted.
+    pub connections_received: AtomicU64,
+    /// Connections refused for `maxclients`.
+    pub rejected_connections: AtomicU64,
+    /// Commands processed.
+    pub commands_processed: AtomicU64,
+    /// Protocol errors (connections closed for malformed input).
+    pub protocol_errors: AtomicU64,
+    /// Error replies sent.
+    pub error_replies: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Reads from client sockets that returned data.
+    pub reads_processed: AtomicU64,
+    /// Writes to client sockets.
+    pub writes_processed: AtomicU64,
+    /// Clients closed for going over `client-output-buffer-limit`.
+    pub output_limit_closes: AtomicU64,
 }
 
-/// What a tracked plan needs to record its call.
-pub struct Tracking {
-    /// The server, whose `stats` count the call.
-    shared: std::sync::Arc<crate::state::Shared>,
-    /// The command's row.
-    row: usize,
-    /// The first arguments, kept for the slow log (`None`: the slow log is
-    /// off, or the fast path did not keep them), and how many there were.
-    argv: Option<(Vec<Bytes>, usize)>,
-    /// Who sent it.
-    caller: Caller,
-    /// The selected database, for MONITOR.
-    db: u32,
-    /// The whole command, encoded for MONITOR (`None`: nobody monitors,
-    /// or it is not shown): one buffer, not a handle per argument.
-    monitor: Option<Vec<u8>>,
-}
-
-impl Tracking {
-    /// Tracking for a command of the table (`index`) about to be planned
-    /// from `request` (its name first).
-    pub fn new(session: &crate::command::Session, index: usize, request: &[Bytes]) -> Tracking {
-        let shared = &session.shared;
-        let spec = &TABLE[index];
-        let argv = keep_argv(shared, spec).then(|| {
-            let mut argv: Vec<Bytes> = request[..request.len().min(SLOWLOG_MAX_ARGC)].to_vec();
-            redact(spec.name, &mut argv);
-            (argv, request.len())
-        });
-        let row = shared.stats.row_of(index, request.get(1).map(|b| &b[..]));
-        session.client.state.last_row.store(row, Ordering::Relaxed);
-        let monitor = (shared.monitors.active() && shared.stats.rows[row].shown).then(|| {
-            let mut encoded =
-                Vec::with_capacity(request.iter().map(|a| a.len() + 4).sum::<usize>() + 4);
-            if matches!(spec.name, "auth" | "hello" | "acl" | "config") {
-                let mut all = request.to_vec();
-                redact(spec.name, &mut all);
-                crate::cmd::monitor::encode_args(&mut encoded, all.iter().map(|a| &a[..]));
-            } else {
-                crate::cmd::monitor::encode_args(&mut encoded, request.iter().map(|a| &a[..]));
-            }
-            encoded
-        });
-        Tracking {
-            row,
-            shared: shared.clone(),
-            argv,
-            caller: session.client.clone(),
-            db: session.db,
-            monitor,
-        }
-    }
-
-    /// Tracking for a fast-path command (plain GET or SET, planned
-    /// without the command table). `argv` is the command as sent, for the
-    /// slow log, made of the `Bytes` the fast path made anyway (a
-    /// reference count each, no copy); `None` when the slow log is off.
-    pub fn fast(
-        session: &crate::command::Session,
-        index: usize,
-        argv: Option<Vec<Bytes>>,
-    ) -> Tracking {
-        let argv = argv.map(|a| {
-            let n = a.len();
-            (a, n)
-        });
-        let row = session.shared.stats.row_of(index, None);
-        session.client.state.last_row.store(row, Ordering::Relaxed);
-        Tracking {
-            row,
-            shared: session.shared.clone(),
-            argv,
-            caller: session.client.clone(),
-            db: session.db,
-            // The fast paths feed MONITOR themselves.
-            monitor: None,
-        }
-    }
-
-    /// Whether the slow log is on (so a fast path keeps its arguments).
-    pub fn slowlog_on(session: &crate::command::Session) -> bool {
-        session
-            .shared
-            .stats
-            .slowlog_slower_than
-            .load(Ordering::Relaxed)
-            >= 0
-    }
-
-    /// The database MONITOR shows the command in.
-    pub fn set_db(&mut self, db: u32) {
-        self.db = db;
-    }
-
-    fn finish(self, elapsed: Duration, reply: Option<&Reply>) {
-        let error = match reply {
-            Some(Reply::Error(e)) => Some(&e[..]),
-            _ => None,
-        };
-        self.finish_with(elapsed, error);
-    }
-
-    /// Records the call; `error` is the error reply's text, if it failed.
-    fn finish_with(self, elapsed: Duration, error: Option<&[u8]>) {
-        let st = &self.shared.stats;
-        if let Some(e) = error {
-            st.error(e);
-        }
-        st.record(self.row, elapsed, error.is_some());
-        if let Some((argv, argc)) = &self.argv {
-            let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-            st.maybe_slowlog(micros, argv, *argc, &self.caller);
-        }
-    }
-}
-
-/// Counts a plain GET answered from the value cache: the hot path, so no
-/// tracking state is built (no reference counts taken, nothing allocated);
-/// `argv` makes its arguments, called only if the call was slow enough for
-/// the slow log.
-pub fn cache_hit(
-    session: &crate::command::Session,
-    index: usize,
-    started: Instant,
-    argv: impl FnOnce() -> Vec<Bytes>,
-) {
-    let st = &session.shared.stats;
-    let row = st.first_row[index];
-    session.client.state.last_row.store(row, Ordering::Relaxed);
-    let elapsed = started.elapsed();
-    st.record(row, elapsed, false);
-    let threshold = st.slowlog_slower_than.load(Ordering::Relaxed);
-    if threshold >= 0 && elapsed.as_micros() >= threshold as u128 {
-        let a = argv();
-        let n = a.len();
-        st.maybe_slowlog(elapsed.as_micros() as u64, &a, n, &session.client);
-    }
-}
-
-/// Hides passwords from the slow log and MONITOR, as redis's
-/// `redactClientCommandArgument` does: every argument of AUTH, the two
-/// after HELLO's AUTH, ACL SETUSER's name and rules, the value of CONFIG
-/// SET requirepass.
-fn redact(name: &str, argv: &mut [Bytes]) {
-    const REDACTED: Bytes = Bytes::from_static(b"(redacted)");
-    match name {
-        "auth" => argv.iter_mut().skip(1).for_each(|a| *a = REDACTED),
-        // ACL SETUSER: the user's name and every rule (passwords among
-        // them).
-        "acl"
-            if argv
-                .get(1)
-                .is_some_and(|a| a.eq_ignore_ascii_case(b"setuser")) =>
-        {
-            argv.iter_mut().skip(2).for_each(|a| *a = REDACTED)
-        }
-        "hello" => {
-            if let Some(at) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
-                argv.iter_mut()
-                    .skip(at + 1)
-                    .take(2)
-                    .for_each(|a| *a = REDACTED);
-            }
-        }
-        "config" if argv.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"set")) => {
-            for pair in argv[2..].chunks_mut(2) {
-                if let [name, value] = pair {
-                    if name.eq_ignore_ascii_case(b"requirepass")
-                        || name.eq_ignore_ascii_case(b"masterauth")
-                    {
-                        *value = REDACTED;
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Whether a command's arguments must be kept for the slow log.
-pub fn keep_argv(shared: &crate::state::Shared, spec: &Spec) -> bool {
-    shared.stats.slowlog_slower_than.load(Ordering::Relaxed) >= 0 && !spec.has_flag("skip_slowlog")
-}
-
-/// Wraps a plan so that its call is counted where it runs (see the module
-/// documentation). `started` is when the command's planning began: for a
-/// command answered on the connection, planning is the run.
-pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
-    if let Some(args) = t.monitor.take() {
-        t.shared.monitors.feed_encoded(t.db, &t.caller, &args);
-    }
-    match plan {
-        Plan::Reply(r) => {
-            t.finish(started.elapsed(), Some(&r));
-            Plan::Reply(r)
-        }
-        Plan::ReplyAndClose(r) => {
-            t.finish(started.elapsed(), Some(&r));
-            Plan::ReplyAndClose(r)
-        }
-        Plan::Write(op) => Plan::Write(Box::new(move |txn| {
-            let began = Instant::now();
-            let result = op(txn);
-            match &result {
-                Ok(r) => t.finish(began.elapsed(), Some(r)),
-                // The writer answers it with the error's text (or takes the
-                // group back).
-                Err(e) => t.finish_with(began.elapsed(), Some(e.to_string().as_bytes())),
-            }
-            result
-        })),
-        Plan::Read(f, needs) => Plan::Read(
-            Box::new(move |view| {
-                let began = Instant::now();
-                let reply = f(view);
-                t.finish(began.elapsed(), Some(&reply));
-                reply
-            }),
-            needs,
-        ),
-        // A blocking command's run is its first try and the push that
-        // serves it, both on the writer; counting it here counts the call
-        // without the time it waited, which redis does not count either.
-        // Cached reads are answered from memory in the time it took to plan
-        // them (or go to the pool as a plain read, uncounted a second time).
-        other => {
-            t.finish(started.elapsed(), None);
-            other
+impl Counters {
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        for c in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.protocol_errors,
+            &self.error_replies,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.reads_processed,
+            &self.writes_processed,
+            &self.output_limit_closes,
+        ] {
+            c.store(0, Ordering::Relaxed);
         }
     }
 }

@@ -4,8 +4,6 @@
 //! These change or describe the connection itself, so they run right on the
 //! connection's task and never touch the engine.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
 use crate::args::{upper, Args};
@@ -160,8 +158,7 @@ impl LocalCommand for Hello {
             set_name(s, name)?;
         }
         if let Some(v) = self.proto {
-            s.resp3 = v == 3;
-            s.client.resp.store(v as u32, Ordering::Relaxed);
+            s.set_resp3(v == 3);
         }
         let fields = vec![
             (Reply::bulk("server"), Reply::bulk("respite")),
@@ -224,10 +221,8 @@ impl LocalCommand for Reset {
         Ok(Reset)
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        s.db = 0;
-        s.client.db.store(0, Ordering::Relaxed);
-        s.resp3 = false;
-        s.client.resp.store(2, Ordering::Relaxed);
+        s.select(0);
+        s.set_resp3(false);
         *lock(&s.client.name) = None;
         // Back to the default user, logged in only if it needs no password.
         s.acl = crate::acl::SessionAcl::default_user(&s.shared);
@@ -257,12 +252,12 @@ pub(super) fn set_name(s: &Session, name: &[u8]) -> Result<(), CommandError> {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Auth>("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Authenticates the connection."),
-        Spec::context::<Echo>("echo", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Returns the given string."),
-        Spec::local::<Hello>("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Handshakes with the Redis server."),
-        Spec::context::<Ping>("ping", -1, &["fast"], [0, 0, 0], "connection", "Returns the server's liveliness response."),
-        Spec::local::<Quit>("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Closes the connection."),
-        Spec::local::<Reset>("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Resets the connection."),
-        Spec::context::<Select>("select", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Changes the selected database."),
+        Spec::local::<Auth>("auth"),
+        Spec::context::<Echo>("echo"),
+        Spec::local::<Hello>("hello"),
+        Spec::context::<Ping>("ping"),
+        Spec::local::<Quit>("quit"),
+        Spec::local::<Reset>("reset"),
+        Spec::context::<Select>("select"),
     ]
 }

@@ -172,8 +172,8 @@ impl LocalCommand for Role {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Role>("role", 1, &["noscript", "loading", "stale", "fast"], [0, 0, 0], "server", "Returns the replication role."),
-        Spec::local::<Wait>("wait", 3, &["noscript"], [0, 0, 0], "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
-        Spec::local::<WaitAof>("waitaof", 4, &["noscript"], [0, 0, 0], "generic", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas."),
+        Spec::local::<Role>("role"),
+        Spec::local::<Wait>("wait"),
+        Spec::local::<WaitAof>("waitaof"),
     ]
 }

@@ -322,10 +322,10 @@ fn after_commit(
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Discard>("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Discards a transaction."),
-        Spec::local::<Exec>("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], [0, 0, 0], "transactions", "Executes all commands in a transaction."),
-        Spec::local::<Multi>("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Starts a transaction."),
-        Spec::local::<Unwatch>("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Forgets about watched keys of a transaction."),
-        Spec::local::<Watch>("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], [1, -1, 1], "transactions", "Monitors changes to keys to determine the execution of a transaction."),
+        Spec::local::<Discard>("discard"),
+        Spec::local::<Exec>("exec"),
+        Spec::local::<Multi>("multi"),
+        Spec::local::<Unwatch>("unwatch"),
+        Spec::local::<Watch>("watch"),
     ]
 }

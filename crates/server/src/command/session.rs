@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use super::multi::{Queue, WatchList};
 use super::Ctx;
-use crate::state::{ClientHandle, Shared};
+use super::TABLE;
+use crate::clients::ClientHandle;
+use crate::state::Shared;
 
 /// Per-connection state commands can see and change.
 pub struct Session {
@@ -44,6 +46,28 @@ impl Session {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Selects database `db`. The session's copy is the one commands
+    /// read; the registry entry's is what CLIENT LIST shows: both are
+    /// written here and nowhere else.
+    pub fn select(&mut self, db: u32) {
+        if db != self.db {
+            self.db = db;
+            self.client
+                .db
+                .store(db, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Switches to RESP3 (`true`) or RESP2: the session's copy and the
+    /// registry entry's, written here and nowhere else.
+    pub fn set_resp3(&mut self, resp3: bool) {
+        self.resp3 = resp3;
+        self.client.resp.store(
+            if resp3 { 3 } else { 2 },
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
     /// A new connection's session: database 0, RESP2, no transaction, the
     /// `default` user; authenticated unless that user needs a password.
     pub fn new(shared: Arc<Shared>, client: Arc<ClientHandle>) -> Session {
@@ -60,6 +84,19 @@ impl Session {
     }
 }
 
+/// One line of CLIENT LIST / CLIENT INFO (and the ACL log's
+/// `client-info`) for `c`: its last command named by the statistics row
+/// where `shared` is given, else by the table row; `own_argv`, when `c` is
+/// the caller, the bytes of its own CLIENT command.
+pub fn client_line(c: &ClientHandle, shared: Option<&Shared>, own_argv: Option<u64>) -> String {
+    let load = |a: &std::sync::atomic::AtomicUsize| a.load(std::sync::atomic::Ordering::Relaxed);
+    let cmd = shared
+        .and_then(|sh| sh.stats.row_name(load(&c.state.last_row)))
+        .or_else(|| TABLE.get(load(&c.last_cmd)).map(|s| s.name.to_string()))
+        .unwrap_or_else(|| "NULL".into());
+    crate::clients::info_line(c, &cmd, std::mem::size_of::<Session>(), own_argv)
+}
+
 /// A session on a fresh engine in `dir`, as the fuzz target builds one.
 #[cfg(test)]
 pub(crate) fn test_session(dir: &std::path::Path) -> Session {
@@ -73,7 +110,7 @@ pub(crate) fn test_session(dir: &std::path::Path) -> Session {
     let shared = Arc::new(Shared::new(engine, config));
     let client = Arc::new(ClientHandle::new(
         1,
-        crate::state::Peer::Unix("test".into()),
+        crate::clients::Peer::Unix("test".into()),
     ));
     Session::new(shared, client)
 }

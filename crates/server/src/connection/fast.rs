@@ -31,7 +31,7 @@ pub(super) fn fast_set(
         || !session.authenticated
         || !session.acl.fast_allowed(
             &session.shared,
-            crate::command::TABLE.set,
+            crate::command::TABLE.set.map(|i| crate::command::TABLE[i].meta),
             &input[args[1].clone()],
             true,
         )
@@ -49,11 +49,15 @@ pub(super) fn fast_set(
     let monitors = &session.shared.monitors;
     if monitors.active() {
         let [name, key, value] = [0, 1, 2].map(|i| &input[args[i].clone()]);
-        monitors.feed(session.db, &session.client, &[name, key, value]);
+        monitors.feed(
+            session.db,
+            &session.client.state.monitor,
+            &[name, key, value],
+        );
     }
     let key = Bytes::copy_from_slice(&input[args[1].clone()]);
     let value = Bytes::copy_from_slice(&input[args[2].clone()]);
-    let argv = crate::stats::Tracking::slowlog_on(session).then(|| {
+    let argv = crate::command::track::Tracking::slowlog_on(session).then(|| {
         vec![
             name_bytes(&input[args[0].clone()]),
             key.clone(),
@@ -62,8 +66,8 @@ pub(super) fn fast_set(
     });
     let set = crate::cmd::strings::Set::plain(session.db, key, value);
     let plan = Plan::Write(crate::command::write_op(set));
-    let tracking = crate::stats::Tracking::fast(session, index, argv);
-    Some(crate::stats::track(
+    let tracking = crate::command::track::Tracking::fast(session, index, argv);
+    Some(crate::command::track::track(
         plan,
         std::time::Instant::now(),
         tracking,
@@ -97,7 +101,9 @@ impl Turn {
             || !session.authenticated
             || !session.acl.fast_allowed(
                 shared,
-                crate::command::TABLE.get,
+                crate::command::TABLE
+                    .get
+                    .map(|i| crate::command::TABLE[i].meta),
                 &input[args[1].clone()],
                 false,
             )
@@ -118,7 +124,7 @@ impl Turn {
         if shared.monitors.active() {
             shared
                 .monitors
-                .feed(session.db, &session.client, &[name, key]);
+                .feed(session.db, &session.client.state.monitor, &[name, key]);
         }
         match cache.get(session.db, key, respite_engine::now_ms) {
             Some(value) => {
@@ -128,19 +134,19 @@ impl Turn {
                     .read(session.db, key, true, session.touches());
                 self.held += value.len();
                 self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
-                crate::stats::cache_hit(session, index, started, || {
+                crate::command::track::cache_hit(session, index, started, || {
                     vec![name_bytes(name), Bytes::copy_from_slice(key)]
                 });
                 Some(None)
             }
             None => {
                 let key = Bytes::copy_from_slice(key);
-                let argv = crate::stats::Tracking::slowlog_on(session)
+                let argv = crate::command::track::Tracking::slowlog_on(session)
                     .then(|| vec![name_bytes(name), key.clone()]);
-                let tracking = crate::stats::Tracking::fast(session, index, argv);
+                let tracking = crate::command::track::Tracking::fast(session, index, argv);
                 let (f, needs) =
                     Cached::Get(Get::new(session.db, key, session.touches())).into_read();
-                let plan = crate::stats::track(Plan::Read(f, needs), started, tracking);
+                let plan = crate::command::track::track(Plan::Read(f, needs), started, tracking);
                 Some(Some(plan))
             }
         }

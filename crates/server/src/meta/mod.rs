@@ -195,6 +195,13 @@ pub fn all() -> &'static [Meta] {
     data::COMMANDS
 }
 
+/// The position of `m` in [`all`] (every description is one of its
+/// entries).
+pub fn position(m: &'static Meta) -> usize {
+    let base = data::COMMANDS.as_ptr() as usize;
+    (m as *const Meta as usize - base) / std::mem::size_of::<Meta>()
+}
+
 /// redis 7.0's ACL categories (without `@`), in ACL CAT order.
 pub fn all_categories() -> &'static [&'static str] {
     data::CATEGORIES
