@@ -48,6 +48,7 @@ pub mod glob;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod notify;
 pub mod owner;
 pub mod read_pool;
 pub mod schema;
@@ -283,6 +284,8 @@ pub struct Engine<R: Send + 'static> {
     /// The encoding thresholds (see `encoding.rs`).
     thresholds: Arc<encoding::Thresholds>,
     blocking: Arc<Blocking>,
+    /// Keyspace notifications (see `notify.rs`).
+    notifier: Arc<notify::Notifier>,
     snapshots: Arc<Snapshots>,
     snapshot_path: PathBuf,
     /// Goes up every time the writer finishes an operation or goes round
@@ -368,6 +371,7 @@ impl<R: Send + 'static> Engine<R> {
         let watches = Arc::new(Watches::default());
         let thresholds = Arc::new(encoding::Thresholds::default());
         let blocking = Arc::new(Blocking::default());
+        let notifier = notify::Notifier::new();
         let progress = Arc::new(AtomicU64::new(0));
         let disk = Arc::new(Disk::new(
             &config.path,
@@ -411,6 +415,7 @@ impl<R: Send + 'static> Engine<R> {
             watches: watches.clone(),
             thresholds: thresholds.clone(),
             blocking: blocking.clone(),
+            notifier: notifier.clone(),
             progress: progress.clone(),
             disk: disk.clone(),
             page_size: u64::from(page_size),
@@ -458,6 +463,7 @@ impl<R: Send + 'static> Engine<R> {
             watches,
             thresholds,
             blocking,
+            notifier,
             snapshots,
             snapshot_path: config.snapshot_path(),
             progress,
@@ -505,6 +511,12 @@ impl<R: Send + 'static> Engine<R> {
     /// The registry of WATCHed keys (see [`watch`]).
     pub fn watches(&self) -> Arc<Watches> {
         self.watches.clone()
+    }
+
+    /// Keyspace notifications: their classes, and where committed events
+    /// go (see `notify.rs`).
+    pub fn notifier(&self) -> &Arc<notify::Notifier> {
+        &self.notifier
     }
 
     /// The encoding thresholds writes follow (CONFIG SET
