@@ -34,9 +34,9 @@ use respite_engine::glob::glob_match;
 use respite_engine::notify::{self, Event, Notifier};
 use tokio::sync::mpsc;
 
+use crate::clients::ClientHandle;
 use crate::output::ClassLimit;
 use crate::reply::Reply;
-use crate::state::ClientHandle;
 use crate::sync::lock;
 
 /// One published message, shared by every subscriber that gets it.
