@@ -529,6 +529,7 @@ impl<R: Send + 'static> Engine<R> {
             watches: Arc::new(Watches::default()),
             thresholds: Arc::new(encoding::Thresholds::default()),
             blocking: Arc::new(Blocking::default()),
+            notifier: notify::Notifier::new(),
             snapshots: Arc::new(Snapshots::new(&config.path, &config.snapshot_path())),
             snapshot_path: config.snapshot_path(),
             progress,
