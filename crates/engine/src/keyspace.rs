@@ -50,6 +50,7 @@ use rusqlite::{params, OptionalExtension};
 
 use crate::error::{EngineError, Result};
 use crate::glob::glob_match;
+use crate::notify;
 use crate::schema::Kind;
 use crate::txn::Txn;
 use crate::view::View;
@@ -670,6 +671,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             None => None,
             Some(s) if s.expire_at.is_some_and(|at| at <= self.now()) => {
                 self.drop_stored(db, key, &s)?;
+                self.notify(notify::EXPIRED, "expired", db, key);
                 None
             }
             Some(s) if s.kind != kind => return Err(EngineError::WrongType),
@@ -697,6 +699,7 @@ impl<'s, 'c> Txn<'s, 'c> {
              VALUES (?1, ?2, ?3, 0, NULL, ?4, 0)",
         )?
         .execute(params![slot.db, slot.key, slot.kind.code(), id])?;
+        self.notify(notify::NEW, "new", slot.db, slot.key);
         slot.row = Some(KeyRow {
             id,
             count: 0,
@@ -777,6 +780,35 @@ impl<'s, 'c> Txn<'s, 'c> {
         Ok(Some(stored.kind))
     }
 
+    /// Before a STORE form replaces a key: removes what is stored there,
+    /// live or expired (an expired one is announced as `expired`), and
+    /// answers whether a live key was there.
+    pub(crate) fn replace(&mut self, db: u32, key: &[u8]) -> Result<bool> {
+        let Some(stored) = self.stored(db, key)? else {
+            return Ok(false);
+        };
+        let live = stored.expire_at.is_none_or(|at| at > self.now());
+        self.drop_stored(db, key, &stored)?;
+        if !live {
+            self.notify(notify::EXPIRED, "expired", db, key);
+        }
+        Ok(live)
+    }
+
+    /// Takes back the `new` event of a key that replaced a live one (a
+    /// STORE over an existing key overwrites it, as redis's `setKey`).
+    pub fn not_new(&mut self, db: u32, key: &[u8]) {
+        if self.notifying(notify::NEW) {
+            let at = self
+                .events
+                .iter()
+                .rposition(|e| e.event == "new" && e.db == db && e.key == key);
+            if let Some(i) = at {
+                self.events.remove(i);
+            }
+        }
+    }
+
     /// Deletes a live key of any type (DEL, UNLINK). Returns whether it
     /// existed; a big collection's elements are freed later.
     pub fn delete(&mut self, db: u32, key: &[u8]) -> Result<bool> {
@@ -786,6 +818,9 @@ impl<'s, 'c> Txn<'s, 'c> {
         let live = stored.expire_at.is_none_or(|at| at > self.now());
         // An expired row is removed too, but does not count as deleted.
         self.drop_stored(db, key, &stored)?;
+        if !live {
+            self.notify(notify::EXPIRED, "expired", db, key);
+        }
         Ok(live)
     }
 
@@ -828,6 +863,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.changing(db, to);
         self.stmt("UPDATE keys SET key = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, from, to])?;
+        self.notify(notify::NEW, "new", db, to);
         Ok(true)
     }
 
@@ -873,6 +909,7 @@ impl<'s, 'c> Txn<'s, 'c> {
                  SELECT ?3, ?4, type, value, expire_at, ?5 FROM keys WHERE db = ?1 AND key = ?2",
             )?
             .execute(params![db, from, dst_db, to, id])?;
+            self.notify(notify::NEW, "new", dst_db, to);
             return Ok(true);
         }
         let Some(src) = self.live(db, from, entry.kind)? else {
@@ -909,6 +946,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.changing(dst_db, key);
         self.stmt("UPDATE keys SET db = ?3 WHERE db = ?1 AND key = ?2")?
             .execute(params![db, key, dst_db])?;
+        self.notify(notify::NEW, "new", dst_db, key);
         Ok(true)
     }
 
@@ -1012,6 +1050,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             };
             for (db, key) in &due {
                 self.purge(*db, key)?;
+                self.notify(notify::EXPIRED, "expired", *db, key);
             }
             expired += due.len();
             if due.len() < limit {

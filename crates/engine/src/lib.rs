@@ -49,6 +49,7 @@ pub mod glob;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod notify;
 pub mod owner;
 pub mod read_pool;
 pub mod replica;
@@ -286,6 +287,8 @@ pub struct Engine<R: Send + 'static> {
     /// The encoding thresholds (see `encoding.rs`).
     thresholds: Arc<encoding::Thresholds>,
     blocking: Arc<Blocking>,
+    /// Keyspace notifications (see `notify.rs`).
+    notifier: Arc<notify::Notifier>,
     snapshots: Arc<Snapshots>,
     snapshot_path: PathBuf,
     /// Goes up every time the writer finishes an operation or goes round
@@ -378,6 +381,7 @@ impl<R: Send + 'static> Engine<R> {
         let watches = Arc::new(Watches::default());
         let thresholds = Arc::new(encoding::Thresholds::default());
         let blocking = Arc::new(Blocking::default());
+        let notifier = notify::Notifier::new();
         let progress = Arc::new(AtomicU64::new(0));
         let disk = Arc::new(Disk::new(
             &config.path,
@@ -423,6 +427,7 @@ impl<R: Send + 'static> Engine<R> {
             watches: watches.clone(),
             thresholds: thresholds.clone(),
             blocking: blocking.clone(),
+            notifier: notifier.clone(),
             progress: progress.clone(),
             disk: disk.clone(),
             memory: memory.clone(),
@@ -471,6 +476,7 @@ impl<R: Send + 'static> Engine<R> {
             watches,
             thresholds,
             blocking,
+            notifier,
             snapshots,
             snapshot_path: config.snapshot_path(),
             progress,
@@ -530,6 +536,7 @@ impl<R: Send + 'static> Engine<R> {
             watches: Arc::new(Watches::default()),
             thresholds: Arc::new(encoding::Thresholds::default()),
             blocking: Arc::new(Blocking::default()),
+            notifier: notify::Notifier::new(),
             snapshots: Arc::new(Snapshots::new(&config.path, &config.snapshot_path())),
             snapshot_path: config.snapshot_path(),
             progress,
@@ -602,6 +609,12 @@ impl<R: Send + 'static> Engine<R> {
     /// The registry of WATCHed keys (see [`watch`]).
     pub fn watches(&self) -> Arc<Watches> {
         self.watches.clone()
+    }
+
+    /// Keyspace notifications: their classes, and where committed events
+    /// go (see `notify.rs`).
+    pub fn notifier(&self) -> &Arc<notify::Notifier> {
+        &self.notifier
     }
 
     /// The encoding thresholds writes follow (CONFIG SET

@@ -179,11 +179,15 @@ impl Txn<'_, '_> {
     /// (the STORE forms); an empty result deletes the key. Returns the new
     /// size.
     pub fn set_store<M: AsRef<[u8]>>(&mut self, db: u32, key: &[u8], members: &[M]) -> Result<i64> {
-        self.purge(db, key)?;
+        let live = self.replace(db, key)?;
         if members.is_empty() {
             return Ok(0);
         }
         let mut slot = self.open(db, key, Kind::Set)?;
-        self.set_add(&mut slot, members)
+        let n = self.set_add(&mut slot, members)?;
+        if live {
+            self.not_new(db, key);
+        }
+        Ok(n)
     }
 }

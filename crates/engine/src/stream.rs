@@ -1144,6 +1144,18 @@ impl Txn<'_, '_> {
         Ok(true)
     }
 
+    /// redis's `streamCreateConsumer` announces every consumer it creates,
+    /// whichever command made it (XGROUP CREATECONSUMER, XREADGROUP,
+    /// XCLAIM, XAUTOCLAIM).
+    fn consumer_created(&mut self, slot: &Slot<'_>) {
+        self.notify(
+            crate::notify::STREAM,
+            "xgroup-createconsumer",
+            slot.db,
+            slot.key,
+        );
+    }
+
     /// Creates the consumer if the group lacks it; returns whether it did.
     /// An existing consumer's seen-time is left alone.
     pub fn stream_create_consumer(
@@ -1162,6 +1174,7 @@ impl Txn<'_, '_> {
         let now = self.now();
         self.stmt("INSERT INTO stream_consumers (id, grp, name, seen) VALUES (?1, ?2, ?3, ?4)")?
             .execute(params![id, group, name, now])?;
+        self.consumer_created(slot);
         Ok(true)
     }
 
@@ -1182,6 +1195,9 @@ impl Txn<'_, '_> {
              ON CONFLICT (id, grp, name) DO UPDATE SET seen = excluded.seen",
         )?
         .execute(params![id, group, name, now])?;
+        if created {
+            self.consumer_created(slot);
+        }
         Ok(created)
     }
 

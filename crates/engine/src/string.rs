@@ -140,6 +140,19 @@ impl Txn<'_, '_> {
         value: &[u8],
         expire_at: Option<i64>,
     ) -> Result<()> {
+        // Only with `x` or `n` wanted: the row as it was, for `expired`
+        // (an expired row this write replaces) and `new`.
+        if self.notifying(crate::notify::EXPIRED | crate::notify::NEW) {
+            let stored = self.stored(db, key)?;
+            let now = self.now();
+            let expired = stored.is_some_and(|s| s.expire_at.is_some_and(|at| at <= now));
+            if expired {
+                self.notify(crate::notify::EXPIRED, "expired", db, key);
+            }
+            if stored.is_none() || expired {
+                self.notify(crate::notify::NEW, "new", db, key);
+            }
+        }
         // A long value goes to `strings` first, under a new id; the row
         // then holds the id instead of the bytes (see the module docs).
         let inline =

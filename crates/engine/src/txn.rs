@@ -43,6 +43,10 @@ pub struct Txn<'s, 'c> {
     pub(crate) watches: &'s Watches,
     /// The encoding thresholds (see `encoding.rs`).
     pub(crate) thresholds: &'s crate::encoding::Thresholds,
+    /// The keyspace event classes wanted (0: none; see `notify.rs`).
+    pub(crate) notify: u32,
+    /// The events this operation produced, in order.
+    pub(crate) events: Vec<crate::notify::Event>,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -66,7 +70,33 @@ impl<'s, 'c> Txn<'s, 'c> {
             touched: Touched::default(),
             watches,
             thresholds,
+            notify: 0,
+            events: Vec::new(),
         }
+    }
+
+    /// Whether events of `class` are wanted: a command whose event needs
+    /// work to find out (a lookup) asks first.
+    pub fn notifying(&self, class: u32) -> bool {
+        self.notify & class != 0
+    }
+
+    /// Notes a keyspace event (redis's `notifyKeyspaceEvent`), published
+    /// once the group commits; nothing at all when its class is not wanted.
+    pub fn notify(&mut self, class: u32, event: &'static str, db: u32, key: &[u8]) {
+        if self.notify & class != 0 {
+            self.events.push(crate::notify::Event {
+                class,
+                event,
+                db,
+                key: bytes::Bytes::copy_from_slice(key),
+            });
+        }
+    }
+
+    /// The events this operation produced, for the writer.
+    pub(crate) fn take_events(&mut self) -> Vec<crate::notify::Event> {
+        std::mem::take(&mut self.events)
     }
 
     /// The keys this operation changed, for the writer.

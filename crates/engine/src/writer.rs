@@ -139,6 +139,9 @@ pub(crate) struct WriterSettings {
     /// The encoding thresholds (see `encoding.rs`).
     pub thresholds: Arc<crate::encoding::Thresholds>,
     pub blocking: Arc<Blocking>,
+    /// Keyspace notifications: the classes wanted, and where a committed
+    /// group's events go (see `notify.rs`).
+    pub notifier: Arc<crate::notify::Notifier>,
     /// Raised at every operation and every turn of the loop (see
     /// `Engine::writer_progress`).
     pub progress: Arc<std::sync::atomic::AtomicU64>,
@@ -152,6 +155,13 @@ pub(crate) struct WriterSettings {
     /// "external"`): then the writer never checkpoints, restarts or
     /// truncates it, and only watches it (see `Writer::watch_wal`).
     pub external: bool,
+}
+
+/// A `Txn` for one operation, with the keyspace event classes wanted now.
+fn new_txn<'a, 'c>(stmts: &'a Statements<'c>, settings: &'a WriterSettings) -> Txn<'a, 'c> {
+    let mut txn = Txn::new(stmts, &settings.watches, &settings.thresholds);
+    txn.notify = settings.notifier.mask();
+    txn
 }
 
 /// A wait for the write lock longer than this is logged.
@@ -240,6 +250,9 @@ struct Writer<'s, 'c, R> {
     wal_index: crate::checkpointer::WalIndex,
     /// Blocked clients served in the open transaction, told once it ends.
     served: Vec<Arc<dyn Waiter>>,
+    /// The keyspace events of the open transaction, in the order its
+    /// operations produced them; published once it commits.
+    events: Vec<crate::notify::Event>,
     /// The WAL index's counters when last looked at, to notice a
     /// checkpoint another process ran (external mode).
     last_frames: Option<crate::checkpointer::WalFrames>,
@@ -304,6 +317,7 @@ pub(crate) fn run<R: Send + 'static>(
         unsynced: false,
         last_commit_micros: 0,
         served: Vec::new(),
+        events: Vec::new(),
         last_measure: Instant::now(),
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
         last_frames: None,
@@ -475,11 +489,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// before writing has changed nothing; one that fails after writing
     /// poisons the transaction, which is then rolled back whole.
     fn run_op(&mut self, op: WriteOp<R>) -> Result<R> {
-        let mut txn = Txn::new(
-            self.stmts,
-            &self.settings.watches,
-            &self.settings.thresholds,
-        );
+        let mut txn = new_txn(self.stmts, &self.settings);
         // A panicking operation (a bug in a command) fails alone, and takes
         // its transaction down like a failure after writing: what it did
         // before panicking is unknown.
@@ -499,10 +509,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         // WATCH and EXEC run on this thread too, so raising the versions
         // here, as the write happens, orders them exactly (see `watch.rs`).
         self.settings.watches.touch(&touched);
-        if let Err(e) = &result {
-            if txn.wrote() {
-                self.poisoned = Some(e.to_string());
-            }
+        match &result {
+            Err(e) if txn.wrote() => self.poisoned = Some(e.to_string()),
+            // Failed before writing: it changed nothing, so no event.
+            Err(_) => {}
+            Ok(_) => self.events.append(&mut txn.events),
         }
         if !self.settings.blocking.is_empty() && self.poisoned.is_none() {
             let ready = self.settings.blocking.ready_keys(&touched);
@@ -528,11 +539,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                     blocking.remove(id);
                     continue;
                 }
-                let mut txn = Txn::new(
-                    self.stmts,
-                    &self.settings.watches,
-                    &self.settings.thresholds,
-                );
+                let mut txn = new_txn(self.stmts, &self.settings);
                 let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     waiter.serve(&mut txn, db, &key)
                 }));
@@ -541,7 +548,10 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 let more = blocking.ready_keys(&touched);
                 self.touched.absorb(touched);
                 let served = match attempt {
-                    Ok(Ok(served)) => served,
+                    Ok(Ok(served)) => {
+                        self.events.append(&mut txn.events);
+                        served
+                    }
                     Ok(Err(e)) => {
                         if txn.wrote() {
                             self.poisoned = Some(e.to_string());
@@ -596,10 +606,13 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         self.last_commit_micros = micros;
         let ops = self.in_txn.len() as u64;
         let served = std::mem::take(&mut self.served);
+        let events = std::mem::take(&mut self.events);
         match commit {
             Ok(()) => {
                 self.stats
                     .record_commit(ops, self.failed_in_txn, micros, true);
+                // Before any reply of the group goes out.
+                self.settings.notifier.publish(events);
                 self.unsynced = true;
                 self.settings.checkpointer.nudge();
                 // With a budget or a limit, every commit is measured: the
@@ -897,11 +910,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // DEFERRED: a sweep that finds nothing takes no write lock and
             // costs no fsync.
             self.exec("BEGIN")?;
-            let mut txn = Txn::new(
-                self.stmts,
-                &self.settings.watches,
-                &self.settings.thresholds,
-            );
+            let mut txn = new_txn(self.stmts, &self.settings);
             let n = match txn.expire_due(chunk) {
                 Ok(n) => n,
                 Err(e) => {
@@ -910,7 +919,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 }
             };
             self.touched = txn.take_touched();
+            let events = txn.take_events();
             self.commit()?;
+            self.settings.notifier.publish(events);
             Ok(n)
         })();
         match result {

@@ -747,13 +747,17 @@ impl Txn<'_, '_> {
     /// `items` (distinct members: the STORE forms); an empty result deletes
     /// the key. Returns the new size.
     pub fn zset_store(&mut self, db: u32, key: &[u8], items: &[Scored]) -> Result<i64> {
-        self.purge(db, key)?;
+        let live = self.replace(db, key)?;
         if items.is_empty() {
             return Ok(0);
         }
         let mut slot = self.open(db, key, Kind::ZSet)?;
         let pairs: Vec<(f64, &[u8])> = items.iter().map(|(m, s)| (*s, m.as_slice())).collect();
-        Ok(self.zset_add(&mut slot, &pairs, AddFlags::default())?.added)
+        let added = self.zset_add(&mut slot, &pairs, AddFlags::default())?.added;
+        if live {
+            self.not_new(db, key);
+        }
+        Ok(added)
     }
 
     /// Cuts the set under `id` into rank blocks of [`BLOCK`] members, the

@@ -69,6 +69,11 @@ impl Args {
         self.items.as_slice().iter().map(|b| b.len()).sum()
     }
 
+    /// The arguments not taken yet, left where they are.
+    pub fn peek_rest(&self) -> &[Bytes] {
+        self.items.as_slice()
+    }
+
     /// Every remaining argument.
     pub fn rest(&mut self) -> Vec<Bytes> {
         self.items.by_ref().collect()

@@ -60,6 +60,7 @@ pub use state::Shared;
 /// listener bound by then), and its stop timeout is extended while the
 /// drain runs (see [`service`]).
 pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
+    pubsub::install_notifications(&shared);
     shared.tls.set(listeners.tls_config());
     if let Some(port) = listeners.tcp_port() {
         shared

@@ -13,11 +13,10 @@
 //!   (`appendfsync`, `maxclients`, `requirepass`, `port`, respite's
 //!   `max-batch`...), as before;
 //! - **acted on**: stored here and obeyed (`slowlog-*`, `latency-*`,
-//!   `timeout`, `tcp-keepalive`);
+//!   `timeout`, `tcp-keepalive`, `notify-keyspace-events`);
 //! - **stored**: validated and kept, so a tool that sets and reads it back
 //!   sees what it set, with a documented meaning for a disk-backed store
-//!   (`maxmemory-clients`: respite evicts no client, see docs/commands.md)
-//!   or acted on once the feature lands (`notify-keyspace-events`).
+//!   (`maxmemory-clients`: respite evicts no client, see docs/commands.md).
 //!
 //! The encoding thresholds OBJECT ENCODING reports (`hash-max-listpack-*`,
 //! `set-max-intset-entries`, `zset-max-listpack-*`) are acted on: the
@@ -722,6 +721,11 @@ impl Params {
 pub fn value(sh: &Shared, name: &str) -> String {
     match find(name.as_bytes()) {
         Some(p) => match p.source {
+            Source::Stored if matches!(p.kind, Kind::Notify) => {
+                let kept = sh.params.get(p.name);
+                let flags = respite_engine::notify::parse_classes(&kept).unwrap_or(0);
+                respite_engine::notify::format_classes(flags)
+            }
             Source::Stored => sh.params.get(p.name),
             Source::Live(get) => get(sh),
         },
@@ -913,42 +917,20 @@ fn validate(p: &Param, raw: &str) -> Result<String, String> {
             }
             Ok(words.join(" "))
         }
-        Kind::Notify => {
-            const ALL: u32 = 0b10_0111_1111_1100;
-            let letters = "KEg$lshzxetmdn";
-            let mut flags = 0u32;
-            for c in raw.chars() {
-                flags |= match c {
-                    'A' => ALL,
-                    c => match letters.find(c) {
-                        Some(i) => 1 << i,
-                        None => {
-                            return Err(
-                                "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()
-                            )
-                        }
-                    },
-                };
-            }
-            // keyspaceEventsFlagsToString's order.
-            let bit = |c: char| letters.find(c).map_or(0, |i| 1u32 << i);
-            let mut out = String::new();
-            if flags & ALL == ALL {
-                out.push('A');
-            } else {
-                for c in "g$lshzxetdn".chars() {
-                    if flags & bit(c) != 0 {
-                        out.push(c);
-                    }
+        // Kept as redis shows it, except that `n` stays after an `A`
+        // (which redis's display hides, though the class is on): CONFIG
+        // GET shows it through `format_classes` again (see `value`).
+        Kind::Notify => match respite_engine::notify::parse_classes(raw) {
+            Some(flags) => {
+                use respite_engine::notify::{format_classes, ALL, NEW};
+                let mut kept = format_classes(flags);
+                if flags & ALL == ALL && flags & NEW != 0 {
+                    kept.insert(1, 'n');
                 }
+                Ok(kept)
             }
-            for c in "KEm".chars() {
-                if flags & bit(c) != 0 {
-                    out.push(c);
-                }
-            }
-            Ok(out)
-        }
+            None => Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
+        },
         Kind::OutputLimits => {
             // Over redis's defaults; CONFIG SET parses it again over the
             // limits in force (a group not named keeps its value).
@@ -1126,6 +1108,10 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
                 _ => t.stream_node_bytes.store(n, Ordering::Relaxed),
             }
         }
+        "notify-keyspace-events" => sh
+            .engine
+            .notifier()
+            .set_flags(respite_engine::notify::parse_classes(value).unwrap_or(0)),
         "timeout" => sh
             .idle_timeout_secs
             .store(value.parse().unwrap_or(0), Ordering::Relaxed),

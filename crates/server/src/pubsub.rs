@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use respite_engine::glob::glob_match;
+use respite_engine::notify::{self, Event, Notifier};
 use tokio::sync::mpsc;
 
 use crate::clients::ClientHandle;
@@ -261,6 +262,9 @@ impl Subscriptions {
 #[derive(Default)]
 pub struct Registry {
     tables: RwLock<Tables>,
+    /// Told whether anyone could receive a keyspace event (see
+    /// [`install_notifications`]).
+    notifier: std::sync::OnceLock<Arc<Notifier>>,
     /// The registry's clock for soft limits.
     started: std::sync::OnceLock<std::time::Instant>,
 }
@@ -355,6 +359,7 @@ impl Registry {
             ));
         }
         subs.publish_counts(&own);
+        self.listening_changed(&tables);
         Reply::Several(replies)
     }
 
@@ -420,7 +425,49 @@ impl Registry {
             ));
         }
         subs.publish_counts(&own);
+        self.listening_changed(&tables);
         Reply::Several(replies)
+    }
+
+    /// Tells the engine whether a keyspace event could reach anyone: a
+    /// pattern or a channel is subscribed (shard channels never get one).
+    fn listening_changed(&self, tables: &Tables) {
+        if let Some(n) = self.notifier.get() {
+            n.set_listening(!tables.channels.is_empty() || !tables.patterns.is_empty());
+        }
+    }
+
+    /// Publishes a committed group's keyspace events, each as redis's
+    /// `notifyKeyspaceEvent` does: on `__keyspace@<db>__:<key>` with the
+    /// event as the message (`K`), then on `__keyevent@<db>__:<event>` with
+    /// the key (`E`).
+    pub fn publish_events(
+        &self,
+        events: Vec<Event>,
+        flags: u32,
+        limit: ClassLimit,
+        closes: &AtomicU64,
+    ) {
+        for e in events {
+            let db = e.db.to_string();
+            if flags & notify::KEYSPACE != 0 {
+                let mut channel = BytesMut::with_capacity(16 + db.len() + e.key.len());
+                channel.put_slice(b"__keyspace@");
+                channel.put_slice(db.as_bytes());
+                channel.put_slice(b"__:");
+                channel.put_slice(&e.key);
+                let event = Bytes::from_static(e.event.as_bytes());
+                self.publish(channel.freeze(), event, false, limit, closes);
+            }
+            if flags & notify::KEYEVENT != 0 {
+                let mut channel = BytesMut::with_capacity(16 + db.len() + e.event.len());
+                channel.put_slice(b"__keyevent@");
+                channel.put_slice(db.as_bytes());
+                channel.put_slice(b"__:");
+                channel.put_slice(e.event.as_bytes());
+                self.publish(channel.freeze(), e.key, false, limit, closes);
+            }
+        }
     }
 
     /// Drops every subscription of `client`, without a word (RESET, or its
@@ -520,4 +567,25 @@ impl Registry {
             tables.shard.len(),
         )
     }
+}
+
+/// Connects keyspace notifications to the registry: the engine's writer
+/// hands each committed group's events to [`Registry::publish_events`], and
+/// the registry keeps the engine told whether anyone is subscribed, so that
+/// nobody listening costs a write nothing (see `respite_engine::notify`).
+pub fn install_notifications(shared: &Arc<crate::state::Shared>) {
+    let notifier = shared.engine.notifier().clone();
+    let _ = shared.pubsub.notifier.set(notifier.clone());
+    shared.pubsub.listening_changed(&shared.pubsub.read());
+    // Weak: the engine (inside `Shared`) holds the sink. The writer only
+    // publishes before it acknowledges its shutdown, while `Shared` lives.
+    let weak = Arc::downgrade(shared);
+    notifier.set_sink(Box::new(move |events| {
+        if let Some(sh) = weak.upgrade() {
+            let flags = sh.engine.notifier().flags();
+            let limit = lock(&sh.settings.output_limits)[2];
+            sh.pubsub
+                .publish_events(events, flags, limit, &sh.counters.output_limit_closes);
+        }
+    }));
 }

@@ -11,6 +11,7 @@
 //! follows.
 
 use bytes::Bytes;
+use respite_engine::notify::{GENERIC, STRING};
 use respite_engine::{EngineError, Kind, Txn, View};
 
 use crate::args::{parse_i64, upper, Args};
@@ -96,6 +97,7 @@ impl WriteCommand for SetBit {
                 value[byte] &= !mask;
             }
             txn.put_string(self.db, &self.key, &value, expire_at)?;
+            txn.notify(STRING, "setbit", self.db, &self.key);
         }
         Ok(Reply::Int(old as i64))
     }
@@ -369,7 +371,9 @@ impl WriteCommand for BitOp {
         }
         let max = sources.iter().map(Vec::len).max().unwrap_or(0);
         if max == 0 {
-            txn.delete(self.db, &self.dest)?;
+            if txn.delete(self.db, &self.dest)? {
+                txn.notify(GENERIC, "del", self.db, &self.dest);
+            }
             return Ok(Reply::Int(0));
         }
         let byte = |s: &Vec<u8>, i: usize| s.get(i).copied().unwrap_or(0);
@@ -392,6 +396,7 @@ impl WriteCommand for BitOp {
             })
             .collect();
         txn.put_string(self.db, &self.dest, &result, None)?;
+        txn.notify(STRING, "set", self.db, &self.dest);
         Ok(Reply::Int(max as i64))
     }
 }
@@ -686,6 +691,16 @@ impl WriteCommand for BitField {
         work.truncate(len);
         if !existed || grew || changed {
             txn.put_string(self.db, &self.key, &work, expire_at)?;
+        }
+        // redis counts every SET and INCRBY carried out (not failed on
+        // OVERFLOW FAIL), changed or not.
+        let wrote = self
+            .ops
+            .iter()
+            .zip(&replies)
+            .any(|(op, r)| op.write.is_some() && !matches!(r, Reply::Nil));
+        if wrote {
+            txn.notify(STRING, "setbit", self.db, &self.key);
         }
         Ok(Reply::Array(replies))
     }

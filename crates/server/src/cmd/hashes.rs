@@ -14,6 +14,7 @@
 //! hash order for big ones: an order Redis does not promise either.
 
 use bytes::Bytes;
+use respite_engine::notify::{GENERIC, HASH};
 use respite_engine::{EngineError, KeyRow, Kind, Txn, View};
 
 use super::common::{parse_cursor, parse_random_count, scan_reply, ScanOptions};
@@ -72,6 +73,7 @@ impl<const OK_REPLY: bool> WriteCommand for HSetGeneric<OK_REPLY> {
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::Hash)?;
         let added = txn.hash_set(&mut slot, &self.pairs, false)?;
+        txn.notify(HASH, "hset", self.db, &self.key);
         Ok(if OK_REPLY {
             Reply::Ok
         } else {
@@ -109,6 +111,7 @@ impl WriteCommand for HSetNx {
             }
         }
         let added = txn.hash_set(&mut slot, &[(self.field, self.value)], true)?;
+        txn.notify(HASH, "hset", self.db, &self.key);
         Ok(Reply::Int(added))
     }
 }
@@ -255,7 +258,14 @@ impl WriteCommand for HDel {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::Hash)?;
-        Ok(Reply::Int(txn.hash_delete(&mut slot, &self.fields)?))
+        let deleted = txn.hash_delete(&mut slot, &self.fields)?;
+        if deleted > 0 {
+            txn.notify(HASH, "hdel", self.db, &self.key);
+            if slot.is_empty() {
+                txn.notify(GENERIC, "del", self.db, &self.key);
+            }
+        }
+        Ok(Reply::Int(deleted))
     }
 }
 
@@ -355,6 +365,7 @@ impl WriteCommand for HIncrBy {
             &[(&self.field[..], next.to_string().as_bytes())],
             false,
         )?;
+        txn.notify(HASH, "hincrby", self.db, &self.key);
         Ok(Reply::Int(next))
     }
 }
@@ -399,6 +410,7 @@ impl WriteCommand for HIncrByFloat {
         let next = long_double::add(current, self.delta).ok_or(EngineError::NanOrInfinity)?;
         let text = long_double::format(next);
         txn.hash_set(&mut slot, &[(&self.field[..], text.as_bytes())], false)?;
+        txn.notify(HASH, "hincrbyfloat", self.db, &self.key);
         Ok(Reply::bulk(text))
     }
 }

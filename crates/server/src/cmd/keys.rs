@@ -4,6 +4,7 @@ use bytes::Bytes;
 use respite_engine::schema::KINDS;
 use std::sync::Arc;
 
+use respite_engine::notify::{EXPIRED, GENERIC};
 use respite_engine::{now_ms, Access, Kind, Txn, View};
 
 use crate::args::{upper, Args};
@@ -73,6 +74,10 @@ pub struct Del {
     db: u32,
     /// Keys to delete.
     keys: Vec<Bytes>,
+    /// The keys in argument order, when there are several: with keyspace
+    /// notifications on they are deleted in this order, as redis announces
+    /// them.
+    order: Vec<Bytes>,
 }
 
 impl WriteCommand for Del {
@@ -85,14 +90,29 @@ impl WriteCommand for Del {
         // The sort runs here, on the connection's thread, not the writer's;
         // the reply is the same, a repeated key is deleted only once.
         let mut keys = args.rest();
+        let order = if keys.len() > 1 {
+            keys.clone()
+        } else {
+            Vec::new()
+        };
         keys.sort_unstable();
         keys.dedup();
-        Ok(Del { db: s.db, keys })
+        Ok(Del {
+            db: s.db,
+            keys,
+            order,
+        })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut n = 0;
-        for key in &self.keys {
+        let keys = if !self.order.is_empty() && txn.notifying(GENERIC | EXPIRED) {
+            &self.order
+        } else {
+            &self.keys
+        };
+        for key in keys {
             if txn.delete(self.db, key)? {
+                txn.notify(GENERIC, "del", self.db, key);
                 n += 1;
             }
         }
@@ -281,6 +301,9 @@ impl<const UNIT: u8> WriteCommand for ExpireGeneric<UNIT> {
             return Ok(Reply::Int(0));
         }
         txn.set_expire(self.db, &self.key, Some(at))?;
+        // A time already past deletes the key (redis's checkAlreadyExpired).
+        let event = if at <= txn.now() { "del" } else { "expire" };
+        txn.notify(GENERIC, event, self.db, &self.key);
         Ok(Reply::Int(1))
     }
 }
@@ -304,6 +327,7 @@ impl WriteCommand for Persist {
         match txn.entry(self.db, &self.key)? {
             Some(e) if e.expire_at.is_some() => {
                 txn.set_expire(self.db, &self.key, None)?;
+                txn.notify(GENERIC, "persist", self.db, &self.key);
                 Ok(Reply::Int(1))
             }
             _ => Ok(Reply::Int(0)),
@@ -380,6 +404,10 @@ impl<const NX: bool> WriteCommand for RenameGeneric<NX> {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let moved = txn.rename(self.db, &self.from, &self.to, NX)?;
+        if moved && self.from != self.to {
+            txn.notify(GENERIC, "rename_from", self.db, &self.from);
+            txn.notify(GENERIC, "rename_to", self.db, &self.to);
+        }
         Ok(if NX {
             Reply::Int(moved as i64)
         } else {
@@ -435,6 +463,9 @@ impl WriteCommand for Copy {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let copied = txn.copy(self.db, &self.from, self.dst_db, &self.to, self.replace)?;
+        if copied {
+            txn.notify(GENERIC, "copy_to", self.dst_db, &self.to);
+        }
         Ok(Reply::Int(copied as i64))
     }
 }
@@ -468,9 +499,12 @@ impl WriteCommand for Move {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
-        Ok(Reply::Int(
-            txn.move_key(self.db, &self.key, self.dst_db)? as i64
-        ))
+        let moved = txn.move_key(self.db, &self.key, self.dst_db)?;
+        if moved {
+            txn.notify(GENERIC, "move_from", self.db, &self.key);
+            txn.notify(GENERIC, "move_to", self.dst_db, &self.key);
+        }
+        Ok(Reply::Int(moved as i64))
     }
 }
 

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use respite_engine::list::{End, Seek};
+use respite_engine::notify::{GENERIC, LIST};
 use respite_engine::{KeyRow, Kind, Txn, View};
 
 use crate::args::{parse_i64, upper, Args};
@@ -65,6 +66,27 @@ fn non_negative(arg: &[u8], msg: &str) -> Result<i64, CommandError> {
     }
 }
 
+/// redis's `listElementsRemoved`: the pop's event, then `del` when the
+/// list went with its last element.
+fn popped(txn: &mut Txn<'_, '_>, db: u32, key: &[u8], end: End, gone: bool) {
+    let event = match end {
+        End::Left => "lpop",
+        End::Right => "rpop",
+    };
+    txn.notify(LIST, event, db, key);
+    if gone {
+        txn.notify(GENERIC, "del", db, key);
+    }
+}
+
+/// The event of a push to `end`.
+fn pushed(end: End) -> &'static str {
+    match end {
+        End::Left => "lpush",
+        End::Right => "rpush",
+    }
+}
+
 /// `LPUSH`, `RPUSH`, `LPUSHX` and `RPUSHX`: `key element [element ...]`.
 /// Answers the list's new length (0 for an X form on a missing key).
 pub struct Push<const LEFT: bool, const EXISTING: bool> {
@@ -90,7 +112,9 @@ impl<const LEFT: bool, const EXISTING: bool> WriteCommand for Push<LEFT, EXISTIN
             return Ok(Reply::Int(0));
         }
         let end = if LEFT { End::Left } else { End::Right };
-        Ok(Reply::Int(txn.list_push(&mut slot, &self.values, end)?))
+        let len = txn.list_push(&mut slot, &self.values, end)?;
+        txn.notify(LIST, pushed(end), self.db, &self.key);
+        Ok(Reply::Int(len))
     }
 }
 
@@ -133,11 +157,16 @@ impl<const LEFT: bool> WriteCommand for Pop<LEFT> {
         let mut slot = txn.open(self.db, &self.key, Kind::List)?;
         match self.count {
             Some(0) => Ok(Reply::Array(Vec::new())),
-            Some(n) => Ok(bulks(txn.list_pop(&mut slot, end, n)?)),
-            None => Ok(txn
-                .list_pop(&mut slot, end, 1)?
-                .pop()
-                .map_or(Reply::Nil, Reply::bulk)),
+            Some(n) => {
+                let values = txn.list_pop(&mut slot, end, n)?;
+                popped(txn, self.db, &self.key, end, slot.is_empty());
+                Ok(bulks(values))
+            }
+            None => {
+                let value = txn.list_pop(&mut slot, end, 1)?.pop();
+                popped(txn, self.db, &self.key, end, slot.is_empty());
+                Ok(value.map_or(Reply::Nil, Reply::bulk))
+            }
         }
     }
 }
@@ -276,6 +305,7 @@ impl WriteCommand for LSet {
         let index = parse_i64(&self.index).ok_or(CommandError::NotInteger)?;
         let mut slot = txn.open(self.db, &self.key, Kind::List)?;
         if txn.list_set(&mut slot, index, &self.value)? {
+            txn.notify(LIST, "lset", self.db, &self.key);
             Ok(Reply::Ok)
         } else {
             Err(CommandError::Other("index out of range".into()))
@@ -306,7 +336,14 @@ impl WriteCommand for LTrim {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::List)?;
+        if slot.is_empty() {
+            return Ok(Reply::Ok);
+        }
         txn.list_trim(&mut slot, self.start, self.stop)?;
+        txn.notify(LIST, "ltrim", self.db, &self.key);
+        if slot.is_empty() {
+            txn.notify(GENERIC, "del", self.db, &self.key);
+        }
         Ok(Reply::Ok)
     }
 }
@@ -334,11 +371,14 @@ impl WriteCommand for LRem {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::List)?;
-        Ok(Reply::Int(txn.list_remove(
-            &mut slot,
-            self.count,
-            &self.value,
-        )?))
+        let removed = txn.list_remove(&mut slot, self.count, &self.value)?;
+        if removed > 0 {
+            txn.notify(LIST, "lrem", self.db, &self.key);
+            if slot.is_empty() {
+                txn.notify(GENERIC, "del", self.db, &self.key);
+            }
+        }
+        Ok(Reply::Int(removed))
     }
 }
 
@@ -375,12 +415,11 @@ impl WriteCommand for LInsert {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::List)?;
-        Ok(Reply::Int(txn.list_insert(
-            &mut slot,
-            self.before,
-            &self.pivot,
-            &self.value,
-        )?))
+        let len = txn.list_insert(&mut slot, self.before, &self.pivot, &self.value)?;
+        if len > 0 {
+            txn.notify(LIST, "linsert", self.db, &self.key);
+        }
+        Ok(Reply::Int(len))
     }
 }
 
@@ -479,6 +518,9 @@ fn move_one(
     };
     let mut d = txn.open(db, dst, Kind::List)?;
     txn.list_push(&mut d, &[&value], to)?;
+    // redis's order: the push (lmoveHandlePush), then the pop.
+    txn.notify(LIST, pushed(to), db, dst);
+    popped(txn, db, src, from, s.is_empty() && src != dst);
     Ok(Some(value))
 }
 
@@ -585,6 +627,7 @@ impl MPop {
         }
         let mut slot = txn.open(self.db, key, Kind::List)?;
         let values = txn.list_pop(&mut slot, self.end, self.count)?;
+        popped(txn, self.db, key, self.end, slot.is_empty());
         Ok(Some(Reply::Array(vec![
             Reply::bulk(key.to_vec()),
             bulks(values),
@@ -629,10 +672,11 @@ impl<const LEFT: bool> BPop<LEFT> {
     fn pop_from(&self, txn: &mut Txn<'_, '_>, key: &[u8]) -> Result<Option<Reply>, CommandError> {
         let end = if LEFT { End::Left } else { End::Right };
         let mut slot = txn.open(self.db, key, Kind::List)?;
-        Ok(txn
-            .list_pop(&mut slot, end, 1)?
-            .pop()
-            .map(|v| Reply::Array(vec![Reply::bulk(key.to_vec()), Reply::bulk(v)])))
+        let value = txn.list_pop(&mut slot, end, 1)?.pop();
+        if value.is_some() {
+            popped(txn, self.db, key, end, slot.is_empty());
+        }
+        Ok(value.map(|v| Reply::Array(vec![Reply::bulk(key.to_vec()), Reply::bulk(v)])))
     }
 }
 

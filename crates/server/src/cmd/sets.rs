@@ -14,6 +14,7 @@
 //! as Redis does.
 
 use bytes::Bytes;
+use respite_engine::notify::{GENERIC, SET};
 use respite_engine::{KeyRow, Kind, Txn, View};
 
 use super::common::{parse_cursor, range_error, sample, scan_reply, ScanOptions, MAX_REPEATED};
@@ -53,7 +54,11 @@ impl WriteCommand for SAdd {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::Set)?;
-        Ok(Reply::Int(txn.set_add(&mut slot, &self.members)?))
+        let added = txn.set_add(&mut slot, &self.members)?;
+        if added > 0 {
+            txn.notify(SET, "sadd", self.db, &self.key);
+        }
+        Ok(Reply::Int(added))
     }
 }
 
@@ -78,7 +83,14 @@ impl WriteCommand for SRem {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::Set)?;
-        Ok(Reply::Int(txn.set_remove(&mut slot, &self.members)?))
+        let removed = txn.set_remove(&mut slot, &self.members)?;
+        if removed > 0 {
+            txn.notify(SET, "srem", self.db, &self.key);
+            if slot.is_empty() {
+                txn.notify(GENERIC, "del", self.db, &self.key);
+            }
+        }
+        Ok(Reply::Int(removed))
     }
 }
 
@@ -237,7 +249,14 @@ impl WriteCommand for SPop {
         let members = txn.set_members(row.id)?;
         let wanted = self.count.unwrap_or(1).min(i64::MAX as u64) as i64;
         let picked: Vec<Vec<u8>> = sample(&members, wanted).into_iter().cloned().collect();
+        if self.count == Some(0) {
+            return Ok(Reply::Set(Vec::new()));
+        }
         txn.set_remove(&mut slot, &picked)?;
+        txn.notify(SET, "spop", self.db, &self.key);
+        if slot.is_empty() {
+            txn.notify(GENERIC, "del", self.db, &self.key);
+        }
         Ok(match self.count {
             None => Reply::bulk_or_nil(picked.into_iter().next()),
             Some(_) => Reply::Set(bulks(picked)),
@@ -350,8 +369,14 @@ impl WriteCommand for SMove {
         if txn.set_remove(&mut source, &[&self.member])? == 0 {
             return Ok(Reply::Int(0));
         }
+        txn.notify(SET, "srem", self.db, &self.from);
+        if source.is_empty() {
+            txn.notify(GENERIC, "del", self.db, &self.from);
+        }
         let mut dest = txn.open(self.db, &self.to, Kind::Set)?;
-        txn.set_add(&mut dest, &[&self.member])?;
+        if txn.set_add(&mut dest, &[&self.member])? > 0 {
+            txn.notify(SET, "sadd", self.db, &self.to);
+        }
         Ok(Reply::Int(1))
     }
 }
@@ -494,7 +519,21 @@ impl<const OP: u8> WriteCommand for SetAlgebraStore<OP> {
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let sets = load(txn, self.db, &self.keys)?;
         let result = compute(op_of(OP), sets);
-        Ok(Reply::Int(txn.set_store(self.db, &self.dest, &result)?))
+        // An empty result deletes the destination: `del` if it was there.
+        let existed =
+            result.is_empty() && txn.notifying(GENERIC) && txn.exists(self.db, &self.dest)?;
+        let n = txn.set_store(self.db, &self.dest, &result)?;
+        if n > 0 {
+            let event = match op_of(OP) {
+                Op::Inter => "sinterstore",
+                Op::Union => "sunionstore",
+                Op::Diff => "sdiffstore",
+            };
+            txn.notify(SET, event, self.db, &self.dest);
+        } else if existed {
+            txn.notify(GENERIC, "del", self.db, &self.dest);
+        }
+        Ok(Reply::Int(n))
     }
 }
 

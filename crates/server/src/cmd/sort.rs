@@ -25,6 +25,7 @@
 
 use bytes::Bytes;
 use respite_engine::list::End;
+use respite_engine::notify::{GENERIC, LIST};
 use respite_engine::{EngineError, Kind, Txn, View};
 
 use crate::args::{parse_i64, upper, Args};
@@ -356,10 +357,16 @@ impl WriteCommand for Sort {
             .into_iter()
             .map(Option::unwrap_or_default)
             .collect();
-        txn.delete(self.db, dst)?;
+        let existed = txn.delete(self.db, dst)?;
         if !values.is_empty() {
             let mut slot = txn.open(self.db, dst, Kind::List)?;
             txn.list_push(&mut slot, &values, End::Right)?;
+            if existed {
+                txn.not_new(self.db, dst);
+            }
+            txn.notify(LIST, "sortstore", self.db, dst);
+        } else if existed {
+            txn.notify(GENERIC, "del", self.db, dst);
         }
         Ok(Reply::Int(values.len() as i64))
     }

@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
+use respite_engine::notify::STREAM;
 use respite_engine::stream::{
     Delivery, Entry, Fields, Group, Nack, StreamId, StreamState, Trim, TrimBy, ENTRIES_READ_UNKNOWN,
 };
@@ -405,8 +406,11 @@ impl WriteCommand for XAdd {
             .collect();
         let limits = txn.stream_node_limits();
         txn.stream_append(&mut slot, &mut st, id, &pairs, limits)?;
+        txn.notify(STREAM, "xadd", self.db, &self.key);
         if let Some(trim) = self.opts.trim(limits.entries) {
-            txn.stream_trim(&mut slot, &mut st, trim)?;
+            if txn.stream_trim(&mut slot, &mut st, trim)? > 0 {
+                txn.notify(STREAM, "xtrim", self.db, &self.key);
+            }
         }
         Ok(id_reply(id))
     }
@@ -440,7 +444,11 @@ impl WriteCommand for XTrim {
         let Some(trim) = self.opts.trim(limits.entries) else {
             return Ok(Reply::Int(0));
         };
-        Ok(Reply::Int(txn.stream_trim(&mut slot, &mut st, trim)?))
+        let trimmed = txn.stream_trim(&mut slot, &mut st, trim)?;
+        if trimmed > 0 {
+            txn.notify(STREAM, "xtrim", self.db, &self.key);
+        }
+        Ok(Reply::Int(trimmed))
     }
 }
 
@@ -552,6 +560,9 @@ impl WriteCommand for XDel {
                 deleted += 1;
             }
         }
+        if deleted > 0 {
+            txn.notify(STREAM, "xdel", self.db, &self.key);
+        }
         Ok(Reply::Int(deleted))
     }
 }
@@ -623,6 +634,7 @@ impl WriteCommand for XSetId {
             st.max_deleted = self.max_deleted;
         }
         txn.stream_set_state(&mut slot, &st)?;
+        txn.notify(STREAM, "xsetid", self.db, &self.key);
         Ok(Reply::Ok)
     }
 }
@@ -1158,6 +1170,7 @@ impl WriteCommand for XGroup {
                         entries_read,
                     },
                 )?;
+                txn.notify(STREAM, "xgroup-create", self.db, key);
                 Ok(Reply::Ok)
             }
             "SETID" if argc == 5 || argc == 7 => {
@@ -1174,18 +1187,26 @@ impl WriteCommand for XGroup {
                         entries_read,
                     },
                 )?;
+                txn.notify(STREAM, "xgroup-setid", self.db, key);
                 Ok(Reply::Ok)
             }
-            "DESTROY" if argc == 4 => Ok(Reply::Int(i64::from(
-                txn.stream_destroy_group(&mut slot, gname)?,
-            ))),
+            "DESTROY" if argc == 4 => {
+                let destroyed = txn.stream_destroy_group(&mut slot, gname)?;
+                if destroyed {
+                    txn.notify(STREAM, "xgroup-destroy", self.db, key);
+                }
+                Ok(Reply::Int(i64::from(destroyed)))
+            }
             "CREATECONSUMER" if argc == 5 => Ok(Reply::Int(i64::from(
                 txn.stream_create_consumer(&mut slot, gname, &argv[4])?,
             ))),
-            "DELCONSUMER" if argc == 5 => Ok(Reply::Int(
-                txn.stream_delete_consumer(&mut slot, gname, &argv[4])?
-                    .unwrap_or(0),
-            )),
+            "DELCONSUMER" if argc == 5 => {
+                let pending = txn.stream_delete_consumer(&mut slot, gname, &argv[4])?;
+                if pending.is_some() {
+                    txn.notify(STREAM, "xgroup-delconsumer", self.db, key);
+                }
+                Ok(Reply::Int(pending.unwrap_or(0)))
+            }
             _ => Err(syntax()),
         }
     }

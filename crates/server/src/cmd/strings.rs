@@ -8,6 +8,7 @@
 //! read and the write are one atomic step and see every earlier write.
 
 use bytes::Bytes;
+use respite_engine::notify::{GENERIC, STRING};
 use respite_engine::{now_ms, Access, EngineError, Txn, ValueCache, View};
 
 use super::keys::{Deadline, ExpireUnit};
@@ -420,6 +421,10 @@ impl WriteCommand for Set {
                 ExpireOpt::None | ExpireOpt::Persist => None,
             };
             txn.put_string_shared(db, &self.key, self.value, expire_at)?;
+            txn.notify(STRING, "set", db, &self.key);
+            if let ExpireOpt::At(_) = self.expire {
+                txn.notify(GENERIC, "expire", db, &self.key);
+            }
         }
         Ok(if self.get {
             Reply::bulk_or_nil(old.map(|(v, _)| v))
@@ -454,6 +459,7 @@ impl WriteCommand for SetNx {
             return Ok(Reply::Int(0));
         }
         txn.put_string_shared(self.db, &self.key, self.value, None)?;
+        txn.notify(STRING, "set", self.db, &self.key);
         Ok(Reply::Int(1))
     }
 }
@@ -495,6 +501,8 @@ impl<const MILLIS: bool> WriteCommand for SetWithExpire<MILLIS> {
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let at = self.expire_at.at(txn.now());
         txn.put_string_shared(self.db, &self.key, self.value, Some(at))?;
+        txn.notify(STRING, "set", self.db, &self.key);
+        txn.notify(GENERIC, "expire", self.db, &self.key);
         Ok(Reply::Ok)
     }
 }
@@ -521,6 +529,7 @@ impl WriteCommand for GetSet {
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let old = txn.get_string(self.db, &self.key)?;
         txn.put_string_shared(self.db, &self.key, self.value, None)?;
+        txn.notify(STRING, "set", self.db, &self.key);
         Ok(Reply::bulk_or_nil(old))
     }
 }
@@ -544,6 +553,7 @@ impl WriteCommand for GetDel {
         let old = txn.get_string(self.db, &self.key)?;
         if old.is_some() {
             txn.delete(self.db, &self.key)?;
+            txn.notify(GENERIC, "del", self.db, &self.key);
         }
         Ok(Reply::bulk_or_nil(old))
     }
@@ -581,12 +591,17 @@ impl WriteCommand for GetEx {
         };
         match expire {
             ExpireOpt::At(at) => {
-                txn.set_expire(self.db, &self.key, Some(at.at(txn.now())))?;
+                let at = at.at(txn.now());
+                txn.set_expire(self.db, &self.key, Some(at))?;
+                // A time already past deletes the key.
+                let event = if at <= txn.now() { "del" } else { "expire" };
+                txn.notify(GENERIC, event, self.db, &self.key);
             }
             // Only a TTL that is there is removed (and only that counts as
             // a change, for WATCH).
             ExpireOpt::Persist if expire_at.is_some() => {
                 txn.set_expire(self.db, &self.key, None)?;
+                txn.notify(GENERIC, "persist", self.db, &self.key);
             }
             ExpireOpt::Persist => {}
             ExpireOpt::None | ExpireOpt::Keep => {}
@@ -601,6 +616,32 @@ pub struct MSet {
     db: u32,
     /// Key/value pairs in argument order (a later pair wins).
     pairs: Vec<(Bytes, Bytes)>,
+    /// The arguments in their order, repeats included: with keyspace
+    /// notifications on, the pairs are written in this order, each key's
+    /// events as redis gives them.
+    given: Vec<Bytes>,
+}
+
+/// Writes the pairs of MSET and MSETNX: in key order (see
+/// [`parse_pairs`]), or, when keyspace events are wanted, in argument
+/// order with each key's `set` after it (and its `new` before), as redis.
+fn put_pairs(
+    txn: &mut Txn<'_, '_>,
+    db: u32,
+    pairs: Vec<(Bytes, Bytes)>,
+    given: &[Bytes],
+) -> Result<(), CommandError> {
+    if txn.notifying(STRING | respite_engine::notify::NEW | respite_engine::notify::EXPIRED) {
+        for kv in given.chunks_exact(2) {
+            txn.put_string_shared(db, &kv[0], kv[1].clone(), None)?;
+            txn.notify(STRING, "set", db, &kv[0]);
+        }
+    } else {
+        for (k, v) in pairs {
+            txn.put_string_shared(db, &k, v, None)?;
+        }
+    }
+    Ok(())
 }
 
 fn parse_pairs(args: &mut Args, name: &str) -> Result<Vec<(Bytes, Bytes)>, CommandError> {
@@ -631,15 +672,15 @@ fn parse_pairs(args: &mut Args, name: &str) -> Result<Vec<(Bytes, Bytes)>, Comma
 
 impl WriteCommand for MSet {
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
+        let given = args.peek_rest().to_vec();
         Ok(MSet {
             db: s.db,
             pairs: parse_pairs(args, "mset")?,
+            given,
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
-        for (k, v) in self.pairs {
-            txn.put_string_shared(self.db, &k, v, None)?;
-        }
+        put_pairs(txn, self.db, self.pairs, &self.given)?;
         Ok(Reply::Ok)
     }
 }
@@ -650,13 +691,17 @@ pub struct MSetNx {
     db: u32,
     /// Key/value pairs.
     pairs: Vec<(Bytes, Bytes)>,
+    /// The arguments in their order (see [`MSet`]).
+    given: Vec<Bytes>,
 }
 
 impl WriteCommand for MSetNx {
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
+        let given = args.peek_rest().to_vec();
         Ok(MSetNx {
             db: s.db,
             pairs: parse_pairs(args, "msetnx")?,
+            given,
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
@@ -665,9 +710,7 @@ impl WriteCommand for MSetNx {
                 return Ok(Reply::Int(0));
             }
         }
-        for (k, v) in self.pairs {
-            txn.put_string_shared(self.db, &k, v, None)?;
-        }
+        put_pairs(txn, self.db, self.pairs, &self.given)?;
         Ok(Reply::Int(1))
     }
 }
@@ -681,6 +724,7 @@ fn incr_by(txn: &mut Txn<'_, '_>, db: u32, key: &[u8], delta: i64) -> Result<Rep
     };
     let next = current.checked_add(delta).ok_or(EngineError::Overflow)?;
     txn.put_string_shared(db, key, Bytes::from(next.to_string()), expire_at)?;
+    txn.notify(STRING, "incrby", db, key);
     Ok(Reply::Int(next))
 }
 
@@ -803,6 +847,7 @@ impl WriteCommand for IncrByFloat {
         let next = long_double::add(current, delta).ok_or(EngineError::NanOrInfinity)?;
         let text = Bytes::from(long_double::format(next));
         txn.put_string_shared(self.db, &self.key, text.clone(), expire_at)?;
+        txn.notify(STRING, "incrbyfloat", self.db, &self.key);
         Ok(Reply::Bulk(text))
     }
 }
@@ -835,6 +880,7 @@ impl WriteCommand for Append {
         }
         current.extend_from_slice(&self.value);
         txn.put_string(self.db, &self.key, &current, expire_at)?;
+        txn.notify(STRING, "append", self.db, &self.key);
         Ok(Reply::Int(current.len() as i64))
     }
 }
@@ -882,6 +928,7 @@ impl WriteCommand for SetRange {
             let mut fresh = vec![0u8; self.offset];
             fresh.extend_from_slice(&self.value);
             txn.put_string(self.db, &self.key, &fresh, None)?;
+            txn.notify(STRING, "setrange", self.db, &self.key);
             return Ok(Reply::Int(fresh.len() as i64));
         };
         if self.value.is_empty() {
@@ -896,6 +943,7 @@ impl WriteCommand for SetRange {
         }
         current[self.offset..end].copy_from_slice(&self.value);
         txn.put_string(self.db, &self.key, &current, expire_at)?;
+        txn.notify(STRING, "setrange", self.db, &self.key);
         Ok(Reply::Int(current.len() as i64))
     }
 }

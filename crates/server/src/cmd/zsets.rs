@@ -24,6 +24,7 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
+use respite_engine::notify::{GENERIC, ZSET};
 use respite_engine::zset::{AddFlags, LexBound, LexRange, ScoreRange, Scored};
 use respite_engine::{EngineError, KeyRow, Kind, Txn, View};
 
@@ -344,6 +345,10 @@ impl WriteCommand for ZAdd {
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::ZSet)?;
         let done = txn.zset_add(&mut slot, &self.items, self.flags)?;
+        if done.added + done.updated > 0 {
+            let event = if self.flags.incr { "zincr" } else { "zadd" };
+            txn.notify(ZSET, event, self.db, &self.key);
+        }
         Ok(if self.flags.incr {
             if done.processed > 0 {
                 Reply::Double(done.score)
@@ -391,7 +396,9 @@ impl WriteCommand for ZRem {
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::ZSet)?;
-        Ok(Reply::Int(txn.zset_remove(&mut slot, &self.members)?))
+        let removed = txn.zset_remove(&mut slot, &self.members)?;
+        removed_event(txn, self.db, &self.key, "zrem", removed, slot.is_empty());
+        Ok(Reply::Int(removed))
     }
 }
 
@@ -838,7 +845,7 @@ impl WriteCommand for ZRangeStore {
             Some(row) => select(txn, &row, &self.spec)?,
             None => Vec::new(),
         };
-        Ok(Reply::Int(txn.zset_store(self.db, &self.dest, &items)?))
+        stored(txn, self.db, &self.dest, "zrangestore", &items)
     }
 }
 
@@ -888,7 +895,14 @@ impl<const BY: u8> WriteCommand for ZRemRange<BY> {
         };
         let items = select(txn, &row, &spec)?;
         let members: Vec<&[u8]> = items.iter().map(|(m, _)| m.as_slice()).collect();
-        Ok(Reply::Int(txn.zset_remove(&mut slot, &members)?))
+        let removed = txn.zset_remove(&mut slot, &members)?;
+        let event = match BY {
+            0 => "zremrangebyrank",
+            1 => "zremrangebyscore",
+            _ => "zremrangebylex",
+        };
+        removed_event(txn, self.db, &self.key, event, removed, slot.is_empty());
+        Ok(Reply::Int(removed))
     }
 }
 
@@ -938,6 +952,7 @@ impl<const MAX: bool> WriteCommand for ZPop<MAX> {
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::ZSet)?;
         let popped = txn.zset_pop(&mut slot, !MAX, self.count.unwrap_or(1))?;
+        popped_event(txn, self.db, &self.key, !MAX, popped.len(), slot.is_empty());
         let nested = self.resp3 && self.count.is_some();
         let mut out = Vec::new();
         for (member, score) in popped {
@@ -1032,6 +1047,7 @@ impl ZMPop {
         if popped.is_empty() {
             return Ok(None);
         }
+        popped_event(txn, self.db, key, self.min, popped.len(), slot.is_empty());
         Ok(Some(Reply::Array(vec![
             Reply::bulk(key.to_vec()),
             scored_reply(popped, true, true),
@@ -1066,6 +1082,7 @@ impl<const MAX: bool> BZPop<MAX> {
     fn pop_from(&self, txn: &mut Txn<'_, '_>, key: &[u8]) -> Result<Option<Reply>, CommandError> {
         let mut slot = txn.open(self.db, key, Kind::ZSet)?;
         let popped = txn.zset_pop(&mut slot, !MAX, 1)?;
+        popped_event(txn, self.db, key, !MAX, popped.len(), slot.is_empty());
         Ok(popped.into_iter().next().map(|(member, score)| {
             Reply::Array(vec![
                 Reply::bulk(key.to_vec()),
@@ -1262,6 +1279,54 @@ enum Op {
     Union,
     Inter,
     Diff,
+}
+
+/// Events of a removal of `removed` members (ZREM, ZREMRANGEBY*): the
+/// command's, then `del` if the set went.
+fn removed_event(
+    txn: &mut Txn<'_, '_>,
+    db: u32,
+    key: &[u8],
+    event: &'static str,
+    removed: i64,
+    gone: bool,
+) {
+    if removed > 0 {
+        txn.notify(ZSET, event, db, key);
+        if gone {
+            txn.notify(GENERIC, "del", db, key);
+        }
+    }
+}
+
+/// Events of a pop of `n` members (redis's `genericZpopCommand`).
+fn popped_event(txn: &mut Txn<'_, '_>, db: u32, key: &[u8], min: bool, n: usize, gone: bool) {
+    if n > 0 {
+        let event = if min { "zpopmin" } else { "zpopmax" };
+        txn.notify(ZSET, event, db, key);
+        if gone {
+            txn.notify(GENERIC, "del", db, key);
+        }
+    }
+}
+
+/// Stores `items` under `dest` (the STORE forms) with redis's events: the
+/// command's when something was stored, else `del` if `dest` was there.
+fn stored(
+    txn: &mut Txn<'_, '_>,
+    db: u32,
+    dest: &[u8],
+    event: &'static str,
+    items: &[Scored],
+) -> Result<Reply, CommandError> {
+    let existed = items.is_empty() && txn.notifying(GENERIC) && txn.exists(db, dest)?;
+    let n = txn.zset_store(db, dest, items)?;
+    if n > 0 {
+        txn.notify(ZSET, event, db, dest);
+    } else if existed {
+        txn.notify(GENERIC, "del", db, dest);
+    }
+    Ok(Reply::Int(n))
 }
 
 fn op_of(code: u8) -> Op {
@@ -1573,7 +1638,12 @@ impl<const OP: u8> WriteCommand for ZAlgebraStore<OP> {
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let (sources, options) = load(txn, self.db, self.algebra)?;
         let result = compute(op_of(OP), sources, &options, 0);
-        Ok(Reply::Int(txn.zset_store(self.db, &self.dest, &result)?))
+        let event = match op_of(OP) {
+            Op::Union => "zunionstore",
+            Op::Inter => "zinterstore",
+            Op::Diff => "zdiffstore",
+        };
+        stored(txn, self.db, &self.dest, event, &result)
     }
 }
 

@@ -1,0 +1,220 @@
+//! Keyspace notifications: the events a write produces, gathered while it
+//! runs and handed on only once its transaction has committed.
+//!
+//! Redis publishes an event the moment a command changes a key
+//! (`notifyKeyspaceEvent`). Here a command runs inside a group's
+//! transaction, which may still roll back, so a command notes its events
+//! on its [`crate::Txn`] ([`crate::Txn::notify`]) in the order it makes its
+//! changes; the writer collects them across the group, in the order it
+//! applied the commands, drops those of a group that did not commit, and
+//! hands the rest to the [`Notifier`]'s sink right after the commit and
+//! before any of the group's replies go out. The sink (the server's pub/sub
+//! registry) turns each into the `__keyspace@<db>__:<key>` and
+//! `__keyevent@<db>__:<event>` messages. Messages never touch SQLite.
+//!
+//! The classes are redis's bits (`NOTIFY_*` in redis's `server.h`), so the
+//! flags `notify-keyspace-events` parses to are the same number.
+//!
+//! Cost: the writer gives each operation's `Txn` a mask, the configured
+//! classes when notifications are on and someone may be listening, else 0;
+//! [`crate::Txn::notify`] tests the mask before anything else, so with
+//! notifications off (or nobody subscribed) a write formats and allocates
+//! nothing for them. An event produced while nobody is subscribed would
+//! reach nobody in redis either.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+
+/// `K`: publish on `__keyspace@<db>__:<key>`.
+pub const KEYSPACE: u32 = 1 << 0;
+/// `E`: publish on `__keyevent@<db>__:<event>`.
+pub const KEYEVENT: u32 = 1 << 1;
+/// `g`: generic commands (DEL, EXPIRE, RENAME, ...).
+pub const GENERIC: u32 = 1 << 2;
+/// `$`: string commands.
+pub const STRING: u32 = 1 << 3;
+/// `l`: list commands.
+pub const LIST: u32 = 1 << 4;
+/// `s`: set commands.
+pub const SET: u32 = 1 << 5;
+/// `h`: hash commands.
+pub const HASH: u32 = 1 << 6;
+/// `z`: sorted set commands.
+pub const ZSET: u32 = 1 << 7;
+/// `x`: a key removed because it expired.
+pub const EXPIRED: u32 = 1 << 8;
+/// `e`: a key evicted for `maxmemory`.
+pub const EVICTED: u32 = 1 << 9;
+/// `t`: stream commands.
+pub const STREAM: u32 = 1 << 10;
+/// `m`: a read of a missing key (not part of `A`).
+pub const KEY_MISS: u32 = 1 << 11;
+/// `d`: module events (there are no modules; parsed and shown only).
+pub const MODULE: u32 = 1 << 13;
+/// `n`: a key created (not part of `A`).
+pub const NEW: u32 = 1 << 14;
+/// `A`: `g$lshzxetd`.
+pub const ALL: u32 =
+    GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+/// Parses redis's class letters (`keyspaceEventsStringToFlags`); `None` for
+/// a character that names no class.
+pub fn parse_classes(text: &str) -> Option<u32> {
+    let mut flags = 0;
+    for c in text.chars() {
+        flags |= match c {
+            'A' => ALL,
+            'g' => GENERIC,
+            '$' => STRING,
+            'l' => LIST,
+            's' => SET,
+            'h' => HASH,
+            'z' => ZSET,
+            'x' => EXPIRED,
+            'e' => EVICTED,
+            'K' => KEYSPACE,
+            'E' => KEYEVENT,
+            't' => STREAM,
+            'm' => KEY_MISS,
+            'd' => MODULE,
+            'n' => NEW,
+            _ => return None,
+        };
+    }
+    Some(flags)
+}
+
+/// The letters of `flags` as redis shows them (`keyspaceEventsFlagsToString`):
+/// `A` standing for all its classes (and then hiding `n`), then `K`, `E`, `m`.
+pub fn format_classes(flags: u32) -> String {
+    let mut out = String::new();
+    if flags & ALL == ALL {
+        out.push('A');
+    } else {
+        for (bit, c) in [
+            (GENERIC, 'g'),
+            (STRING, '$'),
+            (LIST, 'l'),
+            (SET, 's'),
+            (HASH, 'h'),
+            (ZSET, 'z'),
+            (EXPIRED, 'x'),
+            (EVICTED, 'e'),
+            (STREAM, 't'),
+            (MODULE, 'd'),
+            (NEW, 'n'),
+        ] {
+            if flags & bit != 0 {
+                out.push(c);
+            }
+        }
+    }
+    for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')] {
+        if flags & bit != 0 {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One keyspace event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Its class (one of the constants above).
+    pub class: u32,
+    /// The event's name (`set`, `del`, `expired`, ...).
+    pub event: &'static str,
+    /// The database of the key.
+    pub db: u32,
+    /// The key.
+    pub key: Bytes,
+}
+
+/// Receives the events of each committed group, in order.
+pub type Sink = Box<dyn Fn(Vec<Event>) + Send + Sync>;
+
+/// The notification settings the writer reads, and where events go.
+#[derive(Default)]
+pub struct Notifier {
+    /// The configured classes (`notify-keyspace-events`).
+    flags: AtomicU32,
+    /// Whether anyone may be listening (a pattern, or a channel that could
+    /// be an event's, is subscribed): the server keeps it.
+    listening: AtomicBool,
+    sink: OnceLock<Sink>,
+}
+
+impl Notifier {
+    /// A notifier with nothing configured.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Sets the classes (CONFIG SET notify-keyspace-events).
+    pub fn set_flags(&self, flags: u32) {
+        self.flags.store(flags, Ordering::Relaxed);
+    }
+
+    /// The classes configured.
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Relaxed)
+    }
+
+    /// Tells whether any subscriber could receive an event.
+    pub fn set_listening(&self, on: bool) {
+        self.listening.store(on, Ordering::Relaxed);
+    }
+
+    /// Installs where committed events go (once; later calls are ignored).
+    pub fn set_sink(&self, sink: Sink) {
+        let _ = self.sink.set(sink);
+    }
+
+    /// The mask a write's `Txn` gets: the classes wanted now, or 0 when
+    /// nothing would be published (no K nor E, nobody listening, no sink).
+    pub(crate) fn mask(&self) -> u32 {
+        let flags = self.flags();
+        if flags & (KEYSPACE | KEYEVENT) == 0
+            || !self.listening.load(Ordering::Relaxed)
+            || self.sink.get().is_none()
+        {
+            return 0;
+        }
+        flags
+    }
+
+    /// Hands a committed group's events on.
+    pub(crate) fn publish(&self, events: Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
+        if let Some(sink) = self.sink.get() {
+            let call = std::panic::AssertUnwindSafe(|| sink(events));
+            if let Err(payload) = std::panic::catch_unwind(call) {
+                tracing::error!(panic = %crate::panic_message(&*payload), "publishing keyspace events panicked");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn letters_round_trip_as_redis_shows_them() {
+        let show = |s: &str| format_classes(parse_classes(s).unwrap());
+        assert_eq!(show("KEA"), "AKE");
+        assert_eq!(show("gKE"), "gKE");
+        assert_eq!(show("$lshzxeKE"), "$lshzxeKE");
+        assert_eq!(show("KA"), "AK");
+        assert_eq!(show("EA"), "AE");
+        assert_eq!(show("An"), "A");
+        assert_eq!(show("g$lshzxetn"), "g$lshzxetn");
+        assert_eq!(show("mEd"), "dEm");
+        assert_eq!(show(""), "");
+        assert_eq!(parse_classes("KEw"), None);
+    }
+}
