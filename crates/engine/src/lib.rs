@@ -44,6 +44,7 @@ pub mod config;
 pub mod disk;
 pub mod encoding;
 pub mod error;
+pub mod geo;
 pub mod glob;
 pub mod hash;
 pub mod keyspace;
