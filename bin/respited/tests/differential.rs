@@ -4028,6 +4028,9 @@ fn random_type_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8
             .map(|_| each(rng))
             .collect::<Vec<_>>()
     };
+    if rng.next_u32().is_multiple_of(12) {
+        return random_geo_command(rng, keys);
+    }
     if rng.next_u32().is_multiple_of(4) {
         return random_zset_command(rng, keys);
     }
@@ -4113,6 +4116,149 @@ fn random_type_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8
         c[0] = c[0].to_ascii_lowercase();
     }
     c
+}
+
+/// A random GEO command on `keys` (shared with the other types, so wrong
+/// types meet and STORE overwrites them): coordinates at and past the
+/// limits and not numbers, radii and boxes from nothing to the whole
+/// earth, every option in any order, units in any case. No number that
+/// overflows (`1e400`): redis-server's SORT reads an `errno` such a parse
+/// leaves behind (see the SORT script), which would part the servers for
+/// that reason alone.
+fn random_geo_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8>> {
+    const MEMBERS: [&str; 6] = ["a", "b", "c", "1", "2", "bb"];
+    const LONS: [&str; 12] = [
+        "0",
+        "13.361389",
+        "15.087269",
+        "180",
+        "-180",
+        "180.0000001",
+        "-73.98",
+        "179.99",
+        "abc",
+        "-0",
+        "1e300",
+        "13.4",
+    ];
+    const LATS: [&str; 11] = [
+        "0",
+        "38.115556",
+        "37.502669",
+        "85.05112878",
+        "-85.05112878",
+        "85.06",
+        "40.75",
+        "-60",
+        "x",
+        "38.1",
+        "90",
+    ];
+    const SIZES: [&str; 12] = [
+        "0", "1", "100", "200", "5000", "20000", "-1", "abc", "0.5", "1e5", "inf", "300",
+    ];
+    const UNITS: [&str; 7] = ["m", "km", "KM", "mi", "ft", "Ft", "parsec"];
+    const COUNTS: [&str; 6] = ["1", "2", "3", "0", "-1", "x"];
+    let pick = |rng: &mut dyn rand::RngCore, from: &[&str]| {
+        from[(rng.next_u32() as usize) % from.len()]
+            .as_bytes()
+            .to_vec()
+    };
+    let w = |s: &str| s.as_bytes().to_vec();
+    let k = |rng: &mut dyn rand::RngCore| pick(rng, keys);
+    let m = |rng: &mut dyn rand::RngCore| pick(rng, &MEMBERS);
+    let options = |rng: &mut dyn rand::RngCore, c: &mut Vec<Vec<u8>>, store: bool| {
+        for _ in 0..rng.next_u32() % 4 {
+            match rng.next_u32() % 9 {
+                0 => c.push(w("WITHDIST")),
+                1 => c.push(w("WITHCOORD")),
+                2 => c.push(w("WITHHASH")),
+                3 => c.push(w("ASC")),
+                4 => c.push(w("DESC")),
+                5 => c.extend([w("COUNT"), pick(rng, &COUNTS)]),
+                6 => c.extend([w("COUNT"), pick(rng, &COUNTS), w("ANY")]),
+                7 if store => c.extend([
+                    w(["STORE", "STOREDIST"][(rng.next_u32() % 2) as usize]),
+                    k(rng),
+                ]),
+                _ => c.push(w("ANY")),
+            }
+        }
+    };
+    let shape = |rng: &mut dyn rand::RngCore, c: &mut Vec<Vec<u8>>| {
+        match rng.next_u32() % 5 {
+            0 => c.extend([w("FROMMEMBER"), pick(rng, &MEMBERS)]),
+            1 => {}
+            _ => c.extend([w("FROMLONLAT"), pick(rng, &LONS), pick(rng, &LATS)]),
+        }
+        match rng.next_u32() % 5 {
+            0 => c.extend([
+                w("BYBOX"),
+                pick(rng, &SIZES),
+                pick(rng, &SIZES),
+                pick(rng, &UNITS),
+            ]),
+            1 => {}
+            _ => c.extend([w("BYRADIUS"), pick(rng, &SIZES), pick(rng, &UNITS)]),
+        }
+    };
+    match rng.next_u32() % 10 {
+        0..=2 => {
+            let mut c = vec![w("GEOADD"), k(rng)];
+            for opt in ["NX", "XX", "CH"] {
+                if rng.next_u32().is_multiple_of(5) {
+                    c.push(w(opt));
+                }
+            }
+            for _ in 0..1 + rng.next_u32() % 3 {
+                c.extend([pick(rng, &LONS), pick(rng, &LATS), m(rng)]);
+            }
+            c
+        }
+        3 => vec![w("GEOPOS"), k(rng), m(rng), m(rng)],
+        4 => vec![w("GEOHASH"), k(rng), m(rng), m(rng)],
+        5 => {
+            let mut c = vec![w("GEODIST"), k(rng), m(rng), m(rng)];
+            if rng.next_u32().is_multiple_of(2) {
+                c.push(pick(rng, &UNITS));
+            }
+            c
+        }
+        6 => {
+            let name = ["GEORADIUS", "GEORADIUS_RO"][(rng.next_u32() % 2) as usize];
+            let mut c = vec![w(name), k(rng), pick(rng, &LONS), pick(rng, &LATS)];
+            c.extend([pick(rng, &SIZES), pick(rng, &UNITS)]);
+            options(rng, &mut c, true);
+            c
+        }
+        7 => {
+            let name = ["GEORADIUSBYMEMBER", "GEORADIUSBYMEMBER_RO"][(rng.next_u32() % 2) as usize];
+            let mut c = vec![
+                w(name),
+                k(rng),
+                m(rng),
+                pick(rng, &SIZES),
+                pick(rng, &UNITS),
+            ];
+            options(rng, &mut c, true);
+            c
+        }
+        8 => {
+            let mut c = vec![w("GEOSEARCH"), k(rng)];
+            shape(rng, &mut c);
+            options(rng, &mut c, false);
+            c
+        }
+        _ => {
+            let mut c = vec![w("GEOSEARCHSTORE"), k(rng), k(rng)];
+            shape(rng, &mut c);
+            options(rng, &mut c, false);
+            if rng.next_u32().is_multiple_of(2) {
+                c.push(w("STOREDIST"));
+            }
+            c
+        }
+    }
 }
 
 /// A random sorted-set command on `keys` (shared with the other types, so

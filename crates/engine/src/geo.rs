@@ -589,10 +589,17 @@ impl View<'_, '_> {
     /// `membersOfAllNeighbors`: the points of the set under `id` inside
     /// the search, cell by cell in [`areas`]' order, each cell in score
     /// order; with a `limit` (COUNT ... ANY), it stops as soon as it has
-    /// that many.
-    pub fn geo_search(&self, id: i64, search: &Search, limit: usize) -> Result<Vec<Point>> {
+    /// that many. Also says how many members it read (the cells' members,
+    /// in or out of the shape): never the whole set.
+    pub fn geo_search(
+        &self,
+        id: i64,
+        search: &Search,
+        limit: usize,
+    ) -> Result<(Vec<Point>, usize)> {
         let cells = areas(search);
         let mut found: Vec<Point> = Vec::new();
+        let mut examined = 0;
         let full = |found: &Vec<Point>| limit > 0 && found.len() >= limit;
         // redis compares a cell with the last one it read, skipping a
         // repeat (huge radii make neighbours coincide); "none yet" is its
@@ -610,6 +617,7 @@ impl View<'_, '_> {
             }
             let (min, max) = box_scores(*cell);
             self.geo_box(id, min, max, |member, score| {
+                examined += 1;
                 if let Some((xy, dist)) = search.within(score) {
                     found.push(Point {
                         member,
@@ -622,7 +630,7 @@ impl View<'_, '_> {
             })?;
             last_processed = i;
         }
-        Ok(found)
+        Ok((found, examined))
     }
 }
 

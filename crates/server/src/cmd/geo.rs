@@ -591,7 +591,7 @@ impl<const KIND: u8> GeoSearchGeneric<KIND> {
             conversion,
         };
         let limit = if any { count as usize } else { 0 };
-        let mut points = view.geo_search(row.id, &search, limit)?;
+        let (mut points, _) = view.geo_search(row.id, &search, limit)?;
         if points.is_empty() && storekey.is_none() {
             return Ok(Outcome::Reply(Reply::Array(Vec::new())));
         }
