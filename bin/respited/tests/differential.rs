@@ -4028,6 +4028,9 @@ fn random_type_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8
             .map(|_| each(rng))
             .collect::<Vec<_>>()
     };
+    if rng.next_u32().is_multiple_of(12) {
+        return random_geo_command(rng, keys);
+    }
     if rng.next_u32().is_multiple_of(4) {
         return random_zset_command(rng, keys);
     }
@@ -4113,6 +4116,149 @@ fn random_type_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8
         c[0] = c[0].to_ascii_lowercase();
     }
     c
+}
+
+/// A random GEO command on `keys` (shared with the other types, so wrong
+/// types meet and STORE overwrites them): coordinates at and past the
+/// limits and not numbers, radii and boxes from nothing to the whole
+/// earth, every option in any order, units in any case. No number that
+/// overflows (`1e400`): redis-server's SORT reads an `errno` such a parse
+/// leaves behind (see the SORT script), which would part the servers for
+/// that reason alone.
+fn random_geo_command(rng: &mut dyn rand::RngCore, keys: &[&str]) -> Vec<Vec<u8>> {
+    const MEMBERS: [&str; 6] = ["a", "b", "c", "1", "2", "bb"];
+    const LONS: [&str; 12] = [
+        "0",
+        "13.361389",
+        "15.087269",
+        "180",
+        "-180",
+        "180.0000001",
+        "-73.98",
+        "179.99",
+        "abc",
+        "-0",
+        "1e300",
+        "13.4",
+    ];
+    const LATS: [&str; 11] = [
+        "0",
+        "38.115556",
+        "37.502669",
+        "85.05112878",
+        "-85.05112878",
+        "85.06",
+        "40.75",
+        "-60",
+        "x",
+        "38.1",
+        "90",
+    ];
+    const SIZES: [&str; 12] = [
+        "0", "1", "100", "200", "5000", "20000", "-1", "abc", "0.5", "1e5", "inf", "300",
+    ];
+    const UNITS: [&str; 7] = ["m", "km", "KM", "mi", "ft", "Ft", "parsec"];
+    const COUNTS: [&str; 6] = ["1", "2", "3", "0", "-1", "x"];
+    let pick = |rng: &mut dyn rand::RngCore, from: &[&str]| {
+        from[(rng.next_u32() as usize) % from.len()]
+            .as_bytes()
+            .to_vec()
+    };
+    let w = |s: &str| s.as_bytes().to_vec();
+    let k = |rng: &mut dyn rand::RngCore| pick(rng, keys);
+    let m = |rng: &mut dyn rand::RngCore| pick(rng, &MEMBERS);
+    let options = |rng: &mut dyn rand::RngCore, c: &mut Vec<Vec<u8>>, store: bool| {
+        for _ in 0..rng.next_u32() % 4 {
+            match rng.next_u32() % 9 {
+                0 => c.push(w("WITHDIST")),
+                1 => c.push(w("WITHCOORD")),
+                2 => c.push(w("WITHHASH")),
+                3 => c.push(w("ASC")),
+                4 => c.push(w("DESC")),
+                5 => c.extend([w("COUNT"), pick(rng, &COUNTS)]),
+                6 => c.extend([w("COUNT"), pick(rng, &COUNTS), w("ANY")]),
+                7 if store => c.extend([
+                    w(["STORE", "STOREDIST"][(rng.next_u32() % 2) as usize]),
+                    k(rng),
+                ]),
+                _ => c.push(w("ANY")),
+            }
+        }
+    };
+    let shape = |rng: &mut dyn rand::RngCore, c: &mut Vec<Vec<u8>>| {
+        match rng.next_u32() % 5 {
+            0 => c.extend([w("FROMMEMBER"), pick(rng, &MEMBERS)]),
+            1 => {}
+            _ => c.extend([w("FROMLONLAT"), pick(rng, &LONS), pick(rng, &LATS)]),
+        }
+        match rng.next_u32() % 5 {
+            0 => c.extend([
+                w("BYBOX"),
+                pick(rng, &SIZES),
+                pick(rng, &SIZES),
+                pick(rng, &UNITS),
+            ]),
+            1 => {}
+            _ => c.extend([w("BYRADIUS"), pick(rng, &SIZES), pick(rng, &UNITS)]),
+        }
+    };
+    match rng.next_u32() % 10 {
+        0..=2 => {
+            let mut c = vec![w("GEOADD"), k(rng)];
+            for opt in ["NX", "XX", "CH"] {
+                if rng.next_u32().is_multiple_of(5) {
+                    c.push(w(opt));
+                }
+            }
+            for _ in 0..1 + rng.next_u32() % 3 {
+                c.extend([pick(rng, &LONS), pick(rng, &LATS), m(rng)]);
+            }
+            c
+        }
+        3 => vec![w("GEOPOS"), k(rng), m(rng), m(rng)],
+        4 => vec![w("GEOHASH"), k(rng), m(rng), m(rng)],
+        5 => {
+            let mut c = vec![w("GEODIST"), k(rng), m(rng), m(rng)];
+            if rng.next_u32().is_multiple_of(2) {
+                c.push(pick(rng, &UNITS));
+            }
+            c
+        }
+        6 => {
+            let name = ["GEORADIUS", "GEORADIUS_RO"][(rng.next_u32() % 2) as usize];
+            let mut c = vec![w(name), k(rng), pick(rng, &LONS), pick(rng, &LATS)];
+            c.extend([pick(rng, &SIZES), pick(rng, &UNITS)]);
+            options(rng, &mut c, true);
+            c
+        }
+        7 => {
+            let name = ["GEORADIUSBYMEMBER", "GEORADIUSBYMEMBER_RO"][(rng.next_u32() % 2) as usize];
+            let mut c = vec![
+                w(name),
+                k(rng),
+                m(rng),
+                pick(rng, &SIZES),
+                pick(rng, &UNITS),
+            ];
+            options(rng, &mut c, true);
+            c
+        }
+        8 => {
+            let mut c = vec![w("GEOSEARCH"), k(rng)];
+            shape(rng, &mut c);
+            options(rng, &mut c, false);
+            c
+        }
+        _ => {
+            let mut c = vec![w("GEOSEARCHSTORE"), k(rng), k(rng)];
+            shape(rng, &mut c);
+            options(rng, &mut c, false);
+            if rng.next_u32().is_multiple_of(2) {
+                c.push(w("STOREDIST"));
+            }
+            c
+        }
+    }
 }
 
 /// A random sorted-set command on `keys` (shared with the other types, so
@@ -5338,4 +5484,459 @@ const STREAM_GROUPS: &[&str] = &[
 #[test]
 fn streams() {
     check(&[STREAMS, STREAM_TRIMS, STREAM_GROUPS]);
+}
+
+// GEO: every command and option, its errors in redis's order, the edges
+// of the coordinates, ties between equal distances, and the STORE forms.
+
+const GEO_BASICS: &[&str] = &[
+    "GEOADD Sicily 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
+    "ZRANGE Sicily 0 -1 WITHSCORES",
+    "TYPE Sicily",
+    "GEOPOS Sicily Palermo Catania NonExisting",
+    "GEOPOS Sicily",
+    "GEOPOS nokey a b",
+    "GEOHASH Sicily Palermo Catania NonExisting",
+    "GEOHASH Sicily",
+    "GEOHASH nokey a",
+    "GEODIST Sicily Palermo Catania",
+    "GEODIST Sicily Palermo Catania m",
+    "GEODIST Sicily Palermo Catania KM",
+    "GEODIST Sicily Palermo Catania mi",
+    "GEODIST Sicily Palermo Catania fT",
+    "GEODIST Sicily Palermo Catania furlong",
+    "GEODIST Sicily Palermo Catania km extra",
+    "GEODIST Sicily Palermo Palermo",
+    "GEODIST Sicily Palermo nobody",
+    "GEODIST nokey a b",
+    "GEODIST nokey a b parsec",
+    "GEODIST Sicily Palermo Catania \"km\\x00junk\"",
+    // GEOADD's options and what it counts.
+    "GEOADD Sicily NX 13.361389 38.115556 Palermo 12 37 Marsala",
+    "GEOADD Sicily XX 13.4 38.1 Palermo 12.5 37.5 Trapani",
+    "GEOADD Sicily XX CH 13.5 38.2 Palermo 12.5 37.5 Trapani",
+    "GEOADD Sicily CH 13.5 38.2 Palermo 14 37 Gela",
+    "GEOADD Sicily ch nx 13.5 38.2 Palermo 14.1 37.1 Licata",
+    "GEOADD Sicily CH CH 13.6 38.2 Palermo",
+    "ZRANGE Sicily 0 -1 WITHSCORES",
+    "GEOADD Sicily NX XX 1 1 a",
+    "GEOADD Sicily 1 1",
+    "GEOADD Sicily 1 1 a 2",
+    "GEOADD Sicily CH NX XX",
+    "GEOADD Sicily CH CH CH",
+    "GEOADD Sicily INCR 1 1 a",
+    "GEOADD Sicily GT 1 1 a",
+    // The limits, and just past them.
+    "GEOADD edges 180 85.05112878 ne -180 -85.05112878 sw 180 -85.05112878 se -180 85.05112878 nw",
+    "GEOADD edges 0 0 origin -0 -0 negzero 179.9999999 0 east -179.9999999 0 west",
+    "GEOADD edges 180.0000001 0 x",
+    "GEOADD edges -180.0000001 0 x",
+    "GEOADD edges 0 85.05112879 x",
+    "GEOADD edges 0 -85.05112879 x",
+    "GEOADD edges 0 90 x",
+    "GEOADD edges 1000 1000 x",
+    "GEOADD edges 1e300 0 x",
+    "GEOADD edges inf 0 x",
+    "GEOADD edges 0 -inf x",
+    "GEOADD edges nan 0 x",
+    "GEOADD edges abc 0 x",
+    "GEOADD edges 0 abc x",
+    "GEOADD edges \" 1\" 0 x",
+    "GEOADD edges 1e400 0 x",
+    "GEOADD edges 0x10 0 hex",
+    "GEOADD edges 1 1 ok 200 0 bad",
+    "ZRANGE edges 0 -1 WITHSCORES",
+    "GEOPOS edges ne sw se nw origin negzero east west hex",
+    "GEOHASH edges ne sw se nw origin negzero east west hex",
+    "GEODIST edges ne sw",
+    "GEODIST edges ne nw km",
+    "GEODIST edges east west",
+    "GEODIST edges origin ne mi",
+    // Scores that are not geohashes decode as in redis.
+    "ZADD weird -1 neg 0 zero 1.5 frac 4503599627370496 big 1e19 huge 1e300 vast inf pinf -inf ninf 9007199254740993 odd",
+    "GEOPOS weird neg zero frac big huge vast pinf ninf odd",
+    "GEOHASH weird neg zero frac big huge vast pinf ninf odd",
+    "GEODIST weird neg big",
+    "GEODIST weird pinf ninf km",
+    "GEORADIUS weird 0 0 20000 km WITHHASH WITHCOORD WITHDIST ASC",
+    // Wrong types: the coordinates are checked first.
+    "SET str x",
+    "GEOADD str 1 1 a",
+    "GEOADD str 200 1 a",
+    "GEOPOS str a",
+    "GEOHASH str a",
+    "GEODIST str a b",
+    "GEODIST str a b parsec",
+    "GEORADIUS str 1 1 1 km",
+    "GEORADIUS str 1 abc 1 km",
+    "GEORADIUSBYMEMBER str a 1 km",
+    "GEOSEARCH str FROMLONLAT 1 1 BYRADIUS 1 km",
+    "GEOSEARCHSTORE dst str FROMLONLAT 1 1 BYRADIUS 1 km",
+    "GEOSEARCHSTORE str Sicily FROMLONLAT 13 38 BYRADIUS 100 km",
+    "TYPE str",
+    "ZRANGE str 0 -1 WITHSCORES",
+];
+
+const GEO_SEARCHES: &[&str] = &[
+    "GEOADD Sicily 13.361389 38.115556 Palermo 15.087269 37.502669 Catania 12.5 37.8 Marsala 14.26 37.07 Gela",
+    "GEORADIUS Sicily 15 37 200 km",
+    "GEORADIUS Sicily 15 37 200 km WITHDIST WITHCOORD WITHHASH",
+    "GEORADIUS Sicily 15 37 200 km WITHCOORD WITHHASH WITHDIST ASC",
+    "GEORADIUS Sicily 15 37 200 km withdist desc",
+    "GEORADIUS Sicily 15 37 200 km COUNT 1",
+    "GEORADIUS Sicily 15 37 200 km COUNT 2 DESC WITHDIST",
+    "GEORADIUS Sicily 15 37 200 km COUNT 2 ANY",
+    "GEORADIUS Sicily 15 37 200 km COUNT 1 ANY ASC WITHDIST",
+    "GEORADIUS Sicily 15 37 200000 m WITHDIST",
+    "GEORADIUS Sicily 15 37 124.3 mi WITHDIST",
+    "GEORADIUS Sicily 15 37 656000 ft WITHDIST",
+    "GEORADIUS Sicily 15 37 0 km",
+    "GEORADIUS Sicily 15 37 1 m",
+    "GEORADIUS Sicily 15 37 20000 km WITHDIST",
+    "GEORADIUS Sicily 15 37 inf km WITHDIST",
+    "GEORADIUS Sicily -165 -37 20000 km WITHDIST",
+    "GEORADIUS Sicily 15 37 200 km COUNT 9223372036854775807",
+    "GEORADIUS_RO Sicily 15 37 200 km WITHDIST ASC",
+    "GEORADIUSBYMEMBER Sicily Palermo 200 km WITHDIST WITHCOORD",
+    "GEORADIUSBYMEMBER Sicily Palermo 200 km COUNT 2 DESC",
+    "GEORADIUSBYMEMBER_RO Sicily Catania 100 km WITHHASH",
+    "GEORADIUSBYMEMBER Sicily nobody 200 km",
+    "GEORADIUSBYMEMBER nokey nobody notanumber parsec WITHDIST",
+    "GEORADIUSBYMEMBER nokey nobody 1 km STORE dst",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 200 km ASC",
+    "GEOSEARCH Sicily FROMMEMBER Palermo BYRADIUS 200 km DESC WITHDIST",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 400 400 km ASC WITHCOORD WITHDIST WITHHASH",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 100 400 km WITHDIST",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 400 100 km WITHDIST",
+    "GEOSEARCH Sicily FROMMEMBER Gela BYBOX 0 0 m WITHDIST",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 400 400 km COUNT 2",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 400 400 km COUNT 2 ANY",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 100 km BYRADIUS 300 km",
+    "GEOSEARCH Sicily FROMMEMBER Palermo FROMMEMBER Catania BYRADIUS 100 km",
+    "GEOSEARCH nokey FROMMEMBER nobody BYRADIUS 100 km",
+    "GEOSEARCH nokey FROMLONLAT 1 1 BYBOX 1 1 km",
+    // Errors, in redis's order.
+    "GEOSEARCH Sicily BYRADIUS 100 km",
+    "geosearch Sicily BYRADIUS 100 km ASC",
+    "GeoSearch Sicily FROMLONLAT 15 37 ASC",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 100 km BYBOX 1 1 km",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 FROMMEMBER Palermo BYRADIUS 100 km",
+    "GEOSEARCH Sicily FROMMEMBER Palermo FROMLONLAT 15 37 BYRADIUS 100 km",
+    "GEOSEARCH Sicily FROMMEMBER nobody BYRADIUS 100 km",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS -1 km",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS abc km",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 1 parsec",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX -1 1 km",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 1 -1 km",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX abc def km",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 1 def km",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 1 1",
+    "GEOSEARCH Sicily FROMLONLAT 200 37 BYRADIUS 1 km",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 1 km STORE dst",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 1 km STOREDIST",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 1 km ANY",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 1 km COUNT",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 1 km COUNT 0",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 1 km COUNT -3",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 1 km COUNT abc",
+    "GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 1 km FOO",
+    "GEORADIUS Sicily 15 37 200 km FROMLONLAT 1 1",
+    "GEORADIUS Sicily 15 37 -1 km",
+    "GEORADIUS Sicily 15 37 abc km",
+    "GEORADIUS Sicily 15 37 1 parsec",
+    "GEORADIUS Sicily 15 91 1 km",
+    "GEORADIUS Sicily 15 37 1 km ANY",
+    "GEORADIUS Sicily 15 37 1 km COUNT 0 ANY",
+    "GEORADIUS Sicily 15 37 1 km STORE",
+    "GEORADIUS Sicily 15 37 1 km STORE dst WITHDIST",
+    "GEORADIUS Sicily 15 37 1 km WITHCOORD STOREDIST dst",
+    "GEORADIUS_RO Sicily 15 37 200 km STORE dst",
+    "GEORADIUSBYMEMBER_RO Sicily Palermo 200 km STOREDIST dst",
+    "GEOSEARCHSTORE dst Sicily FROMLONLAT 15 37 BYRADIUS 200 km WITHDIST",
+    "GEOSEARCHSTORE dst Sicily FROMLONLAT 15 37 BYRADIUS 200 km STORE x",
+    "GEOSEARCHSTORE dst Sicily BYRADIUS 200 km",
+    "GEOSEARCH Sicily \"FROMLONLAT\\x00x\" 15 37 \"BYRADIUS\" 200 \"km\\x00\" \"ASC\\x00\"",
+    // The STORE forms.
+    "GEORADIUS Sicily 15 37 200 km STORE dst",
+    "ZRANGE dst 0 -1 WITHSCORES",
+    "GEORADIUS Sicily 15 37 200 km STOREDIST dst",
+    "ZRANGE dst 0 -1 WITHSCORES",
+    "GEORADIUS Sicily 15 37 200 km STOREDIST dst COUNT 2 DESC",
+    "ZRANGE dst 0 -1 WITHSCORES",
+    "GEORADIUS Sicily 15 37 200 km STORE dst STOREDIST dst2",
+    "EXISTS dst dst2",
+    "ZRANGE dst2 0 -1 WITHSCORES",
+    "GEORADIUSBYMEMBER Sicily Palermo 200 mi STOREDIST dst",
+    "ZRANGE dst 0 -1 WITHSCORES",
+    "GEOSEARCHSTORE dst Sicily FROMLONLAT 15 37 BYBOX 400 400 km",
+    "ZRANGE dst 0 -1 WITHSCORES",
+    "GEOSEARCHSTORE dst Sicily FROMLONLAT 15 37 BYBOX 400 400 km STOREDIST COUNT 3",
+    "ZRANGE dst 0 -1 WITHSCORES",
+    "GEOSEARCHSTORE dst Sicily FROMLONLAT 15 37 BYRADIUS 1 m",
+    "EXISTS dst",
+    "SET dst x",
+    "GEOSEARCHSTORE dst Sicily FROMMEMBER Gela BYRADIUS 300 km STOREDIST",
+    "TYPE dst",
+    "ZRANGE dst 0 -1 WITHSCORES",
+    "SET dst x",
+    "GEORADIUS nokey 15 37 200 km STORE dst",
+    "EXISTS dst",
+    "SET dst x",
+    "GEOSEARCHSTORE dst nokey FROMLONLAT 15 37 BYRADIUS 1 km",
+    "EXISTS dst",
+    "GEOSEARCHSTORE Sicily Sicily FROMLONLAT 15 37 BYRADIUS 100 km",
+    "ZRANGE Sicily 0 -1 WITHSCORES",
+    // Poles, the antimeridian, everything.
+    "GEOADD world 179.99 0 e1 -179.99 0 w1 0 85 n1 0 -85 s1 180 85.05112878 ne 0 0 o",
+    "GEORADIUS world 180 0 100 km WITHDIST ASC",
+    "GEORADIUS world -180 0 100 km WITHDIST ASC",
+    "GEOSEARCH world FROMLONLAT 180 0 BYBOX 200 200 km WITHDIST",
+    "GEORADIUS world 0 85.05112878 500 km WITHDIST ASC",
+    "GEORADIUS world 0 -85.05112878 500 km WITHDIST ASC",
+    "GEORADIUS world 90 84 1000 km WITHDIST ASC",
+    "GEORADIUS world 0 0 30000 km WITHDIST ASC",
+    "GEORADIUS world 0 0 20037 km WITHDIST",
+    "GEOSEARCH world FROMLONLAT 0 0 BYBOX 40000 40000 km WITHDIST ASC",
+    "GEOSEARCH world FROMMEMBER ne BYRADIUS 10000 km WITHCOORD",
+];
+
+/// Ties: members at one point, so COUNT's partial quicksort and the full
+/// merge sort must put equal distances where redis-server does.
+fn geo_ties() -> Vec<String> {
+    let mut lines = vec![];
+    for group in 0..4 {
+        let mut add = "GEOADD ties".to_string();
+        for i in 0..30 {
+            let (lon, lat) = match i % 3 {
+                0 => ("10", "10"),
+                1 => ("10.001", "10"),
+                _ => ("9.999", "10"),
+            };
+            add.push_str(&format!(" {lon} {lat} m{group}_{i}"));
+        }
+        lines.push(add);
+    }
+    for count in [1, 2, 3, 5, 6, 7, 8, 9, 20, 40, 41, 60, 119, 120, 121] {
+        for order in ["ASC", "DESC", ""] {
+            lines.push(format!(
+                "GEORADIUS ties 10 10 50 km COUNT {count} {order} WITHDIST"
+            ));
+            lines.push(format!(
+                "GEOSEARCH ties FROMLONLAT 10.0005 10 BYBOX 10 10 km COUNT {count} {order}"
+            ));
+        }
+    }
+    lines.push("GEORADIUS ties 10 10 50 km ASC".into());
+    lines.push("GEORADIUS ties 10 10 50 km DESC".into());
+    lines.push("GEORADIUS ties 10 10 50 km".into());
+    lines.push("GEOSEARCHSTORE dst ties FROMLONLAT 10 10 BYRADIUS 50 km COUNT 7 STOREDIST".into());
+    lines.push("ZRANGE dst 0 -1 WITHSCORES".into());
+    lines
+}
+
+#[test]
+fn geo() {
+    let ties = geo_ties();
+    let ties: Vec<&str> = ties.iter().map(String::as_str).collect();
+    // The same again in RESP3.
+    let resp3 = |script: &[&str]| -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = vec!["@quiet HELLO 3"];
+        out.extend(script.iter().map(|s| &*s.to_string().leak()));
+        out
+    };
+    let (b3, s3, t3) = (resp3(GEO_BASICS), resp3(GEO_SEARCHES), resp3(&ties));
+    check(&[GEO_BASICS, GEO_SEARCHES, &ties, &b3, &s3, &t3]);
+}
+
+/// Thousands of random points (clustered, with repeats, at the edges of
+/// the map) and thousands of random searches of every shape, size, unit
+/// and option, in RESP2 and RESP3, compared reply by reply with
+/// redis-server; every STORE's result is read back with ZRANGE.
+#[test]
+fn geo_random_points_and_searches_match_redis() {
+    use rand::{Rng, SeedableRng};
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(26);
+    let mut pair = Pair::connect(&respite, &redis);
+    pair.both(&words("FLUSHALL"));
+    let mut resp3 = Pair::connect(&respite, &redis);
+    resp3.both(&words("HELLO 3"));
+    let w = |s: &str| s.as_bytes().to_vec();
+    let centres = [
+        (13.4, 38.1),
+        (-73.98, 40.75),
+        (179.9, 0.0),
+        (0.0, 84.9),
+        (-120.0, -60.0),
+    ];
+    let coordinate = |rng: &mut rand::rngs::StdRng| -> (f64, f64) {
+        match rng.random_range(0..10) {
+            0 => (
+                rng.random_range(-180.0..=180.0),
+                rng.random_range(-85.05112878..=85.05112878),
+            ),
+            1 => (
+                [-180.0, 180.0, 0.0][rng.random_range(0..3)],
+                [-85.05112878, 85.05112878, 0.0][rng.random_range(0..3)],
+            ),
+            _ => {
+                let (x, y) = centres[rng.random_range(0..centres.len())];
+                let spread = [0.001, 0.05, 1.0, 5.0][rng.random_range(0..4)];
+                let lon: f64 = x + rng.random_range(-spread..spread);
+                let lat: f64 = y + rng.random_range(-spread..spread);
+                (
+                    lon.clamp(-180.0, 180.0),
+                    lat.clamp(-85.05112878, 85.05112878),
+                )
+            }
+        }
+    };
+    let mut bad = Vec::new();
+    let mut members = Vec::new();
+    for batch in 0..10 {
+        let mut cmd = vec![w("GEOADD"), w("pts")];
+        for i in 0..400 {
+            let (lon, lat) = coordinate(&mut rng);
+            let name = format!("p{batch}_{i}");
+            // Some points twice, under two names.
+            let times = if i % 17 == 0 { 2 } else { 1 };
+            for t in 0..times {
+                cmd.extend([
+                    format!("{lon}").into_bytes(),
+                    format!("{lat}").into_bytes(),
+                    format!("{name}{}", if t == 1 { "_twin" } else { "" }).into_bytes(),
+                ]);
+                members.push(format!("{name}{}", if t == 1 { "_twin" } else { "" }));
+            }
+        }
+        let (ours, theirs) = pair.both(&cmd);
+        assert_eq!(show(&ours.raw), show(&theirs.raw), "GEOADD batch {batch}");
+    }
+    let units = ["m", "km", "mi", "ft"];
+    // Searches that found something: the comparison must not be of
+    // empty replies alone.
+    let mut found = 0;
+    for n in 0..3000 {
+        let con = if n % 3 == 0 { &mut resp3 } else { &mut pair };
+        let unit = units[rng.random_range(0..units.len())];
+        let per_unit = match unit {
+            "m" => 1.0,
+            "km" => 1000.0,
+            "mi" => 1609.34,
+            _ => 0.3048,
+        };
+        let meters = [10.0, 1e3, 5e4, 3e5, 2e6, 2e7][rng.random_range(0..6)] * rng.random::<f64>();
+        let size = format!("{}", meters / per_unit);
+        let from_member = rng.random_range(0..3) == 0;
+        let (lon, lat) = coordinate(&mut rng);
+        let member = members[rng.random_range(0..members.len())].clone();
+        let store = rng.random_range(0..6);
+        let mut cmd: Vec<Vec<u8>> = match rng.random_range(0..4) {
+            0 if from_member => vec![w("GEORADIUSBYMEMBER"), w("pts"), w(&member)],
+            0 => vec![
+                w("GEORADIUS"),
+                w("pts"),
+                w(&lon.to_string()),
+                w(&lat.to_string()),
+            ],
+            1 if store == 0 => vec![w("GEOSEARCHSTORE"), w("dst"), w("pts")],
+            _ => vec![w("GEOSEARCH"), w("pts")],
+        };
+        let search = cmd[0] != b"GEORADIUS" && cmd[0] != b"GEORADIUSBYMEMBER";
+        if search {
+            if from_member {
+                cmd.extend([w("FROMMEMBER"), w(&member)]);
+            } else {
+                cmd.extend([w("FROMLONLAT"), w(&lon.to_string()), w(&lat.to_string())]);
+            }
+            if rng.random_bool(0.5) {
+                cmd.extend([w("BYRADIUS"), w(&size), w(unit)]);
+            } else {
+                let other = format!("{}", meters * rng.random::<f64>() * 2.0 / per_unit);
+                cmd.extend([w("BYBOX"), w(&size), w(&other), w(unit)]);
+            }
+        } else {
+            cmd.extend([w(&size), w(unit)]);
+        }
+        let storing = cmd[0] == b"GEOSEARCHSTORE" || (!search && store == 1);
+        if !storing {
+            for option in ["WITHDIST", "WITHCOORD", "WITHHASH"] {
+                if rng.random_bool(0.4) {
+                    cmd.push(w(option));
+                }
+            }
+        }
+        match rng.random_range(0..3) {
+            0 => cmd.push(w("ASC")),
+            1 => cmd.push(w("DESC")),
+            _ => {}
+        }
+        if rng.random_bool(0.4) {
+            cmd.extend([w("COUNT"), w(&rng.random_range(1..80).to_string())]);
+            if rng.random_bool(0.3) {
+                cmd.push(w("ANY"));
+            }
+        }
+        if storing && cmd[0] == b"GEOSEARCHSTORE" && rng.random_bool(0.5) {
+            cmd.push(w("STOREDIST"));
+        }
+        if storing && !search {
+            cmd.extend([w(["STORE", "STOREDIST"][rng.random_range(0..2)]), w("dst")]);
+        }
+        let (ours, theirs) = con.both(&cmd);
+        if ours.items().is_some_and(|i| !i.is_empty()) || ours.int().is_some_and(|n| n > 0) {
+            found += 1;
+        }
+        let line = cmd.iter().map(|a| show(a)).collect::<Vec<_>>().join(" ");
+        if ours.raw != theirs.raw {
+            bad.push(format!(
+                "{line}\n  respite: {}\n  redis:   {}",
+                show(&ours.raw),
+                show(&theirs.raw)
+            ));
+        }
+        if storing {
+            let (ours, theirs) = con.both(&words("ZRANGE dst 0 -1 WITHSCORES"));
+            if ours.raw != theirs.raw {
+                bad.push(format!(
+                    "ZRANGE dst after {line}\n  respite: {}\n  redis:   {}",
+                    show(&ours.raw),
+                    show(&theirs.raw)
+                ));
+            }
+        }
+        // Distances, positions and hashes of random members.
+        if n % 5 == 0 {
+            let a = &members[rng.random_range(0..members.len())];
+            let b = &members[rng.random_range(0..members.len())];
+            for cmd in [
+                vec![w("GEODIST"), w("pts"), w(a), w(b), w(unit)],
+                vec![w("GEOPOS"), w("pts"), w(a), w(b), w("nobody")],
+                vec![w("GEOHASH"), w("pts"), w(a), w(b)],
+            ] {
+                let (ours, theirs) = con.both(&cmd);
+                if ours.raw != theirs.raw {
+                    let line = cmd.iter().map(|a| show(a)).collect::<Vec<_>>().join(" ");
+                    bad.push(format!(
+                        "{line}\n  respite: {}\n  redis:   {}",
+                        show(&ours.raw),
+                        show(&theirs.raw)
+                    ));
+                }
+            }
+        }
+        if bad.len() > 10 {
+            break;
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} differences:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    assert!(found > 1000, "only {found} searches found points");
 }

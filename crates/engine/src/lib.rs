@@ -45,6 +45,7 @@ pub mod disk;
 pub mod encoding;
 pub mod error;
 pub mod evict;
+pub mod geo;
 pub mod glob;
 pub mod hash;
 pub mod keyspace;

@@ -10,12 +10,27 @@ use crate::error::{CommandError, Lossy};
 /// The arguments of one command, after its name.
 pub struct Args {
     items: std::vec::IntoIter<Bytes>,
+    /// The command name as the client spelled it, when known.
+    name: Option<Bytes>,
 }
 
 impl Args {
     /// Wraps the arguments that follow the command name.
     pub fn new(items: std::vec::IntoIter<Bytes>) -> Self {
-        Args { items }
+        Args { items, name: None }
+    }
+
+    /// The arguments of a whole request, its name kept aside for the few
+    /// errors that quote it as sent (GEOSEARCH's).
+    pub fn after_name(request: Vec<Bytes>) -> Self {
+        let mut items = request.into_iter();
+        let name = items.next();
+        Args { items, name }
+    }
+
+    /// The command name as the client spelled it (empty if unknown).
+    pub fn name(&self) -> &[u8] {
+        self.name.as_deref().unwrap_or_default()
     }
 
     /// How many arguments are left.

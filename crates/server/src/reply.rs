@@ -40,6 +40,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A double: RESP3 `,`, a bulk string in RESP2.
     Double(f64),
+    /// A double already formatted (GEOPOS's coordinates, in redis's
+    /// `%.17Lf` "human" form): RESP3 `,`, a bulk string in RESP2.
+    DoubleText(String),
     /// Verbatim text (INFO, CLIENT LIST): RESP3 `=txt:`, a bulk string in
     /// RESP2.
     Verbatim(String),
@@ -141,6 +144,13 @@ impl Reply {
             }
             Reply::Double(d) => {
                 let text = format_double(*d);
+                if resp3 {
+                    line(out, b',', text.as_bytes());
+                } else {
+                    bulk(out, text.as_bytes());
+                }
+            }
+            Reply::DoubleText(text) => {
                 if resp3 {
                     line(out, b',', text.as_bytes());
                 } else {

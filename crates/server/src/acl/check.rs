@@ -145,6 +145,23 @@ pub(super) fn key_positions(req: &Request<'_>) -> Vec<(usize, (bool, bool))> {
             }
             return out;
         }
+        // The key specs' keyword searches: the first STORE and the first
+        // STOREDIST after the radius name a key to write.
+        "georadius" | "georadiusbymember" => {
+            let from = if req.command.name == "georadius" {
+                6
+            } else {
+                5
+            };
+            let mut out = vec![(1, r)];
+            for word in [&b"STORE"[..], b"STOREDIST"] {
+                let at = (from..argc).find(|&i| request[i].eq_ignore_ascii_case(word));
+                if let Some(i) = at.filter(|i| i + 1 < argc) {
+                    out.push((i + 1, w));
+                }
+            }
+            return out;
+        }
         _ => {}
     }
     let [first_key, last_key, step] = req.keys;

@@ -188,7 +188,7 @@ fn hex_float(s: &[u8]) -> (f64, usize, bool) {
 /// A score argument, as Redis's `getDoubleFromObject` reads it: the whole
 /// argument a number, no leading space, no NaN, no overflow or underflow to
 /// zero.
-fn parse_float(arg: &[u8]) -> Option<f64> {
+pub(crate) fn parse_float(arg: &[u8]) -> Option<f64> {
     if arg.first().is_none_or(|&c| is_c_space(c)) {
         return None;
     }

@@ -164,9 +164,7 @@ fn run(
     if write {
         ctx.wrote = true;
     }
-    let mut args = request.into_iter();
-    args.next();
-    (spec.call)(ctx, Args::new(args), target)
+    (spec.call)(ctx, Args::after_name(request), target)
 }
 
 /// A write's error after it wrote cannot be its reply alone: the

@@ -95,9 +95,8 @@ pub(crate) fn try_dispatch(
     session.client.last_cmd.store(index, Ordering::Relaxed);
     let mut tracking = super::track::Tracking::new(session, spec, &request);
     let started = std::time::Instant::now();
-    let mut args = request.into_iter();
-    args.next();
-    let plan = (spec.plan)(session, Args::new(args)).unwrap_or_else(|e| Plan::Reply(e.into()));
+    let plan =
+        (spec.plan)(session, Args::after_name(request)).unwrap_or_else(|e| Plan::Reply(e.into()));
     // MONITOR shows the database as it is after the command (SELECT's).
     tracking.set_db(session.db);
     Ok(super::track::track(plan, started, tracking))
@@ -205,9 +204,7 @@ pub fn parse_only(session: &Session, request: Vec<Bytes>) -> Result<&'static str
     }
     let found = lookup_index(&request[0]);
     let (_, spec) = check(session, &request, found)?;
-    let mut args = request.into_iter();
-    args.next();
-    (spec.parse)(session, Args::new(args))?;
+    (spec.parse)(session, Args::after_name(request))?;
     Ok(spec.name)
 }
 
