@@ -46,6 +46,7 @@ pub mod encoding;
 pub mod error;
 pub mod glob;
 pub mod hash;
+pub mod hyperloglog;
 pub mod keyspace;
 pub mod list;
 pub mod owner;
