@@ -16,6 +16,7 @@ pub mod common;
 pub mod config;
 pub mod connection;
 pub mod hashes;
+pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
 pub mod keys;
