@@ -493,8 +493,12 @@ impl Hll {
             match op {
                 Op::Zero { len, .. } => idx += len,
                 Op::Val { value, len } => {
+                    // A run past the last register: corrupt (redis
+                    // 7.0.15 breaks out here and then checks the total;
+                    // its fix for CVE-2025-32023, in the redis-server
+                    // this is compared with, refuses at once).
                     if idx + len > REGISTERS {
-                        break;
+                        return Err(Corrupt);
                     }
                     for i in idx..idx + len {
                         dense_put(regs, i, value);
@@ -538,8 +542,9 @@ impl Hll {
                     match op {
                         Op::Zero { len, .. } => i += len,
                         Op::Val { value, len } => {
+                            // As in `to_dense`.
                             if i + len > REGISTERS {
-                                break;
+                                return Err(Corrupt);
                             }
                             for m in &mut max[i..i + len] {
                                 *m = (*m).max(value);

@@ -435,8 +435,10 @@ impl Turn {
         shared: &Shared,
         resp3: bool,
     ) -> Option<WriteOp<Reply>> {
+        // The read must see this connection's earlier writes committed.
         self.flush(shared).await;
         self.settle_reads().await;
+        self.settle_writes().await;
         self.resp3 = resp3;
         let (tx, rx) = oneshot::channel();
         let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
