@@ -36,12 +36,15 @@ lint:
 ci: lint test-redis
 
 # The applications people run on Redis (apps/README.md): Celery, BullMQ,
-# Sidekiq, python-rq, redis-py and limits, each scenario run against a
-# redis-server and a respited it starts (the debug build). Installs the
-# pinned versions first (apps/install.sh). Scenarios waiting for a
-# capability respite lacks are listed in apps/run.py's PENDING and
-# reported as xfail; one that passes anyway fails the run. ARGS: scenario
-# names, --only respite|redis, -v, --keep. Example: just apps rq -v
+# Sidekiq, python-rq, redis-py, limits, and the pub/sub of redis-py,
+# node-redis and ioredis, each scenario run against a redis-server and a
+# respited it starts (the debug build); the crash runs of four job
+# frameworks (docs/durability.md) and a restart under a client pool kill
+# and restart their own server. Installs the pinned versions first
+# (apps/install.sh). Scenarios waiting for a capability or a fix respite
+# lacks are listed in apps/run.py's PENDING and reported as xfail; one
+# that passes anyway fails the run. ARGS: scenario names, --only
+# respite|redis, -v, --keep. Example: just apps rq -v
 apps *ARGS:
     cargo build -p respite-daemon
     apps/install.sh

@@ -12,7 +12,8 @@
 #
 # The layout: /usr/bin/respited, the units in /lib/systemd/system, the
 # default config in /etc/respite (a conffile: an upgrade keeps local
-# edits), sysusers.d and tmpfiles.d entries, and the docs.
+# edits), the optional Litestream unit and its config, sysusers.d and
+# tmpfiles.d entries, and the docs.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -27,6 +28,10 @@ install -D -m 0755 "$bin" "$stage/usr/bin/respited"
 install -D -m 0644 "$root/configs/respited.service" "$stage/lib/systemd/system/respited.service"
 install -D -m 0644 "$root/configs/respited.socket" "$stage/lib/systemd/system/respited.socket"
 install -D -m 0640 "$root/configs/respite.toml" "$stage/etc/respite/respite.toml"
+# Optional: Litestream beside respited (docs/operations.md). The unit is
+# installed, never enabled by the package; Litestream is not a dependency.
+install -D -m 0644 "$root/configs/respite-litestream.service" "$stage/lib/systemd/system/respite-litestream.service"
+install -D -m 0640 "$root/configs/litestream.yml" "$stage/etc/respite/litestream.yml"
 install -D -m 0644 "$here/respite.sysusers" "$stage/usr/lib/sysusers.d/respite.conf"
 install -D -m 0644 "$here/respite.tmpfiles" "$stage/usr/lib/tmpfiles.d/respite.conf"
 for doc in README.md docs/operations.md docs/durability.md; do

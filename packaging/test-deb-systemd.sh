@@ -5,7 +5,9 @@
 # package) and, inside, installs the package with apt-get and runs
 # `systemctl enable --now respited`, `systemctl reload`, an upgrade while it
 # runs, `systemctl stop`, a watchdog restart, socket activation through
-# respited.socket, `apt-get remove` and `apt-get purge`.
+# respited.socket, Litestream beside it (respite-litestream.service:
+# replication, and the restore of a lost database at start), `apt-get
+# remove` and `apt-get purge`.
 #
 #   RESPITE_DEB_TEST=1 packaging/test-deb-systemd.sh [BINARY]   (as root; `just deb-test-systemd`)
 #
@@ -127,6 +129,12 @@ deb1="$(RESPITE_DEB_COMPRESS=none RESPITE_DEB_VERSION="$v1" "$here/build-deb.sh"
 deb2="$(RESPITE_DEB_COMPRESS=none RESPITE_DEB_VERSION="$v2" "$here/build-deb.sh" "$bin" "$ct/root/respite-debs")"
 deb1="/root/respite-debs/$(basename "$deb1")"
 deb2="/root/respite-debs/$(basename "$deb2")"
+
+# Litestream for the replication step: the container sees this machine's
+# /usr/local/bin, but CI may have built it elsewhere (go install's GOBIN).
+litestream_bin="$(command -v litestream || true)"
+[ -n "$litestream_bin" ] || { echo "test-deb-systemd.sh: litestream not found (go install github.com/benbjohnson/litestream/cmd/litestream@v0.5.18)" >&2; exit 2; }
+install -D -m 0755 "$litestream_bin" "$ct/usr/local/bin/litestream"
 
 step "booting the container (systemd as PID 1)"
 # --keep-unit --register=no: no systemd or machined on the host to talk to.
@@ -254,6 +262,33 @@ wait "$sleeper" || true
 in_ct systemctl stop respited
 in_ct rm -r /etc/systemd/system/respited.service.d
 in_ct systemctl daemon-reload
+
+step "Litestream beside respited: respite-litestream.service replicates, and restores a lost database at start"
+in_ct install -d -o respite -g respite /srv/backup/respite
+in_ct systemctl enable respite-litestream.service >/dev/null 2>&1 || fail "systemctl enable respite-litestream failed"
+# With respite checkpointing the WAL itself, the unit refuses to start.
+in_ct systemctl start respited || fail "systemctl start respited failed"
+wait_for "respite-litestream did not fail beside checkpoint = auto" prop_is respite-litestream.service Result exit-code
+in_ct journalctl --no-pager -q -u respite-litestream -g 'set checkpoint = "external"' >/dev/null ||
+    fail "respite-litestream did not say why it refused"
+in_ct systemctl stop respited
+in_ct systemctl reset-failed respite-litestream.service
+in_ct sed -i 's/^checkpoint = "auto"$/checkpoint = "external"/' /etc/respite/respite.toml
+in_ct systemctl start respited || fail "systemctl start respited (external) failed"
+expect "respite-litestream beside respited" "$(prop respite-litestream.service ActiveState)" active
+expect "checkpoint_mode" "$(cli INFO persistence | grep '^checkpoint_mode:')" "checkpoint_mode:external"
+expect "SET through the replicated respited" "$(cli SET lt:key replicated)" OK
+wait_for "no LTX file in the replica" in_ct sh -c 'ls /srv/backup/respite/ltx/0/*.ltx'
+sleep 3 # one sync interval (1 s) and more: the SET is in the replica
+in_ct systemctl stop respited
+expect "respite-litestream stopped with respited" "$(prop respite-litestream.service ActiveState)" inactive
+in_ct sh -c 'rm -f /var/lib/respite/respite.db /var/lib/respite/respite.db-wal /var/lib/respite/respite.db-shm'
+in_ct systemctl start respited || fail "systemctl start respited (restore) failed"
+in_ct journalctl --no-pager -q -u respite-litestream -g 'restor' >/dev/null || fail "no restore in respite-litestream's journal"
+expect "GET of the replicated key after the restore" "$(cli GET lt:key)" replicated
+expect "GET of an older key after the restore" "$(cli GET pkg:key)" kept
+in_ct systemctl stop respited
+in_ct systemctl disable respite-litestream.service >/dev/null 2>&1
 
 step "socket activation: respited.socket starts respited on the first connection"
 in_ct systemctl disable respited >/dev/null 2>&1

@@ -171,6 +171,8 @@ expect "respite's shell" "$shell" /usr/sbin/nologin
 expect "/var/lib/respite" "$(owner_mode /var/lib/respite)" "respite:respite 750"
 expect "/run/respite" "$(owner_mode /run/respite)" "respite:respite 750"
 expect "the config" "$(owner_mode /etc/respite/respite.toml)" "root:respite 640"
+expect "Litestream's config" "$(owner_mode /etc/respite/litestream.yml)" "root:respite 640"
+expect "is-enabled respite-litestream" "$(systemctl is-enabled respite-litestream.service || true)" disabled
 expect "respited --version" "$(/usr/bin/respited --version | cut -d' ' -f1)" respited
 # Installing enables nothing and starts nothing.
 expect "is-enabled before enable" "$(systemctl is-enabled respited.service || true)" disabled
@@ -199,7 +201,7 @@ apt_run install "$deb2"
 expect "package status" "$(status)" ii
 expect "installed version" "$(dpkg-query -W -f='${Version}' respite)" "$v2"
 cmp -s "$work/edited.toml" /etc/respite/respite.toml || fail "the upgrade changed the edited config"
-[ -z "$(ls /etc/respite | grep -v '^respite.toml$')" ] || fail "stray files in /etc/respite: $(ls /etc/respite)"
+[ -z "$(ls /etc/respite | grep -v -e '^respite.toml$' -e '^litestream.yml$')" ] || fail "stray files in /etc/respite: $(ls /etc/respite)"
 expect "the config" "$(owner_mode /etc/respite/respite.toml)" "root:respite 640"
 expect "systemctl is-enabled respited" "$(systemctl is-enabled respited)" enabled
 start_daemon
@@ -238,4 +240,5 @@ for path in /var/lib/respite /etc/respite /run/respite /usr/bin/respited \
     [ ! -e "$path" ] && [ ! -L "$path" ] || fail "purge left $path"
 done
 [ -z "$(dpkg-statoverride --list /etc/respite/respite.toml)" ] || fail "purge left the config's stat override"
+[ -z "$(dpkg-statoverride --list /etc/respite/litestream.yml)" ] || fail "purge left litestream.yml's stat override"
 getent passwd respite >/dev/null || fail "purge deleted the respite user (postrm promises it stays)"

@@ -16,6 +16,24 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 
+# The durability run (durability.py celery) configures Celery as a user
+# who wants no task lost does: a task is acknowledged only after it ran
+# (acks_late), one task reserved per worker process at a time, and a
+# visibility timeout after which kombu puts a delivered but unacknowledged
+# task back in the queue (8 s here instead of an hour, checked every
+# second, so that the run ends in bounded time).
+if os.environ.get("APPS_CELERY_DURABILITY"):
+    app.conf.update(
+        task_acks_late=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        broker_transport_options={
+            "visibility_timeout": 8,
+            "unacked_restore_interval": 1,
+            "unacked_restore_throttle": 1,
+        },
+    )
+
 
 def _record(*fields):
     fd = os.open(os.path.join(os.environ["APPS_SCRATCH"], "runs.log"),
@@ -58,3 +76,11 @@ def slow(i):
     time.sleep(0.02)
     _record("slow", i)
     return i
+
+
+@app.task
+def durable(i):
+    """A task of the durability run: takes a moment, so that a crash lands
+    among tasks in flight; recorded under the name durability.py counts."""
+    time.sleep(0.005)
+    _record("slow", i)

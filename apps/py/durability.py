@@ -1,7 +1,7 @@
 """The durability run: a job framework working 1,000 jobs while its server
 is SIGKILLed and restarted on the same files and port.
 
-    durability.py sidekiq|rq [N]
+    durability.py sidekiq|rq|celery|bullmq [N]
 
 Starts its own server (APPS_SERVER: respite or redis-server with
 appendfsync always) and an enqueuer, and a worker once 40% of the jobs
@@ -46,6 +46,29 @@ GUARANTEES = {
     # is parked, not run again and not silently lost; at most one per
     # worker. Nothing is handed out twice.
     "rq": {"concurrency": 2, "may_lose": 0, "may_park": 2, "may_repeat": 0},
+    # One prefork worker of 4 processes, configured for no loss
+    # (celery_app.py): acks_late, prefetch 1, a visibility timeout of 8 s.
+    # kombu takes a task with BRPOP and then, in a second round trip,
+    # records it in its `unacked` hash; a pop committed just before the
+    # crash whose reply never reached the worker is gone (one BRPOP in
+    # flight per worker). A task recorded there but not acknowledged (it
+    # was running, or done with its acknowledgement lost at the crash) is
+    # put back in the queue once the visibility timeout passes and runs
+    # again: at least once, so some tasks run twice, at most the ones the
+    # worker held at the kill (prefetch 1 per process, counting the one
+    # running: 4). A worker that quits on the lost connection (Celery
+    # 5.7's sometimes does, on either server) is restarted; the tasks it
+    # held come back the same way.
+    "celery": {"concurrency": 4, "may_lose": 1, "may_park": 0, "may_repeat": 4},
+    # One worker, concurrency 4 (bullmq/durability.mjs). Jobs are added and
+    # taken by Lua scripts (each one command, atomic); a job taken holds a
+    # lock (5 s) and sits in the active list until its completion is
+    # recorded. If the server dies in between, the job stays active; once
+    # its lock lapses the stalled-job check puts it back in the wait list
+    # and it runs again (at least once; at most the 4 active at the kill
+    # run twice), or, stalled a second time, it lands in the failed set
+    # (parked). Nothing acknowledged is lost.
+    "bullmq": {"concurrency": 4, "may_lose": 0, "may_park": 4, "may_repeat": 4},
 }
 
 
@@ -72,6 +95,26 @@ def rq_enqueue(url, n):
         log.write("done\n")
 
 
+def celery_enqueue(n):
+    """The enqueuing side of the Celery run, in a thread: like the others,
+    40% at once and the rest one every 5 ms, each outcome in pushes.log.
+    apply_async(retry=False): a publish that fails is reported, not
+    retried (kombu would otherwise retry it, and could push it twice)."""
+    from celery_app import durable
+
+    with open(os.path.join(SCRATCH, "pushes.log"), "a", buffering=1) as log:
+        for i in range(n):
+            try:
+                result = durable.apply_async((i,), retry=False)
+                log.write(f"acked {i} {result.id}\n")
+            except Exception as e:  # kombu's OperationalError, redis-py's errors
+                log.write(f"failed {i} {type(e).__name__}\n")
+                time.sleep(0.05)
+            if i >= n * 0.4:
+                time.sleep(0.005)
+        log.write("done\n")
+
+
 class Supervised:
     """A worker process restarted whenever it exits, as systemd's
     Restart=always or supervisord would: an rq worker quits on a
@@ -89,6 +132,11 @@ class Supervised:
         # Restarted half a second after it exited, at the earliest.
         if self.proc.poll() is not None and self.exited is None:
             self.exited = time.monotonic()
+            self.log.flush()
+            with open(self.log.name, errors="replace") as f:
+                tail = [line.rstrip()[:200] for line in f.readlines()[-6:]]
+            print(f"{self.name} exited with {self.proc.returncode}; restarting it. Its log ended:\n  "
+                  + "\n  ".join(tail), flush=True)
         if self.exited is not None and time.monotonic() - self.exited > 0.5:
             self.exited = None
             self.restarts += 1
@@ -161,17 +209,34 @@ def main():
             procs.append(Supervised(
                 ["sidekiq", "-r", os.path.join(HERE, "sidekiq", "jobs.rb"), "-c", str(g["concurrency"]), "-t", "5"],
                 env, "worker"))
-        elif framework == "rq":
-            pusher = threading.Thread(target=rq_enqueue, args=(server.url, n), daemon=True)
+        elif framework in ("rq", "celery"):
+            if framework == "rq":
+                pusher = threading.Thread(target=rq_enqueue, args=(server.url, n), daemon=True)
+            else:
+                os.environ.update(REDIS_URL=server.url, APPS_CELERY_DURABILITY="1")
+                env.update(APPS_CELERY_DURABILITY="1")
+                pusher = threading.Thread(target=celery_enqueue, args=(n,), daemon=True)
             pusher.start()
             pusher.poll = lambda: None if pusher.is_alive() else 0
             pusher.returncode = 0
             wait_until(lambda: acked_count() >= 0.4 * n, 60, "the first 40% enqueued")
-            rq = os.path.join(os.path.dirname(sys.executable), "rq")
-            for w in range(g["concurrency"]):
+            if framework == "rq":
+                rq = os.path.join(os.path.dirname(sys.executable), "rq")
+                for w in range(g["concurrency"]):
+                    procs.append(Supervised(
+                        [rq, "worker", "--url", server.url, "--maintenance-interval", "5", "apps"],
+                        env, f"worker{w}"))
+            else:
+                celery = os.path.join(os.path.dirname(sys.executable), "celery")
                 procs.append(Supervised(
-                    [rq, "worker", "--url", server.url, "--maintenance-interval", "5", "apps"],
-                    env, f"worker{w}"))
+                    [celery, "-A", "celery_app", "worker", "-c", str(g["concurrency"]), "-n", "dur@%h",
+                     "--loglevel=INFO"], env, "worker"))
+        elif framework == "bullmq":
+            script = os.path.join(HERE, "bullmq", "durability.mjs")
+            pusher = subprocess.Popen(["node", script, "push", str(n)], env=env)
+            procs.append(pusher)
+            wait_until(lambda: acked_count() >= 0.4 * n, 60, "the first 40% enqueued")
+            procs.append(Supervised(["node", script, "work"], env, "worker"))
         ran = lambda: [r for r in lines("runs.log") if r[0] == "slow"]
         wait_until(lambda: len(ran()) >= n // 3, 60, f"{n // 3} jobs ran before the crash")
         server.kill()
@@ -196,8 +261,16 @@ def main():
             count = len(ran())
             if count != last[0]:
                 last[:] = [count, time.monotonic()]
-            queue = "queue:default" if framework == "sidekiq" else "rq:queue:apps"
-            return conn.llen(queue) == 0 and time.monotonic() - last[1] > 3
+            # What must be empty for the run to be over: the queue, and
+            # where a framework keeps jobs it will hand out again (Celery's
+            # unacknowledged tasks, BullMQ's active jobs).
+            empty = {
+                "sidekiq": [conn.llen("queue:default")],
+                "rq": [conn.llen("rq:queue:apps")],
+                "celery": [conn.llen("celery"), conn.hlen("unacked")],
+                "bullmq": [conn.llen("bull:dur:wait"), conn.llen("bull:dur:active")],
+            }[framework]
+            return not any(empty) and time.monotonic() - last[1] > 3
 
         wait_until(supervised(settled), 120, "the worker emptied the queue")
         # Where rq keeps the jobs it will move to the failed registry, and
@@ -209,6 +282,9 @@ def main():
                 parking |= {m.decode() for m in conn.lrange(key, 0, -1)}
             for key in ("rq:wip:apps", "rq:failed:apps"):
                 parking |= {m.decode().split(":")[0] for m in conn.zrange(key, 0, -1)}
+        elif framework == "bullmq":
+            # Jobs stalled twice: failed, where an operator retries them.
+            parking = {m.decode() for m in conn.zrange("bull:dur:failed", 0, -1)}
     finally:
         # Command errors the workers met (they log and go on) are shown:
         # a run whose bookkeeping failed is no pass.

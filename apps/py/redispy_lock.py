@@ -3,6 +3,8 @@ and a lock whose holder died expiring on its timeout.
 
 Four threads each take the lock 25 times to do a read-modify-write that
 would lose updates without it: the counter must end at exactly 100.
+
+    redispy_lock.py [2|3]     the protocol (RESP2 by default)
 """
 
 import os
@@ -17,7 +19,8 @@ from redis.exceptions import LockNotOwnedError
 
 from check import URL, check, equal, within
 
-r = redis.Redis.from_url(URL, decode_responses=True)
+PROTOCOL = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+r = redis.Redis.from_url(URL, decode_responses=True, protocol=PROTOCOL)
 r.flushdb()
 
 # Mutual exclusion with blocking acquire.
@@ -36,7 +39,7 @@ def worker():
 
 
 def locked_rounds():
-    c = redis.Redis.from_url(URL)
+    c = redis.Redis.from_url(URL, protocol=PROTOCOL)
     for _ in range(ROUNDS):
         with c.lock("lock:counter", timeout=10, blocking_timeout=30, sleep=0.005):
             v = int(c.get("unsafe") or 0)
@@ -81,7 +84,7 @@ check(not double, "releasing twice raises")
 # a blocked acquirer gets it then, not before.
 holder = subprocess.Popen([sys.executable, "-c", f"""
 import redis, time, sys
-r = redis.Redis.from_url({URL!r})
+r = redis.Redis.from_url({URL!r}, protocol={PROTOCOL})
 l = r.lock("lock:dead", timeout=1.5)
 assert l.acquire(blocking=False)
 print("held", flush=True)
@@ -103,4 +106,4 @@ except LockNotOwnedError:
     extended = False
 check(extended, "the new holder can extend")
 waiter.release()
-print("redispy-lock: all checks passed")
+print(f"redispy-lock (RESP{PROTOCOL}): all checks passed")

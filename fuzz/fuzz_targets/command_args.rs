@@ -30,7 +30,8 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use respite_engine::Engine;
 use respite_server::command::{parse_only, Session, TABLE};
-use respite_server::state::{ClientHandle, Peer, Shared};
+use respite_server::clients::{ClientHandle, Peer};
+use respite_server::state::Shared;
 use respite_server::{Config, Reply};
 
 /// The words of Redis 7.0's commands (every `token` in src/commands/*.json,

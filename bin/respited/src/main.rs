@@ -123,6 +123,11 @@ struct Cli {
     /// which must then be the only one to; see docs/operations.md).
     #[arg(long)]
     checkpoint: Option<respite_engine::Checkpoint>,
+    /// Serve this file read-only, as a replica that `litestream restore
+    /// -f -o FILE REPLICA` keeps up to date (in place of --db): every write
+    /// is refused, INFO replication reports the follower's position.
+    #[arg(long)]
+    replica_of_file: Option<PathBuf>,
     /// Password clients must AUTH with.
     #[arg(long)]
     requirepass: Option<String>,
@@ -220,6 +225,13 @@ impl Cli {
         }
         if let Some(p) = &self.requirepass {
             c.requirepass = Some(p.clone());
+        }
+        if let Some(p) = &self.replica_of_file {
+            c.replica_of_file = Some(p.clone());
+        }
+        // A replica serves its file in place of `db`.
+        if let Some(p) = &c.replica_of_file {
+            c.db = p.clone();
         }
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)

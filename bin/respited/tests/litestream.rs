@@ -7,7 +7,12 @@
 //! - a restore to a timestamp between two phases of writes gives exactly
 //!   the first phase;
 //! - a file Litestream replicates is refused by a respite set to
-//!   checkpoint it itself (`checkpoint = "auto"`), with the reason.
+//!   checkpoint it itself (`checkpoint = "auto"`), with the reason;
+//! - a read replica (`--replica-of-file`) on the file `litestream restore
+//!   -f` keeps following shows the primary's data, refuses writes with
+//!   Redis's `READONLY`, reports `role:slave`, and while the primary takes
+//!   transactions shows only whole ones, in order, catching up once the
+//!   primary stops.
 //!
 //! Litestream is a Go program; where it is not installed these tests skip,
 //! unless `RESPITE_REQUIRE_LITESTREAM=1` (set by `.ci/run`, which installs
@@ -21,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{signal, skip_unless_required, Respited};
+use common::{exchange, signal, skip_unless_required, Respited};
 
 /// Whether `litestream` runs here (else skip, or fail under CI).
 fn have_litestream() -> bool {
@@ -499,4 +504,250 @@ fn a_file_litestream_replicates_is_refused_with_checkpoint_auto() {
     let mut con = primary.client();
     let v: String = redis::cmd("GET").arg("k").query(&mut con).expect("GET");
     assert_eq!(v, "v2");
+}
+
+/// A running `litestream restore -f`: keeps `out` following the replica.
+struct Follower {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Follower {
+    /// Restores the replica into `out` and follows it; returns once the
+    /// file and its position (`out-txid`) are there.
+    fn start(replica: &Path, out: &Path, work: &Path) -> Follower {
+        let log = work.join("follower.log");
+        let file = std::fs::File::create(&log).expect("follower log");
+        let child = Command::new("litestream")
+            .arg("restore")
+            .arg("-f")
+            .arg("-follow-interval")
+            .arg("100ms")
+            .arg("-o")
+            .arg(out)
+            .arg(format!("file://{}", replica.display()))
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("dup"))
+            .stderr(file)
+            .spawn()
+            .expect("spawn litestream restore -f");
+        let follower = Follower { child, log };
+        let mut txid = out.as_os_str().to_owned();
+        txid.push("-txid");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !(out.exists() && Path::new(&txid).exists()) {
+            assert!(
+                Instant::now() < deadline,
+                "the follower did not restore: {}",
+                follower.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        follower
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn replication_field(con: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(con)
+        .expect("INFO replication");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in INFO: {info}"))
+        .to_string()
+}
+
+/// The replica's view of the counter and the log, in one transaction:
+/// (counter, length of the log, the log's last element).
+fn replica_state(con: &mut redis::Connection) -> (u64, u64, u64) {
+    let (counter, len, last): (Option<u64>, u64, Option<u64>) = redis::pipe()
+        .atomic()
+        .cmd("GET")
+        .arg("follow:counter")
+        .cmd("LLEN")
+        .arg("follow:log")
+        .cmd("LINDEX")
+        .arg("follow:log")
+        .arg(-1)
+        .query(con)
+        .expect("MULTI/EXEC of reads on the replica");
+    (counter.unwrap_or(0), len, last.unwrap_or(0))
+}
+
+#[test]
+fn a_read_replica_follows_the_primary_in_whole_states_and_refuses_writes() {
+    if !have_litestream() {
+        return;
+    }
+    let work = tempfile::tempdir().expect("tempdir");
+    let primary_dir = work.path().join("primary");
+    let replica = work.path().join("replica");
+    let follower_dir = work.path().join("follower");
+    for d in [&primary_dir, &replica, &follower_dir] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let flags = prepare(&primary_dir);
+    let mut primary = start(&primary_dir, &flags);
+    let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
+    let mut con = primary.client();
+    workload(&mut con, "base", 2_000, 3);
+    let base = contents(&mut con);
+    std::thread::sleep(Duration::from_secs(1));
+    let follower_db = follower_dir.join("respite.db");
+    let follower = Follower::start(&replica, &follower_db, work.path());
+    let served = Respited::start_in(
+        &follower_dir,
+        &[
+            "--replica-of-file",
+            follower_db.to_str().expect("utf8 path"),
+        ],
+    );
+    let mut rcon = served.client();
+
+    // What the primary had before the follower started is there.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while contents(&mut rcon) != base {
+        assert!(
+            Instant::now() < deadline,
+            "the replica never showed the primary's data: {}",
+            follower.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Writes are refused with Redis's text, inside MULTI too.
+    let mut raw = served.raw();
+    let readonly = b"-READONLY You can't write against a read only replica.\r\n";
+    let abort = b"-EXECABORT Transaction discarded because of previous errors.\r\n";
+    assert_eq!(
+        String::from_utf8_lossy(&exchange(&mut raw, b"SET x 1\r\n", readonly.len())),
+        String::from_utf8_lossy(readonly)
+    );
+    let mut expected = b"+OK\r\n".to_vec();
+    expected.extend_from_slice(readonly);
+    expected.extend_from_slice(abort);
+    assert_eq!(
+        String::from_utf8_lossy(&exchange(
+            &mut raw,
+            b"MULTI\r\nSET x 1\r\nEXEC\r\n",
+            expected.len()
+        )),
+        String::from_utf8_lossy(&expected)
+    );
+    assert_eq!(replication_field(&mut rcon, "role"), "slave");
+    assert_eq!(replication_field(&mut rcon, "slave_read_only"), "1");
+    assert_eq!(replication_field(&mut rcon, "master_link_status"), "up");
+    let role: (String, String, i64, String, i64) =
+        redis::cmd("ROLE").query(&mut rcon).expect("ROLE");
+    assert_eq!((role.0.as_str(), role.3.as_str()), ("slave", "connected"));
+    assert!(role.4 > 0, "the follower's position: {role:?}");
+
+    // A writer moves a counter and appends to a log in one transaction
+    // each; the replica, read all along, only ever shows whole
+    // transactions of the primary, in order: the counter equals the log's
+    // length and its last element, and never goes back.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let mut con = primary.client();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                let _: (u64, u64) = redis::pipe()
+                    .atomic()
+                    .cmd("INCR")
+                    .arg("follow:counter")
+                    .cmd("RPUSH")
+                    .arg("follow:log")
+                    .arg(n)
+                    .query(&mut con)
+                    .expect("MULTI/EXEC on the primary");
+            }
+            n
+        })
+    };
+    let mut seen = 0u64;
+    let mut states = 0;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(6) {
+        let (counter, len, last) = replica_state(&mut rcon);
+        assert_eq!(
+            (len, last),
+            (counter, counter),
+            "a torn state on the replica"
+        );
+        assert!(
+            counter >= seen,
+            "the replica went back from {seen} to {counter}"
+        );
+        if counter > seen {
+            states += 1;
+        }
+        seen = counter;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = writer.join().expect("writer");
+    assert!(states >= 3, "the replica showed {states} states in 6 s");
+    // Once the primary stops, the replica catches up to its last write.
+    let stopped = Instant::now();
+    loop {
+        let (counter, len, last) = replica_state(&mut rcon);
+        assert_eq!(
+            (len, last),
+            (counter, counter),
+            "a torn state on the replica"
+        );
+        if counter == written {
+            break;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(30),
+            "the replica stayed at {counter} of {written}: {}",
+            follower.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "replica: {written} transactions, {states} states seen while writing, caught up {:?} after the last write",
+        stopped.elapsed()
+    );
+    drop(rcon);
+    drop(served);
+    drop(follower);
+    drop(con);
+    stop_both(&mut primary, &mut ls);
+}
+
+#[test]
+fn a_replica_refuses_a_file_that_is_not_there() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let missing = work.path().join("nothing.db");
+    let output = Command::new(env!("CARGO_BIN_EXE_respited"))
+        .arg("--port")
+        .arg("0")
+        .arg("--replica-of-file")
+        .arg(&missing)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run respited");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "started: {stderr}");
+    assert!(
+        stderr.contains("does not exist") && stderr.contains("litestream restore -f"),
+        "{stderr}"
+    );
+    assert!(!missing.exists(), "the missing file was created");
 }

@@ -33,16 +33,32 @@ fn unit_files_pass_systemd_analyze_verify() {
         tmp.path().join("respited.socket"),
     )
     .unwrap();
+    // The Litestream unit names `litestream` by name (systemd finds it in
+    // /usr/local/bin or /usr/bin); verify needs an executable there, so
+    // the check points it at one that exists.
+    let litestream =
+        std::fs::read_to_string(repo().join("configs/respite-litestream.service")).unwrap();
+    assert!(
+        litestream.contains("ExecStart=litestream replicate -config /etc/respite/litestream.yml")
+    );
+    assert!(litestream.contains("ExecStartPre=litestream restore "));
+    assert!(litestream.contains("WantedBy=respited.service"));
+    let litestream = litestream.replace("=litestream ", "=/bin/true ");
+    std::fs::write(tmp.path().join("respite-litestream.service"), litestream).unwrap();
     let out = Command::new("systemd-analyze")
         .arg("verify")
         .arg(tmp.path().join("respited.service"))
         .arg(tmp.path().join("respited.socket"))
+        .arg(tmp.path().join("respite-litestream.service"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     // verify exits 0 on some warnings; the units must have none.
-    assert!(!text.contains("respited."), "{text}");
+    assert!(
+        !text.contains("respited.") && !text.contains("respite-litestream."),
+        "{text}"
+    );
 }
 
 #[test]
@@ -78,6 +94,8 @@ fn the_deb_installs_the_binary_units_config_and_system_entries() {
         "lib/systemd/system/respited.service",
         "lib/systemd/system/respited.socket",
         "etc/respite/respite.toml",
+        "lib/systemd/system/respite-litestream.service",
+        "etc/respite/litestream.yml",
         "usr/lib/sysusers.d/respite.conf",
         "usr/lib/tmpfiles.d/respite.conf",
         "usr/share/doc/respite/operations.md",
@@ -110,7 +128,10 @@ fn the_deb_installs_the_binary_units_config_and_system_entries() {
         .unwrap();
     assert!(e.success());
     let conffiles = std::fs::read_to_string(control.join("conffiles")).unwrap();
-    assert_eq!(conffiles.trim(), "/etc/respite/respite.toml");
+    assert_eq!(
+        conffiles.trim(),
+        "/etc/respite/respite.toml\n/etc/respite/litestream.yml"
+    );
     let postrm = std::fs::read_to_string(control.join("postrm")).unwrap();
     assert!(postrm.contains("purge") && postrm.contains("rm -rf /var/lib/respite"));
     // Each maintainer script is a shell script /bin/sh accepts.

@@ -157,6 +157,10 @@ pub struct EngineConfig {
     /// Bytes set aside beside the database, released when the disk fills
     /// up so that deletions can still be written (see `disk.rs`).
     pub disk_reserve_bytes: u64,
+    /// Serve the file read-only, as a replica another process (Litestream's
+    /// follow mode) keeps up to date: no writer, no checkpoints, no value
+    /// cache; every write is refused (see `replica.rs`).
+    pub replica: bool,
 }
 
 impl EngineConfig {
@@ -189,6 +193,7 @@ impl Default for EngineConfig {
             snapshot: None,
             maxdisk: 0,
             disk_reserve_bytes: 16 * 1024 * 1024,
+            replica: false,
         }
     }
 }

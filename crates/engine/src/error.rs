@@ -79,6 +79,17 @@ pub enum EngineError {
     /// lose its place in the WAL and respite's writes stall.
     #[error("the database file holds Litestream's tables (_litestream_seq, _litestream_lock): it is replicated by Litestream, which must be the only one to checkpoint its WAL; start respite with checkpoint = \"external\" (--checkpoint external), or drop those tables if Litestream no longer replicates this file")]
     LitestreamAttached,
+    /// A write on a read replica (see `replica.rs`): Redis's text for a
+    /// write sent to a read-only replica.
+    #[error("READONLY You can't write against a read only replica.")]
+    ReadOnlyReplica,
+    /// A replica was started on a file that does not exist (yet).
+    #[error("the replica's database file {} does not exist; start the follower first (litestream restore -f -o FILE REPLICA)", .0.display())]
+    ReplicaMissing(std::path::PathBuf),
+    /// A replica's file has another layout version than this build's: a
+    /// replica cannot migrate a file it may not write.
+    #[error("the replica's database file has layout version {0}, and this build serves only version {v}: run the same respite version on the primary and the replica", v = crate::schema::VERSION)]
+    ReplicaLayout(i64),
     /// The engine is shutting down and takes no more work.
     #[error("ERR server is shutting down")]
     ShuttingDown,

@@ -51,6 +51,7 @@ pub mod keyspace;
 pub mod list;
 pub mod owner;
 pub mod read_pool;
+pub mod replica;
 pub mod schema;
 pub mod set;
 pub mod snapshot;
@@ -293,6 +294,8 @@ pub struct Engine<R: Send + 'static> {
     /// The disk budget, the reserve, and storage errors (see `disk.rs`).
     disk: Arc<Disk>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// A read replica (see [`replica`]).
+    replica: bool,
     /// Released last, after every thread using the file has stopped.
     _owner: OwnerLock,
 }
@@ -324,6 +327,9 @@ impl<R: Send + 'static> Engine<R> {
         delivery: Delivery<R>,
         owner: OwnerLock,
     ) -> Result<Self> {
+        if config.replica {
+            return Self::open_replica(config, delivery, owner);
+        }
         let Delivery {
             writes: deliver,
             reads: deliver_reads,
@@ -381,6 +387,7 @@ impl<R: Send + 'static> Engine<R> {
             cache.clone(),
             access.clone(),
             deliver_reads,
+            false,
         )?;
         // Unbounded here: the server bounds operations in flight with an
         // async semaphore, so connection tasks wait without blocking a thread.
@@ -464,8 +471,73 @@ impl<R: Send + 'static> Engine<R> {
             progress,
             disk,
             threads: Mutex::new(threads),
+            replica: false,
             _owner: owner,
         })
+    }
+
+    /// Opens `config.path` as a read replica (see [`replica`]): the read
+    /// pool over the file, and in the writer's place a thread that refuses
+    /// every write.
+    fn open_replica(config: EngineConfig, delivery: Delivery<R>, owner: OwnerLock) -> Result<Self> {
+        let page_size = replica::prepare(&config.path)?;
+        let mut wal = config.path.clone().into_os_string();
+        wal.push("-wal");
+        let cache = Arc::new(ValueCache::new(0));
+        let access = Arc::new(Access::new());
+        let pool = read_pool::ReadPool::start(
+            &config.path,
+            config.readers,
+            cache.clone(),
+            access.clone(),
+            delivery.reads,
+            true,
+        )?;
+        let (write_tx, write_rx) = crossbeam_channel::unbounded();
+        let progress = Arc::new(AtomicU64::new(0));
+        let refuser_progress = progress.clone();
+        let refuser = std::thread::Builder::new()
+            .name("respite-replica".into())
+            .spawn(move || replica::refuse_writes::<R>(write_rx, refuser_progress))
+            .map_err(crate::EngineError::Thread)?;
+        let mut threads = pool.threads;
+        threads.push(refuser);
+        tracing::info!(
+            path = %config.path.display(),
+            "serving the file as a read replica: every write is refused"
+        );
+        Ok(Engine {
+            write_tx,
+            read_tx: pool.tx,
+            stats: Arc::new(Stats::new()),
+            max_batch: Arc::new(AtomicUsize::new(config.max_batch.max(1))),
+            active_expire: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            expiry_paused_until: Arc::new(Mutex::new(None)),
+            wal_path: PathBuf::from(wal),
+            db_path: config.path.clone(),
+            page_size,
+            checkpoint: Checkpoint::External,
+            io_base: std::sync::atomic::AtomicU64::new(process_write_bytes().unwrap_or(0)),
+            copy_threshold: Arc::new(AtomicU64::new(0)),
+            cache,
+            access,
+            watches: Arc::new(Watches::default()),
+            thresholds: Arc::new(encoding::Thresholds::default()),
+            blocking: Arc::new(Blocking::default()),
+            snapshots: Arc::new(Snapshots::new(&config.path, &config.snapshot_path())),
+            snapshot_path: config.snapshot_path(),
+            progress,
+            disk: Arc::new(Disk::new(&config.path, 0, 0)),
+            threads: Mutex::new(threads),
+            replica: true,
+            _owner: owner,
+        })
+    }
+
+    /// Whether this engine serves a read replica (see [`replica`]): every
+    /// write is refused.
+    pub fn is_replica(&self) -> bool {
+        self.replica
     }
 
     /// Queues writes for the writer. [`EngineError::ShuttingDown`] if the
@@ -573,6 +645,11 @@ impl<R: Send + 'static> Engine<R> {
     /// The database's page size in bytes.
     pub fn page_size(&self) -> u32 {
         self.page_size
+    }
+
+    /// The database file.
+    pub fn db_path(&self) -> &std::path::Path {
+        &self.db_path
     }
 
     /// The database file's current size in bytes.

@@ -106,6 +106,7 @@ impl ReadPool {
         cache: Arc<ValueCache>,
         access: Arc<Access>,
         deliver: DeliverReads,
+        replica: bool,
     ) -> Result<ReadPool> {
         let (tx, rx) = crossbeam_channel::unbounded::<ReadRequest>();
         let mut threads = Vec::new();
@@ -117,7 +118,7 @@ impl ReadPool {
             let deliver = deliver.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("respite-reader-{i}"))
-                .spawn(move || reader_loop(conn, rx, cache, access, deliver))
+                .spawn(move || reader_loop(conn, rx, cache, access, deliver, replica))
                 .map_err(crate::EngineError::Thread)?;
             threads.push(handle);
         }
@@ -131,6 +132,7 @@ fn reader_loop(
     cache: Arc<ValueCache>,
     access: Arc<Access>,
     deliver: DeliverReads,
+    replica: bool,
 ) {
     let stmts = Statements::new(&conn);
     // Results of quick jobs run in a row, not handed back yet.
@@ -147,7 +149,7 @@ fn reader_loop(
             // Nothing waits behind a job that may take long.
             hand_back(&mut held);
         }
-        if let Some(done) = run(&stmts, &cache, &access, request) {
+        if let Some(done) = run(&stmts, &cache, &access, request, replica) {
             held.push(done);
         }
         if !quick || held.len() >= MAX_HELD {
@@ -172,15 +174,37 @@ fn run(
     cache: &ValueCache,
     access: &Access,
     request: ReadRequest,
+    replica: bool,
 ) -> Option<ReadDone> {
     let ReadRequest { job, needs } = request;
-    let snapshot = needs.snapshot;
+    // On a read replica every job gets its own transaction: see below.
+    let snapshot = needs.snapshot || replica;
     // Taken before the snapshot starts: a value read here may enter the
     // value cache only if no commit began since (see cache.rs).
     let since = cache.read_started();
     // One snapshot per job when it runs several statements, so its reads
     // agree with each other.
     let began = snapshot && stmts.get("BEGIN").and_then(|mut s| s.execute([])).is_ok();
+    if began && replica {
+        // Another process changes a replica's file by writing pages into
+        // it (see `replica.rs`), and SQLite keeps a page it cached unless
+        // the file's change counter moved, which the follower only
+        // changes when it rewrites page 1. So: take the shared lock first
+        // (the follower waits for it to go before writing), then drop
+        // every cached page, and read only what the file holds now.
+        // (Pages within the memory map are read from the file anyway.)
+        let locked = stmts
+            .get("SELECT count(*) FROM sqlite_schema")
+            .and_then(|mut s| s.query_row([], |_| Ok(())));
+        let dropped = locked.and_then(|()| {
+            stmts
+                .get("PRAGMA shrink_memory")
+                .and_then(|mut s| s.execute([]).map(|_| ()))
+        });
+        if let Err(e) = dropped {
+            tracing::warn!(error = %e, "starting a replica's read transaction failed");
+        }
+    }
     // A panicking job (a bug in a command) must not take the thread with
     // it: the pool would shrink with every such bug.
     let view = View::filling(stmts, cache, since, access);

@@ -70,9 +70,10 @@ use bytes::Bytes;
 use respite_engine::glob::glob_match;
 use sha2::{Digest, Sha256};
 
+use crate::clients::ClientHandle;
 use crate::command::{Access, Spec, TABLE};
 use crate::meta::{self, Meta};
-use crate::state::{ClientHandle, Shared};
+use crate::state::Shared;
 use crate::sync::lock;
 
 /// Redis 7.0's ACL categories, in the order ACL CAT lists them (and the
@@ -1310,7 +1311,7 @@ impl Acl {
         context: &'static str,
         object: String,
         username: String,
-        client: &ClientHandle,
+        client_info: String,
     ) {
         let counter = match reason {
             Reason::Auth => &self.denied.auth,
@@ -1320,7 +1321,7 @@ impl Acl {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         let now = now_ms();
-        let info = client.info_line();
+        let info = client_info;
         let mut log = lock(&self.log);
         let similar = log.iter().take(10).position(|e| {
             e.reason == reason
@@ -1668,7 +1669,7 @@ pub fn authorize(
         context,
         object,
         session.acl.user.name.clone(),
-        &session.client,
+        crate::command::session::client_line(&session.client, None, None),
     );
     Err(crate::error::CommandError::Raw(text))
 }

@@ -83,6 +83,12 @@ pub struct Config {
     pub wal_checkpoint_bytes: u64,
     /// Who checkpoints the WAL: `auto` (respite) or `external` (Litestream).
     pub checkpoint: respite_engine::Checkpoint,
+    /// Serve this file read-only, as a replica Litestream's follow mode
+    /// (`litestream restore -f -o FILE REPLICA`) keeps up to date, instead
+    /// of `db`: every write is refused with `READONLY`, and INFO
+    /// replication reports `role:slave` and the follower's position (see
+    /// `respite_engine::replica`).
+    pub replica_of_file: Option<PathBuf>,
     /// What SQLite keeps of the WAL file after a checkpoint, in bytes.
     pub journal_size_limit: i64,
     /// Most expired keys deleted in one sweep between batches.
@@ -171,6 +177,7 @@ impl Default for Config {
             checkpoint_wal_percent: engine.checkpoint_wal_percent,
             wal_checkpoint_bytes: engine.wal_checkpoint_bytes,
             checkpoint: engine.checkpoint,
+            replica_of_file: None,
             journal_size_limit: engine.journal_size_limit,
             expire_chunk: engine.expire_chunk,
             read_cache_bytes: engine.read_cache_bytes,
@@ -309,7 +316,10 @@ impl Config {
     /// The engine's part of the configuration.
     pub fn engine(&self) -> EngineConfig {
         EngineConfig {
-            path: self.db.clone(),
+            path: self
+                .replica_of_file
+                .clone()
+                .unwrap_or_else(|| self.db.clone()),
             appendfsync: self.appendfsync,
             max_batch: self.max_batch,
             readers: self.readers,
@@ -325,6 +335,7 @@ impl Config {
             snapshot: self.snapshot_file.clone(),
             maxdisk: self.maxdisk,
             disk_reserve_bytes: self.disk_reserve_bytes,
+            replica: self.replica_of_file.is_some(),
         }
     }
 }

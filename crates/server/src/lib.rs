@@ -20,6 +20,7 @@
 pub mod acl;
 pub mod args;
 pub mod blocking;
+pub mod clients;
 pub mod cmd;
 pub mod command;
 pub mod config;
@@ -31,8 +32,10 @@ pub mod listener;
 pub mod lolwut;
 pub mod long_double;
 pub mod meta;
+pub mod monitor;
 pub mod output;
 pub mod params;
+pub mod process;
 pub mod protected;
 pub mod pubsub;
 pub mod reply;

@@ -25,9 +25,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinSet;
 
+use crate::clients::{ClientHandle, Peer};
 use crate::config::{parse_perm, Config};
 use crate::connection;
-use crate::state::{ClientHandle, Peer, Shared};
+use crate::state::Shared;
 use crate::sync::lock;
 
 /// How long shutdown waits for open connections to finish their turn.

@@ -28,7 +28,8 @@ use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
-use crate::state::{ClientHandle, Shared};
+use crate::clients::ClientHandle;
+use crate::state::Shared;
 
 /// Once a turn's encoded replies reach this many bytes they are written out
 /// before more are encoded.

@@ -33,7 +33,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::state::{Peer, Shared};
+use crate::clients::Peer;
+use crate::state::Shared;
 use crate::sync::lock;
 
 /// Redis's DENIED reply, with respite in Redis's place.

@@ -33,9 +33,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 use respite_engine::glob::glob_match;
 use tokio::sync::mpsc;
 
+use crate::clients::ClientHandle;
 use crate::output::ClassLimit;
 use crate::reply::Reply;
-use crate::state::ClientHandle;
 use crate::sync::lock;
 
 /// One published message, shared by every subscriber that gets it.

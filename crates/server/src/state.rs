@@ -3,14 +3,14 @@
 //! signal.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use respite_engine::{AppendFsync, Engine};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 
+use crate::clients::{ClientHandle, Pause};
 use crate::config::Config;
 use crate::reply::Reply;
 use crate::sync::lock;
@@ -35,107 +35,6 @@ pub struct Settings {
     pub output_limits: Mutex<[crate::output::ClassLimit; 3]>,
     /// The normal class's limit, which the connection loops apply.
     pub output_limit: crate::output::NormalLimit,
-}
-
-/// Where a client is connected from.
-#[derive(Debug, Clone)]
-pub enum Peer {
-    /// A TCP client: its address and ours.
-    Tcp(SocketAddr, SocketAddr),
-    /// A Unix-socket client, and the socket path.
-    Unix(String),
-}
-
-/// What the registry knows about one connected client (CLIENT LIST, KILL).
-pub struct ClientHandle {
-    /// The client id (CLIENT ID), unique for the server's life.
-    pub id: u64,
-    /// Where it connected from.
-    pub peer: Peer,
-    /// CLIENT SETNAME.
-    pub name: Mutex<Option<String>>,
-    /// The selected database.
-    pub db: AtomicU32,
-    /// RESP version, 2 or 3.
-    pub resp: AtomicU32,
-    /// The last command's row in the command table (`usize::MAX`: none
-    /// yet). An atomic, not a lock: it is written for every command.
-    pub last_cmd: AtomicUsize,
-    /// When it connected.
-    pub created: Instant,
-    /// Milliseconds since `created` at its last command.
-    pub last_active_ms: AtomicU64,
-    /// Set by CLIENT KILL; the connection loop wakes on `kill_notify` and
-    /// closes.
-    pub killed: AtomicBool,
-    /// Wakes the connection loop for a kill.
-    pub kill_notify: Notify,
-    /// The ACL user it is logged in as (CLIENT LIST `user=`, CLIENT KILL
-    /// USER).
-    pub user: Mutex<String>,
-    /// Reply bytes encoded and not yet taken by the socket (`omem`).
-    pub output_bytes: AtomicU64,
-    /// The blocking command it waits in (BLPOP...), for CLIENT UNBLOCK
-    /// and CLIENT LIST's `b` flag.
-    pub blocked: Mutex<Option<Arc<crate::blocking::Ticket>>>,
-    /// What CLIENT keeps for it (SETINFO, REPLY, NO-EVICT, its fd...).
-    pub state: crate::cmd::client::ClientState,
-    /// Its pub/sub subscriptions.
-    pub pubsub: crate::pubsub::Subscriptions,
-}
-
-impl ClientHandle {
-    /// A client just connected from `peer`, logged in as `default`, in
-    /// database 0, speaking RESP2 (the listener, tests and the fuzzers make
-    /// theirs here, so a new field is added in one place).
-    pub fn new(id: u64, peer: Peer) -> ClientHandle {
-        ClientHandle {
-            id,
-            peer,
-            name: Mutex::new(None),
-            db: Default::default(),
-            resp: 2.into(),
-            last_cmd: usize::MAX.into(),
-            created: Instant::now(),
-            last_active_ms: Default::default(),
-            killed: Default::default(),
-            kill_notify: Default::default(),
-            output_bytes: Default::default(),
-            blocked: Mutex::new(None),
-            user: Mutex::new("default".into()),
-            state: Default::default(),
-            pubsub: Default::default(),
-        }
-    }
-
-    /// `addr` as CLIENT LIST prints it.
-    pub fn addr(&self) -> String {
-        match &self.peer {
-            Peer::Tcp(peer, _) => peer.to_string(),
-            Peer::Unix(path) => format!("{path}:0"),
-        }
-    }
-
-    /// `laddr` as CLIENT LIST prints it.
-    pub fn laddr(&self) -> String {
-        match &self.peer {
-            Peer::Tcp(_, local) => local.to_string(),
-            Peer::Unix(path) => format!("{path}:0"),
-        }
-    }
-
-    /// Seconds since its last command.
-    pub fn idle_secs(&self) -> u64 {
-        (self.created.elapsed().as_millis() as u64)
-            .saturating_sub(self.last_active_ms.load(Ordering::Relaxed))
-            / 1000
-    }
-
-    /// One line of CLIENT LIST / CLIENT INFO, with Redis's field names
-    /// (see `cmd::client`).
-    pub fn info_line(&self) -> String {
-        crate::cmd::client::info_line(self, None)
-    }
 }
 
 /// Counters INFO stats reports.
@@ -212,9 +111,9 @@ pub struct Shared {
     /// `timeout`: seconds a client may stay idle (0: forever).
     pub idle_timeout_secs: AtomicU64,
     /// CLIENT PAUSE.
-    pub pause: crate::cmd::client::Pause,
+    pub pause: Pause,
     /// MONITOR's channel.
-    pub monitors: crate::cmd::monitor::Monitors,
+    pub monitors: crate::monitor::Monitors,
     /// Pub/sub channels and patterns.
     pub pubsub: crate::pubsub::Registry,
     /// When the server started.
@@ -271,7 +170,7 @@ impl Shared {
             monitors: Default::default(),
             pubsub: Default::default(),
             started: Instant::now(),
-            startup_rss: crate::cmd::info::resident_bytes(),
+            startup_rss: crate::process::resident_bytes(),
             wants_replicas: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),

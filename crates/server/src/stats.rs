@@ -8,7 +8,7 @@
 //! thread inside its group commit (the commit's fsync, shared by the whole
 //! group, is not any one command's; INFO persistence reports it), and a
 //! connection command where it is planned. To do that, [`track`] wraps the
-//! plan's closure once, in `cmd::dispatch`; nothing else in the command path
+//! plan's closure once, in `command::dispatch`; nothing else in the command path
 //! knows about statistics.
 //!
 //! The counters are atomics in one row per command and per subcommand
@@ -107,7 +107,7 @@ struct SlowLog {
 }
 
 /// Who ran a command, for the slow log.
-pub type Caller = std::sync::Arc<crate::state::ClientHandle>;
+pub type Caller = std::sync::Arc<crate::clients::ClientHandle>;
 
 /// Every per-command statistic of the server.
 pub struct CommandStats {
@@ -179,7 +179,7 @@ impl CommandStats {
         };
         let row = |name: String| Row {
             fast: fast(&name),
-            shown: crate::cmd::monitor::shown(&name),
+            shown: crate::monitor::shown(&name),
             name,
             calls: AtomicU64::new(0),
             nanos: AtomicU64::new(0),
@@ -542,7 +542,7 @@ pub async fn sampler(shared: std::sync::Arc<crate::state::Shared>) {
         shared.stats.sample(&shared.counters);
         n += 1;
         if n.is_multiple_of(10) {
-            crate::cmd::info::sample_memory();
+            crate::process::sample_memory();
         }
         let timeout = shared.idle_timeout_secs.load(Ordering::Relaxed);
         if timeout > 0 && n.is_multiple_of(10) {
@@ -597,9 +597,9 @@ impl Tracking {
             if matches!(spec.name, "auth" | "hello" | "acl" | "config") {
                 let mut all = request.to_vec();
                 redact(spec.name, &mut all);
-                crate::cmd::monitor::encode_args(&mut encoded, all.iter().map(|a| &a[..]));
+                crate::monitor::encode_args(&mut encoded, all.iter().map(|a| &a[..]));
             } else {
-                crate::cmd::monitor::encode_args(&mut encoded, request.iter().map(|a| &a[..]));
+                crate::monitor::encode_args(&mut encoded, request.iter().map(|a| &a[..]));
             }
             encoded
         });
@@ -749,7 +749,9 @@ pub fn keep_argv(shared: &crate::state::Shared, spec: &Spec) -> bool {
 /// command answered on the connection, planning is the run.
 pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
     if let Some(args) = t.monitor.take() {
-        t.shared.monitors.feed_encoded(t.db, &t.caller, &args);
+        t.shared
+            .monitors
+            .feed_encoded(t.db, &t.caller.state.monitor, &args);
     }
     match plan {
         Plan::Reply(r) => {

@@ -331,7 +331,7 @@ pub(crate) fn auth_failed(s: &Session, command: &[u8], user: &[u8]) {
         context,
         String::from_utf8_lossy(command).into_owned(),
         String::from_utf8_lossy(user).into_owned(),
-        &s.client,
+        crate::command::session::client_line(&s.client, None, None),
     );
 }
 
@@ -363,7 +363,7 @@ pub(crate) fn log_in(
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<AclCmd>("acl", -2, &[], [0, 0, 0], "server", "A container for Access List Control commands.")
+        Spec::local::<AclCmd>("acl")
             .with_subcommands("ACL", &[
                 ("cat", -2), ("deluser", -3), ("dryrun", -4), ("genpass", -2), ("getuser", 3),
                 ("help", 2), ("list", 2), ("load", 2), ("log", -2), ("save", 2),

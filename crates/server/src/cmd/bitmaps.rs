@@ -739,12 +739,12 @@ impl ReadCommand for BitFieldRo {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::read::<BitCount>("bitcount", -2, &[], [1, 1, 1], "bitmap", "Counts the number of set bits (population counting) in a string."),
-        Spec::write::<BitField>("bitfield", -2, &["denyoom"], [1, 1, 1], "bitmap", "Performs arbitrary bitfield integer operations on strings."),
-        Spec::read::<BitFieldRo>("bitfield_ro", -2, &["fast"], [1, 1, 1], "bitmap", "Performs arbitrary read-only bitfield integer operations on strings."),
-        Spec::write::<BitOp>("bitop", -4, &["denyoom"], [2, -1, 1], "bitmap", "Performs bitwise operations on multiple strings, and stores the result."),
-        Spec::read::<BitPos>("bitpos", -3, &[], [1, 1, 1], "bitmap", "Finds the first set (1) or clear (0) bit in a string."),
-        Spec::read::<GetBit>("getbit", 3, &["fast"], [1, 1, 1], "bitmap", "Returns a bit value by offset."),
-        Spec::write::<SetBit>("setbit", 4, &["denyoom"], [1, 1, 1], "bitmap", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist."),
+        Spec::read::<BitCount>("bitcount"),
+        Spec::write::<BitField>("bitfield"),
+        Spec::read::<BitFieldRo>("bitfield_ro"),
+        Spec::write::<BitOp>("bitop"),
+        Spec::read::<BitPos>("bitpos"),
+        Spec::read::<GetBit>("getbit"),
+        Spec::write::<SetBit>("setbit"),
     ]
 }

@@ -10,13 +10,13 @@
 //! silences replies: the plan of a silenced command answers with
 //! [`Reply::Silent`], which encodes to nothing, wherever it runs.
 //!
-//! What this module keeps per client lives in [`ClientState`], one field of
-//! the registry's `ClientHandle`; the server-wide pause in [`Pause`].
+//! What CLIENT keeps per client lives in the registry's entry
+//! ([`crate::clients::ClientState`]); the server-wide pause is
+//! [`crate::clients::Pause`]; applying REPLY OFF|SKIP to a plan is the
+//! framework's (`command/silence.rs`).
 
-use std::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering,
-};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -24,491 +24,12 @@ use bytes::Bytes;
 use super::common::help;
 use crate::args::subcommand;
 use crate::args::{upper, Args};
-use crate::blocking::Blocker;
-use crate::command::{LocalCommand, Plan, Session, TABLE};
+use crate::clients::{ClientHandle, REPLY_OFF, REPLY_ON, REPLY_SKIP};
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
-use crate::state::{ClientHandle, Peer, Shared};
+use crate::state::Shared;
 use crate::sync::lock;
-
-/// CLIENT REPLY's modes.
-const REPLY_ON: u8 = 0;
-const REPLY_OFF: u8 = 1;
-const REPLY_SKIP: u8 = 2;
-
-/// What CLIENT keeps for one client.
-pub struct ClientState {
-    /// The socket's file descriptor (-1 until known).
-    pub fd: AtomicI32,
-    /// CLIENT SETINFO LIB-NAME.
-    pub lib_name: Mutex<Option<String>>,
-    /// CLIENT SETINFO LIB-VER.
-    pub lib_ver: Mutex<Option<String>>,
-    /// CLIENT NO-EVICT (kept and shown: respite evicts no client).
-    pub no_evict: AtomicBool,
-    /// CLIENT NO-TOUCH (kept and shown).
-    pub no_touch: AtomicBool,
-    /// CLIENT REPLY's mode.
-    reply: AtomicU8,
-    /// The statistics row of the last command (its full name, for
-    /// `cmd=`), `usize::MAX` before the first.
-    pub last_row: AtomicUsize,
-    /// Commands queued in an open MULTI (-1: none open), for `multi=`.
-    multi: AtomicI64,
-    /// Set by MONITOR: the connection switches to monitoring after this
-    /// turn (see `cmd::monitor`).
-    pub monitoring: AtomicBool,
-    /// MONITOR's subscription, taken by the monitoring loop.
-    pub monitor: Mutex<Option<tokio::sync::broadcast::Receiver<Arc<super::monitor::Batch>>>>,
-    /// The commands this connection ran since its last turn ended, for the
-    /// monitoring clients (see `cmd::monitor`).
-    pub feed: Mutex<super::monitor::Feed>,
-    /// Something is in `feed`: one relaxed load per turn says whether
-    /// there is anything to publish.
-    pub fed: AtomicBool,
-    /// The memory figures of CLIENT LIST, published by the connection loop.
-    pub buffers: Buffers,
-}
-
-/// The figures CLIENT LIST shows about a connection's buffers, published
-/// by its loop with relaxed stores once per read or per turn (never per
-/// command: the hot path pays a handful of stores per syscall, and CLIENT
-/// LIST reads whatever was last published). Their meaning in respite:
-///
-/// - `qbuf`: bytes read from the socket and not yet executed. Published
-///   after each read (so a client's own CLIENT INFO counts itself, as in
-///   redis) and after each turn (what is left: the part of a command that
-///   has not fully arrived, or commands held back by a pause). respite
-///   keeps a command whole in this buffer until its last byte arrives, so
-///   a partial command's first arguments count here, not in `argv-mem`.
-/// - `qbuf-free`: the read buffer's spare capacity.
-/// - `argv-mem`: bytes of the arguments of the command being run: the
-///   caller's own CLIENT LIST or INFO, or a blocking command waiting; 0
-///   between commands.
-/// - `multi-mem`: the commands queued since MULTI, their argument bytes
-///   plus one `Bytes` handle per argument (redis counts a pointer per
-///   argument the same way).
-/// - `rbs`: the capacity of the reply buffer, where a turn's replies are
-///   gathered before they are written (16 KiB, as redis's `buf`, until a
-///   large reply grows it; shrunk again after a turn over 1 MiB).
-/// - `rbp`: the most of that buffer a turn used in the last 5 seconds.
-/// - `obl`: bytes of the reply buffer not yet taken by the socket.
-/// - `oll`: reply blocks waiting besides the reply buffer: large replies
-///   encoded by a reader thread are written as they are, not copied into
-///   the buffer, and each counts as one block until written.
-/// - `omem`: every reply byte encoded and not yet taken by the socket (the
-///   reply buffer's and the blocks'), the figure `client-output-buffer-limit`
-///   applies to.
-/// - `tot-mem`: the connection's fixed structures, the read buffer's
-///   capacity, the reply buffer's capacity, the pending blocks, `argv-mem`
-///   and `multi-mem`.
-#[derive(Default)]
-pub struct Buffers {
-    qbuf: AtomicU64,
-    qbuf_free: AtomicU64,
-    argv_mem: AtomicU64,
-    multi_mem: AtomicU64,
-    rbs: AtomicU64,
-    rbp: AtomicU64,
-    /// When the current `rbp` window began, in milliseconds since the
-    /// client connected.
-    rbp_since_ms: AtomicU64,
-    obl: AtomicU64,
-    oll: AtomicU64,
-}
-
-/// How long a reply-buffer peak is remembered (redis resets its `buf_peak`
-/// every 5 seconds too).
-const PEAK_WINDOW_MS: u64 = 5000;
-
-impl Buffers {
-    /// The read buffer's capacity as last published (INFO's
-    /// `client_recent_max_input_buffer` takes the largest).
-    pub fn input_capacity(&self) -> u64 {
-        self.qbuf.load(Ordering::Relaxed) + self.qbuf_free.load(Ordering::Relaxed)
-    }
-
-    /// Publishes the read buffer: `len` bytes waiting, `capacity` in all.
-    pub fn input(&self, len: usize, capacity: usize) {
-        self.qbuf.store(len as u64, Ordering::Relaxed);
-        self.qbuf_free
-            .store(capacity.saturating_sub(len) as u64, Ordering::Relaxed);
-    }
-
-    /// Publishes the reply buffer after a turn: its capacity, and the most
-    /// of it the turn used; `now_ms` is milliseconds since the client
-    /// connected.
-    pub fn reply_buffer(&self, capacity: usize, peak: usize, now_ms: u64) {
-        self.rbs.store(capacity as u64, Ordering::Relaxed);
-        let peak = peak as u64;
-        let since = self.rbp_since_ms.load(Ordering::Relaxed);
-        if now_ms.saturating_sub(since) >= PEAK_WINDOW_MS {
-            self.rbp.store(peak, Ordering::Relaxed);
-            self.rbp_since_ms.store(now_ms, Ordering::Relaxed);
-        } else if peak > self.rbp.load(Ordering::Relaxed) {
-            self.rbp.store(peak, Ordering::Relaxed);
-        }
-    }
-
-    /// Publishes what waits for the socket: `obl` bytes of the reply
-    /// buffer and `oll` other blocks.
-    pub fn pending(&self, obl: usize, oll: usize) {
-        self.obl.store(obl as u64, Ordering::Relaxed);
-        self.oll.store(oll as u64, Ordering::Relaxed);
-    }
-
-    /// Publishes the arguments of a command that waits (a blocking pop),
-    /// 0 once it is answered.
-    pub fn argv(&self, bytes: usize) {
-        self.argv_mem.store(bytes as u64, Ordering::Relaxed);
-    }
-}
-
-impl Default for ClientState {
-    fn default() -> Self {
-        ClientState {
-            fd: AtomicI32::new(-1),
-            lib_name: Mutex::new(None),
-            lib_ver: Mutex::new(None),
-            no_evict: AtomicBool::new(false),
-            no_touch: AtomicBool::new(false),
-            reply: AtomicU8::new(REPLY_ON),
-            last_row: AtomicUsize::new(usize::MAX),
-            multi: AtomicI64::new(-1),
-            monitoring: AtomicBool::new(false),
-            monitor: Mutex::new(None),
-            feed: Mutex::default(),
-            fed: AtomicBool::new(false),
-            buffers: Buffers::default(),
-        }
-    }
-}
-
-impl ClientState {
-    /// Whether replies are sent as usual (the fast paths check this: a
-    /// silenced client goes the general way).
-    pub fn replies_on(&self) -> bool {
-        self.reply.load(Ordering::Relaxed) == REPLY_ON
-    }
-}
-
-/// Applies CLIENT REPLY to a planned command: `before` is the mode when
-/// the command arrived. OFF silences every reply from the command that set
-/// it on; SKIP silences its own reply and the next command's; ON's own
-/// reply is sent.
-pub fn silence_if_asked(state: &ClientState, before: u8, plan: Plan) -> Plan {
-    let after = state.reply.load(Ordering::Relaxed);
-    let silent = match (before, after) {
-        (_, REPLY_OFF) => true,
-        (REPLY_SKIP, REPLY_SKIP) => {
-            // This is the command after SKIP: silenced, then replies
-            // resume.
-            state.reply.store(REPLY_ON, Ordering::Relaxed);
-            true
-        }
-        (_, REPLY_SKIP) => true,
-        _ => false,
-    };
-    if silent {
-        silenced(plan)
-    } else {
-        plan
-    }
-}
-
-/// Records whether a MULTI is open, how many commands it holds and their
-/// memory (`multi-mem`).
-pub fn note_multi(state: &ClientState, queued: Option<(usize, usize)>) {
-    let (n, mem) = queued.map_or((-1, 0), |(n, mem)| (n as i64, mem as u64));
-    if state.multi.load(Ordering::Relaxed) != n {
-        state.multi.store(n, Ordering::Relaxed);
-        state.buffers.multi_mem.store(mem, Ordering::Relaxed);
-    }
-}
-
-/// The reply mode now (read before a command is planned).
-pub fn reply_mode(state: &ClientState) -> u8 {
-    state.reply.load(Ordering::Relaxed)
-}
-
-/// A plan whose reply encodes to nothing, wherever it runs.
-fn silenced(plan: Plan) -> Plan {
-    match plan {
-        Plan::Reply(r) => Plan::Reply(r.pushes_only()),
-        Plan::ReplyAndClose(_) => Plan::ReplyAndClose(Reply::Silent),
-        Plan::Close => Plan::Close,
-        Plan::Write(op) => Plan::Write(silenced_write(op)),
-        Plan::Read(f, needs) => Plan::Read(
-            Box::new(move |view| {
-                f(view);
-                Reply::Silent
-            }),
-            needs,
-        ),
-        Plan::Cached(read) => {
-            let (f, needs) = read.into_read();
-            silenced(Plan::Read(f, needs))
-        }
-        Plan::Block(blocker) => Plan::Block(Arc::new(Silent(blocker))),
-        Plan::After(write, then) => Plan::After(write, Box::new(|r| then(r).pushes_only())),
-        Plan::ReadOrWrite(f) => Plan::ReadOrWrite(Box::new(move |view| match f(view) {
-            Ok(_) => Ok(Reply::Silent),
-            Err(op) => Err(silenced_write(op)),
-        })),
-    }
-}
-
-/// A write whose reply encodes to nothing. An error the writer would
-/// answer is silenced too; one that must take the group back (a failed
-/// write, storage) still does.
-fn silenced_write(op: respite_engine::WriteOp<Reply>) -> respite_engine::WriteOp<Reply> {
-    Box::new(move |txn| {
-        let before = txn.changes();
-        match op(txn) {
-            Ok(_) => Ok(Reply::Silent),
-            Err(respite_engine::EngineError::Storage(e)) => {
-                Err(respite_engine::EngineError::Storage(e))
-            }
-            Err(_) if txn.changes() == before => Ok(Reply::Silent),
-            Err(e) => Err(e),
-        }
-    })
-}
-
-/// A blocking command whose reply is not sent.
-struct Silent(Arc<dyn Blocker>);
-
-impl Blocker for Silent {
-    fn keys(&self) -> Vec<(u32, Bytes)> {
-        self.0.keys()
-    }
-    fn timeout(&self) -> Option<Duration> {
-        self.0.timeout()
-    }
-    fn try_pop(
-        &self,
-        txn: &mut respite_engine::Txn<'_, '_>,
-        ready: Option<(u32, &[u8])>,
-    ) -> Result<Option<Reply>, CommandError> {
-        Ok(self.0.try_pop(txn, ready)?.map(|_| Reply::Silent))
-    }
-    fn timeout_reply(&self) -> Reply {
-        Reply::Silent
-    }
-}
-
-/// The server-wide CLIENT PAUSE.
-#[derive(Default)]
-pub struct Pause {
-    /// Until when, and whether every command (ALL) or only writes wait.
-    state: Mutex<Option<(Instant, bool)>>,
-    /// A quick check for every command: a pause is (or was) set.
-    active: AtomicBool,
-    /// Wakes waiting connections at CLIENT UNPAUSE.
-    notify: tokio::sync::Notify,
-    /// Connections waiting for the pause to end (INFO counts them among
-    /// `blocked_clients`, as redis does).
-    waiting: std::sync::atomic::AtomicUsize,
-}
-
-/// Counts a connection as waiting on a pause while it lives.
-struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl Pause {
-    /// Whether a command must wait now; ends an expired pause. Under
-    /// WRITE, as in redis 7.0, what waits is a command flagged `write` or
-    /// `may_replicate` (a subcommand by its own flags), and an EXEC whose
-    /// queue holds one; reads, and an EXEC of reads only, go on.
-    pub fn holds(&self, session: &Session, request: &[Bytes]) -> bool {
-        if !self.active.load(Ordering::Relaxed) {
-            return false;
-        }
-        let mut st = lock(&self.state);
-        match *st {
-            Some((until, _)) if Instant::now() >= until => {
-                *st = None;
-                self.active.store(false, Ordering::Relaxed);
-                false
-            }
-            Some((_, true)) => true,
-            Some((_, false)) => {
-                drop(st);
-                let Some(spec) = crate::command::lookup(&request[0]) else {
-                    return false;
-                };
-                if spec.name == "exec" {
-                    return session
-                        .multi
-                        .as_ref()
-                        .is_some_and(|q| q.requests().iter().any(|r| writes(r)));
-                }
-                writes(request)
-            }
-            None => false,
-        }
-    }
-
-    /// Whether any pause is set (the fast paths go the general way then).
-    pub fn active(&self) -> bool {
-        self.active.load(Ordering::Relaxed)
-    }
-
-    /// Connections waiting for the pause to end now.
-    pub fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::Relaxed)
-    }
-
-    /// Waits until the pause ends (its deadline or CLIENT UNPAUSE).
-    pub async fn wait(&self) {
-        self.waiting.fetch_add(1, Ordering::Relaxed);
-        // Dropped however the wait ends (the connection may be killed).
-        let _waiting = Waiting(&self.waiting);
-        loop {
-            let until = match *lock(&self.state) {
-                Some((until, _)) => until,
-                None => return,
-            };
-            let woken = self.notify.notified();
-            tokio::select! {
-                _ = tokio::time::sleep_until(until.into()) => {}
-                _ = woken => {}
-            }
-            let mut st = lock(&self.state);
-            if st.is_some_and(|(u, _)| Instant::now() >= u) {
-                *st = None;
-                self.active.store(false, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Pauses until `until` (or the later end of a pause in force), and
-    /// returns when the pause ends.
-    fn pause(&self, until: Instant, all: bool) -> Instant {
-        let mut st = lock(&self.state);
-        // A pause never shortens one already in force, nor weakens it
-        // (redis keeps the later end and the stronger type).
-        let (until, all) = match *st {
-            Some((u, a)) => (u.max(until), a || all),
-            None => (until, all),
-        };
-        *st = Some((until, all));
-        self.active.store(true, Ordering::Relaxed);
-        self.notify.notify_waiters();
-        until
-    }
-
-    fn unpause(&self) {
-        *lock(&self.state) = None;
-        self.active.store(false, Ordering::Relaxed);
-        self.notify.notify_waiters();
-    }
-}
-
-/// Whether a request is a command redis holds under CLIENT PAUSE WRITE:
-/// flagged `write` or `may_replicate`, a container's subcommand by its own
-/// flags.
-fn writes(request: &[Bytes]) -> bool {
-    let Some(spec) = crate::command::lookup(&request[0]) else {
-        return false;
-    };
-    let flagged = |m: &crate::meta::Meta| m.has_flag("write") || m.has_flag("may_replicate");
-    match (spec.subcommands, request.get(1)) {
-        (Some(_), Some(sub)) => {
-            let mut full = format!("{}|", spec.name).into_bytes();
-            full.extend(sub.iter().map(u8::to_ascii_lowercase));
-            crate::meta::find_full(&full).is_some_and(flagged)
-        }
-        _ => spec.has_flag("write") || spec.has_flag("may_replicate"),
-    }
-}
-
-/// One line of CLIENT LIST / CLIENT INFO, redis 7.2's fields in order.
-pub fn info_line(c: &ClientHandle, shared: Option<&Shared>) -> String {
-    line_of(c, shared, None)
-}
-
-/// [`info_line`]; `own_argv`: when `c` is the caller, the bytes of its own CLIENT command
-/// (its `argv-mem`, as redis shows it).
-fn line_of(c: &ClientHandle, shared: Option<&Shared>, own_argv: Option<u64>) -> String {
-    let st = &c.state;
-    let b = &st.buffers;
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    let (qbuf, qbuf_free) = (load(&b.qbuf), load(&b.qbuf_free));
-    let argv_mem = own_argv.unwrap_or_else(|| load(&b.argv_mem));
-    let multi_mem = load(&b.multi_mem);
-    let (rbs, obl) = (load(&b.rbs), load(&b.obl));
-    let omem = c.output_bytes.load(Ordering::Relaxed);
-    let tot_mem = FIXED_CLIENT_BYTES
-        + qbuf
-        + qbuf_free
-        + rbs
-        + omem.saturating_sub(obl)
-        + argv_mem
-        + multi_mem;
-    let (sub, psub, ssub) = c.pubsub.counts();
-    let mut flags = String::new();
-    let multi = st.multi.load(Ordering::Relaxed);
-    if multi >= 0 {
-        flags.push('x');
-    }
-    if lock(&c.blocked).is_some() {
-        flags.push('b');
-    }
-    if matches!(c.peer, Peer::Unix(_)) {
-        flags.push('U');
-    }
-    if st.no_evict.load(Ordering::Relaxed) {
-        flags.push('e');
-    }
-    if st.no_touch.load(Ordering::Relaxed) {
-        flags.push('T');
-    }
-    if c.pubsub.active() {
-        flags.insert(0, 'P');
-    }
-    if st.monitoring.load(Ordering::Relaxed) {
-        flags.insert(0, 'O');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    let cmd = shared
-        .and_then(|sh| sh.stats.row_name(st.last_row.load(Ordering::Relaxed)))
-        .or_else(|| {
-            TABLE
-                .get(c.last_cmd.load(Ordering::Relaxed))
-                .map(|s| s.name.to_string())
-        })
-        .unwrap_or_else(|| "NULL".into());
-    format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={tot_mem} events=r cmd={cmd} user={} redir=-1 resp={} lib-name={} lib-ver={}",
-        c.id,
-        c.addr(),
-        c.laddr(),
-        st.fd.load(Ordering::Relaxed),
-        lock(&c.name).clone().unwrap_or_default(),
-        c.created.elapsed().as_secs(),
-        c.idle_secs(),
-        c.db.load(Ordering::Relaxed),
-        load(&b.rbp),
-        load(&b.oll),
-        lock(&c.user),
-        c.resp.load(Ordering::Relaxed),
-        lock(&st.lib_name).clone().unwrap_or_default(),
-        lock(&st.lib_ver).clone().unwrap_or_default(),
-    )
-}
-
-/// What every connection holds whatever it does: its registry entry and
-/// its session (redis counts `sizeof(client)` the same way).
-const FIXED_CLIENT_BYTES: u64 =
-    (std::mem::size_of::<ClientHandle>() + std::mem::size_of::<Session>()) as u64;
 
 /// Client types as CLIENT LIST and KILL take them; every respite client
 /// is `normal`.
@@ -712,7 +233,7 @@ impl LocalCommand for Client {
             },
             Client::Info(own) => Reply::Verbatim(format!(
                 "{}\n",
-                line_of(&s.client, Some(&s.shared), Some(own))
+                crate::command::session::client_line(&s.client, Some(&s.shared), Some(own))
             )),
             Client::List(_, false, _) => Reply::Verbatim(String::new()),
             Client::List(ids, true, own) => {
@@ -724,7 +245,7 @@ impl LocalCommand for Client {
                         continue;
                     }
                     let own = (c.id == s.client.id).then_some(own);
-                    out.push_str(&line_of(&c, Some(&s.shared), own));
+                    out.push_str(&crate::command::session::client_line(&c, Some(&s.shared), own));
                     out.push('\n');
                 }
                 Reply::Verbatim(out)
@@ -753,7 +274,7 @@ impl LocalCommand for Client {
                 Reply::Ok
             }
             Client::Reply(mode) => {
-                st.reply.store(mode, Ordering::Relaxed);
+                st.set_reply_mode(mode);
                 Reply::Ok
             }
             Client::NoEvict(on) => {
@@ -927,7 +448,7 @@ fn kill(s: &Session, f: &KillFilter) -> Result<Reply, CommandError> {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Client>("client", -2, &[], [0, 0, 0], "connection", "A container for client connection commands.")
+        Spec::local::<Client>("client")
             .with_subcommands("CLIENT", &[("getname", 2), ("getredir", 2), ("help", 2), ("id", 2), ("info", 2), ("kill", -3), ("list", -2), ("no-evict", 3), ("no-touch", 3), ("pause", -3), ("reply", 3), ("setinfo", 4), ("setname", 3), ("unblock", -3), ("unpause", 2)]),
     ]
 }

@@ -92,7 +92,7 @@ impl LocalCommand for Config {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Config>("config", -2, &[], [0, 0, 0], "server", "A container for server configuration commands.")
+        Spec::local::<Config>("config")
             .with_subcommands("CONFIG", &[("get", -3), ("help", 2), ("resetstat", 2), ("rewrite", 2), ("set", -4)]),
     ]
 }

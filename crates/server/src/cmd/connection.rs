@@ -257,12 +257,12 @@ pub(super) fn set_name(s: &Session, name: &[u8]) -> Result<(), CommandError> {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Auth>("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Authenticates the connection."),
-        Spec::context::<Echo>("echo", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Returns the given string."),
-        Spec::local::<Hello>("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Handshakes with the Redis server."),
-        Spec::context::<Ping>("ping", -1, &["fast"], [0, 0, 0], "connection", "Returns the server's liveliness response."),
-        Spec::local::<Quit>("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Closes the connection."),
-        Spec::local::<Reset>("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], [0, 0, 0], "connection", "Resets the connection."),
-        Spec::context::<Select>("select", 2, &["loading", "stale", "fast"], [0, 0, 0], "connection", "Changes the selected database."),
+        Spec::local::<Auth>("auth"),
+        Spec::context::<Echo>("echo"),
+        Spec::local::<Hello>("hello"),
+        Spec::context::<Ping>("ping"),
+        Spec::local::<Quit>("quit"),
+        Spec::local::<Reset>("reset"),
+        Spec::context::<Select>("select"),
     ]
 }

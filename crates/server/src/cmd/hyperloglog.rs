@@ -427,11 +427,10 @@ fn call_pfselftest(
 #[rustfmt::skip]
 pub(crate) fn commands() -> Vec<Spec> {
     vec![
-        Spec::write::<PfAdd>("pfadd", -2, &["denyoom", "fast"], [1, 1, 1], "hyperloglog", "Adds the specified elements to the specified HyperLogLog."),
-        Spec { call: call_pfcount, ..Spec::read::<PfCount>("pfcount", -2, &[], [1, -1, 1], "hyperloglog", "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).") }
-            .planned_by(plan_pfcount),
-        Spec::write::<PfDebug>("pfdebug", 3, &["denyoom", "admin"], [2, 2, 1], "hyperloglog", "Internal commands for debugging HyperLogLog values"),
-        Spec::write::<PfMerge>("pfmerge", -2, &["denyoom"], [1, -1, 1], "hyperloglog", "Merge N different HyperLogLogs into a single one."),
-        Spec { call: call_pfselftest, ..Spec::local::<PfSelfTest>("pfselftest", 1, &["admin"], [0, 0, 0], "hyperloglog", "An internal command for testing HyperLogLog values") },
+        Spec::write::<PfAdd>("pfadd"),
+        Spec { call: call_pfcount, ..Spec::read::<PfCount>("pfcount") }.planned_by(plan_pfcount),
+        Spec::write::<PfDebug>("pfdebug"),
+        Spec::write::<PfMerge>("pfmerge"),
+        Spec { call: call_pfselftest, ..Spec::local::<PfSelfTest>("pfselftest") },
     ]
 }

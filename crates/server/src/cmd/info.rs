@@ -25,6 +25,7 @@ use respite_engine::View;
 use crate::args::Args;
 use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
+use crate::process::{peak_memory, proc_status_bytes, sample_memory};
 use crate::reply::Reply;
 use crate::state::Shared;
 use crate::sync::lock;
@@ -228,18 +229,6 @@ fn clients(sh: &Shared, out: &mut String) {
     );
 }
 
-/// A figure from /proc/self/status (`VmRSS`, `VmHWM`) in bytes.
-fn proc_status_bytes(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with(field))?;
-            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kb * 1024)
-        })
-        .unwrap_or(0)
-}
-
 /// Total memory of the machine, from /proc/meminfo.
 fn total_system_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
@@ -250,28 +239,6 @@ fn total_system_memory() -> u64 {
             Some(kb * 1024)
         })
         .unwrap_or(0)
-}
-
-/// Memory this process holds, in bytes: its anonymous resident memory (the
-/// heap of every allocator, SQLite's page caches, stacks) and shared memory
-/// of its own (`RssAnon` + `RssShmem` in /proc/self/status; 0 where /proc
-/// is absent). Not `VmRSS`: that also counts the database file's pages,
-/// which every connection maps, once per connection that touched them,
-/// although they are the OS page cache's (INFO reports them apart, as
-/// `used_memory_db_page_cache`).
-pub fn resident_bytes() -> u64 {
-    proc_status_bytes("RssAnon:") + proc_status_bytes("RssShmem:")
-}
-
-/// The highest [`resident_bytes`] seen: sampled once a second by the
-/// server's clock and at every read of it here.
-static PEAK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Samples [`resident_bytes`] for its peak and returns it.
-pub fn sample_memory() -> u64 {
-    let now = resident_bytes();
-    PEAK.fetch_max(now, std::sync::atomic::Ordering::Relaxed);
-    now
 }
 
 /// Redis's `bytesToHuman`: `512B`, `1.50K`, `23.45M`, `1.00G`.
@@ -297,7 +264,7 @@ fn memory(sh: &Shared, out: &mut String) {
     // file pages it maps) is what an operator, `redis-cli --stat` and a
     // maxmemory alert want to watch. docs/operations.md lists the figures.
     let rss = sample_memory();
-    let peak = PEAK.load(std::sync::atomic::Ordering::Relaxed).max(rss);
+    let peak = peak_memory().max(rss);
     let cache = sh.engine.cache().stats();
     let system = total_system_memory();
     let maxmemory: u64 = sh.params.get("maxmemory").parse().unwrap_or(0);
@@ -519,13 +486,37 @@ fn stats(sh: &Shared, out: &mut String) {
 
 fn replication(sh: &Shared, out: &mut String) {
     out.push_str("# Replication\r\n");
+    let mut offset = 0;
+    if sh.engine.is_replica() {
+        // A file replica (respite_engine::replica): Redis's replica fields,
+        // with the follower's position as the offset; no master to name.
+        let position = respite_engine::replica::Position::read(sh.engine.db_path());
+        offset = position.as_ref().map_or(0, |p| p.offset());
+        fields!(out,
+            "role" => "slave",
+            "master_host" => "",
+            "master_port" => 0,
+            "master_link_status" => if position.is_some() { "up" } else { "down" },
+            "master_last_io_seconds_ago" => position.as_ref().map_or(-1, |p| p.age_secs() as i64),
+            "master_sync_in_progress" => 0,
+            "slave_read_repl_offset" => offset,
+            "slave_repl_offset" => offset,
+            "slave_priority" => 100,
+            "slave_read_only" => 1,
+            "replica_announced" => 1,
+            "replica_of_file" => sh.engine.db_path().display(),
+            "replica_txid" => position.as_ref().map_or("", |p| p.txid.as_str()),
+            "replica_last_applied_seconds_ago" => position.as_ref().map_or(-1, |p| p.age_secs() as i64),
+        );
+    } else {
+        fields!(out, "role" => "master");
+    }
     fields!(out,
-        "role" => "master",
         "connected_slaves" => 0,
         "master_failover_state" => "no-failover",
         "master_replid" => sh.stats.replid(),
         "master_replid2" => "0000000000000000000000000000000000000000",
-        "master_repl_offset" => 0,
+        "master_repl_offset" => offset,
         "second_repl_offset" => -1,
         "repl_backlog_active" => 0,
         "repl_backlog_size" => 1048576,
@@ -633,6 +624,6 @@ fn keyspace(view: Option<&View<'_, '_>>, out: &mut String) {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Info>("info", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns information and statistics about the server."),
+        Spec::local::<Info>("info"),
     ]
 }

@@ -630,7 +630,7 @@ fn get_keys(argv: &[Bytes], with_flags: bool) -> Result<Reply, CommandError> {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Command>("command", -1, &["loading", "stale"], [0, 0, 0], "server", "Returns detailed information about all commands.")
+        Spec::local::<Command>("command")
             .with_subcommands("COMMAND", &[("count", 2), ("docs", -2), ("getkeys", -4), ("getkeysandflags", -4), ("help", 2), ("info", -2), ("list", -2)]),
     ]
 }

@@ -242,7 +242,7 @@ fn sample(
 
 /// MEMORY STATS: redis's fields, in its order.
 fn stats(sh: &crate::state::Shared, view: &View<'_, '_>) -> Reply {
-    let rss = super::info::resident_bytes();
+    let rss = crate::process::resident_bytes();
     let cache = sh.engine.cache().stats();
     let dataset = sh.engine.db_size() + cache.bytes;
     let dbs = match view.keyspace() {
@@ -313,7 +313,7 @@ fn stats(sh: &crate::state::Shared, view: &View<'_, '_>) -> Reply {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Memory>("memory", -2, &[], [0, 0, 0], "server", "A container for memory diagnostics commands.")
+        Spec::local::<Memory>("memory")
             .with_subcommands("MEMORY", &[("doctor", 2), ("help", 2), ("malloc-stats", 2), ("purge", 2), ("stats", 2), ("usage", -3)]),
     ]
 }

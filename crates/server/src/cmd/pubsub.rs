@@ -180,17 +180,16 @@ impl LocalCommand for Pubsub {
 #[rustfmt::skip]
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
-    const SUBSCRIBING: &[&str] = &["pubsub", "noscript", "loading", "stale"];
     vec![
-        Spec::local::<Subscribe<PATTERN>>("psubscribe", -2, SUBSCRIBING, [0, 0, 0], "pubsub", "Listens for messages published to channels that match one or more patterns."),
-        Spec::local::<Publish<false>>("publish", 3, &["pubsub", "loading", "stale", "fast"], [0, 0, 0], "pubsub", "Posts a message to a channel."),
-        Spec::local::<Pubsub>("pubsub", -2, &[], [0, 0, 0], "pubsub", "A container for Pub/Sub commands.")
+        Spec::local::<Subscribe<PATTERN>>("psubscribe"),
+        Spec::local::<Publish<false>>("publish"),
+        Spec::local::<Pubsub>("pubsub")
             .with_subcommands("PUBSUB", &[("channels", -2), ("help", 2), ("numpat", 2), ("numsub", -2), ("shardchannels", -2), ("shardnumsub", -2)]),
-        Spec::local::<Unsubscribe<PATTERN>>("punsubscribe", -1, SUBSCRIBING, [0, 0, 0], "pubsub", "Stops listening to messages published to channels that match one or more patterns."),
-        Spec::local::<Publish<true>>("spublish", 3, &["pubsub", "loading", "stale", "fast"], [1, 1, 1], "pubsub", "Post a message to a shard channel"),
-        Spec::local::<Subscribe<SHARD>>("ssubscribe", -2, SUBSCRIBING, [1, -1, 1], "pubsub", "Listens for messages published to shard channels."),
-        Spec::local::<Subscribe<CHANNEL>>("subscribe", -2, SUBSCRIBING, [0, 0, 0], "pubsub", "Listens for messages published to channels."),
-        Spec::local::<Unsubscribe<SHARD>>("sunsubscribe", -1, SUBSCRIBING, [1, -1, 1], "pubsub", "Stops listening to messages posted to shard channels."),
-        Spec::local::<Unsubscribe<CHANNEL>>("unsubscribe", -1, SUBSCRIBING, [0, 0, 0], "pubsub", "Stops listening to messages posted to channels."),
+        Spec::local::<Unsubscribe<PATTERN>>("punsubscribe"),
+        Spec::local::<Publish<true>>("spublish"),
+        Spec::local::<Subscribe<SHARD>>("ssubscribe"),
+        Spec::local::<Subscribe<CHANNEL>>("subscribe"),
+        Spec::local::<Unsubscribe<SHARD>>("sunsubscribe"),
+        Spec::local::<Unsubscribe<CHANNEL>>("unsubscribe"),
     ]
 }

@@ -134,14 +134,31 @@ impl LocalCommand for WaitAof {
     }
 }
 
-/// `ROLE`: a master with no replicas.
+/// `ROLE`: a master with no replicas, or, serving a file replica
+/// (`respite_engine::replica`), a replica with the follower's position as
+/// its offset.
 pub struct Role;
 
 impl LocalCommand for Role {
     fn parse(_args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
         Ok(Role)
     }
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        let engine = &s.shared.engine;
+        if engine.is_replica() {
+            let position = respite_engine::replica::Position::read(engine.db_path());
+            return Ok(Plan::Reply(Reply::Array(vec![
+                Reply::bulk("slave"),
+                Reply::bulk(""),
+                Reply::Int(0),
+                Reply::bulk(if position.is_some() {
+                    "connected"
+                } else {
+                    "connect"
+                }),
+                Reply::Int(position.map_or(0, |p| p.offset() as i64)),
+            ])));
+        }
         Ok(Plan::Reply(Reply::Array(vec![
             Reply::bulk("master"),
             Reply::Int(0),
@@ -155,8 +172,8 @@ impl LocalCommand for Role {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Role>("role", 1, &["noscript", "loading", "stale", "fast"], [0, 0, 0], "server", "Returns the replication role."),
-        Spec::local::<Wait>("wait", 3, &["noscript"], [0, 0, 0], "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
-        Spec::local::<WaitAof>("waitaof", 4, &["noscript"], [0, 0, 0], "generic", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas."),
+        Spec::local::<Role>("role"),
+        Spec::local::<Wait>("wait"),
+        Spec::local::<WaitAof>("waitaof"),
     ]
 }

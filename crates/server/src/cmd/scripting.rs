@@ -405,11 +405,11 @@ impl LocalCommand for ScriptCmd {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<EvalCmd>("eval", -3, &["noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], [0, 0, 0], "scripting", "Executes a server-side Lua script."),
-        Spec::local::<EvalShaCmd>("evalsha", -3, &["noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], [0, 0, 0], "scripting", "Executes a server-side Lua script by SHA1 digest."),
-        Spec::local::<EvalRoCmd>("eval_ro", -3, &["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], [0, 0, 0], "scripting", "Executes a read-only server-side Lua script."),
-        Spec::local::<EvalShaRoCmd>("evalsha_ro", -3, &["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], [0, 0, 0], "scripting", "Executes a read-only server-side Lua script by SHA1 digest."),
-        Spec::local::<ScriptCmd>("script", -2, &[], [0, 0, 0], "scripting", "A container for Lua scripts management commands.")
+        Spec::local::<EvalCmd>("eval"),
+        Spec::local::<EvalShaCmd>("evalsha"),
+        Spec::local::<EvalRoCmd>("eval_ro"),
+        Spec::local::<EvalShaRoCmd>("evalsha_ro"),
+        Spec::local::<ScriptCmd>("script")
             .with_subcommands("SCRIPT", &[("exists", -3), ("flush", -2), ("help", 2), ("kill", 2), ("load", 3)]),
     ]
 }

@@ -260,8 +260,8 @@ pub enum Debug {
 
 impl LocalCommand for Debug {
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
+        use crate::clients::Peer;
         use crate::config::DebugCommand;
-        use crate::state::Peer;
         let allowed = match s.shared.config.enable_debug_command {
             DebugCommand::Yes => true,
             DebugCommand::No => false,
@@ -601,16 +601,16 @@ fn debug_object(
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::read::<DbSize>("dbsize", 1, &["fast"], [0, 0, 0], "server", "Returns the number of keys in the database."),
-        Spec::write::<FlushAll>("flushall", -1, &[], [0, 0, 0], "server", "Removes all keys from all databases."),
-        Spec::write::<FlushDb>("flushdb", -1, &[], [0, 0, 0], "server", "Remove all keys from the current database."),
-        Spec::local::<Shutdown>("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], [0, 0, 0], "server", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
-        Spec::local::<Save>("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], [0, 0, 0], "server", "Synchronously saves the database(s) to disk."),
-        Spec::local::<BgSave>("bgsave", -1, &["admin", "noscript", "no_async_loading"], [0, 0, 0], "server", "Asynchronously saves the database(s) to disk."),
-        Spec::context::<LastSave>("lastsave", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the Unix timestamp of the last successful save to disk."),
-        Spec::local::<Debug>("debug", -2, &["admin", "noscript", "loading", "stale"], [0, 0, 0], "server", "A container for debugging commands."),
-        Spec::read::<crate::lolwut::Lolwut>("lolwut", -1, &["fast"], [0, 0, 0], "server", "Displays computer art and the Redis version"),
-        Spec::write::<SwapDb>("swapdb", 3, &["fast"], [0, 0, 0], "server", "Swaps two Redis databases."),
-        Spec::context::<Time>("time", 1, &["loading", "stale", "fast"], [0, 0, 0], "server", "Returns the server time."),
+        Spec::read::<DbSize>("dbsize"),
+        Spec::write::<FlushAll>("flushall"),
+        Spec::write::<FlushDb>("flushdb"),
+        Spec::local::<Shutdown>("shutdown"),
+        Spec::local::<Save>("save"),
+        Spec::local::<BgSave>("bgsave"),
+        Spec::context::<LastSave>("lastsave"),
+        Spec::local::<Debug>("debug"),
+        Spec::read::<crate::lolwut::Lolwut>("lolwut"),
+        Spec::write::<SwapDb>("swapdb"),
+        Spec::context::<Time>("time"),
     ]
 }

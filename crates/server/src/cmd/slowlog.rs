@@ -333,9 +333,9 @@ fn histogram(sh: &Shared, names: &[Bytes]) -> Reply {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Slowlog>("slowlog", -2, &[], [0, 0, 0], "server", "A container for slow log commands.")
+        Spec::local::<Slowlog>("slowlog")
             .with_subcommands("SLOWLOG", &[("get", -2), ("help", 2), ("len", 2), ("reset", 2)]),
-        Spec::local::<Latency>("latency", -2, &[], [0, 0, 0], "server", "A container for latency diagnostics commands.")
+        Spec::local::<Latency>("latency")
             .with_subcommands("LATENCY", &[("doctor", 2), ("graph", 3), ("help", 2), ("histogram", -2), ("history", 3), ("latest", 2), ("reset", -2)]),
     ]
 }

@@ -395,8 +395,8 @@ fn plan_sort(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::write::<Sort>("sort", -2, &["denyoom", "movablekeys"], [1, 1, 1], "generic", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.").planned_by(plan_sort),
-        Spec::read::<SortRo>("sort_ro", -2, &["movablekeys"], [1, 1, 1], "generic", "Returns the sorted elements of a list, a set, or a sorted set."),
+        Spec::write::<Sort>("sort").planned_by(plan_sort),
+        Spec::read::<SortRo>("sort_ro"),
     ]
 }
 

@@ -1829,24 +1829,37 @@ fn radix_nodes(keys: i64) -> i64 {
 
 pub(crate) fn commands() -> Vec<Spec> {
     vec![
-        Spec::write::<XAck>("xack", -4, &["fast"], [1, 1, 1], "stream", "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream."),
-        Spec::write::<XAdd>("xadd", -5, &["denyoom", "fast"], [1, 1, 1], "stream", "Appends a new message to a stream. Creates the key if it doesn't exist."),
-        Spec::write::<XAutoClaim>("xautoclaim", -6, &["fast"], [1, 1, 1], "stream", "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member."),
-        Spec::write::<XClaim>("xclaim", -6, &["fast"], [1, 1, 1], "stream", "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member."),
-        Spec::write::<XDel>("xdel", -3, &["fast"], [1, 1, 1], "stream", "Returns the number of messages after removing them from a stream."),
-        Spec::write::<XGroup>("xgroup", -2, &[], [2, 2, 1], "stream", "A container for consumer groups commands.")
-            .with_subcommands("XGROUP", &[("create", -5), ("createconsumer", 5), ("delconsumer", 5), ("destroy", 4), ("help", 2), ("setid", -5)]),
-        Spec::read::<XInfo>("xinfo", -2, &[], [2, 2, 1], "stream", "A container for stream introspection commands.")
-            .with_subcommands("XINFO", &[("consumers", 4), ("groups", 3), ("help", 2), ("stream", -3)]),
-        Spec::read::<XLen>("xlen", 2, &["fast"], [1, 1, 1], "stream", "Return the number of messages in a stream."),
-        Spec::read::<XPending>("xpending", -3, &[], [1, 1, 1], "stream", "Returns the information and entries from a stream consumer group's pending entries list."),
-        Spec::read::<XRange<false>>("xrange", -4, &[], [1, 1, 1], "stream", "Returns the messages from a stream within a range of IDs."),
-        Spec::read::<XRead>("xread", -4, &["blocking", "movablekeys"], [0, 0, 0], "stream", "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.")
-            .planned_by(plan_xread),
-        Spec::write::<XReadGroup>("xreadgroup", -7, &["blocking", "movablekeys"], [0, 0, 0], "stream", "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.")
-            .planned_by(plan_xreadgroup),
-        Spec::read::<XRange<true>>("xrevrange", -4, &[], [1, 1, 1], "stream", "Returns the messages from a stream within a range of IDs in reverse order."),
-        Spec::write::<XSetId>("xsetid", -3, &["denyoom", "fast"], [1, 1, 1], "stream", "An internal command for replicating stream values."),
-        Spec::write::<XTrim>("xtrim", -4, &[], [1, 1, 1], "stream", "Deletes messages from the beginning of a stream."),
+        Spec::write::<XAck>("xack"),
+        Spec::write::<XAdd>("xadd"),
+        Spec::write::<XAutoClaim>("xautoclaim"),
+        Spec::write::<XClaim>("xclaim"),
+        Spec::write::<XDel>("xdel"),
+        Spec::write::<XGroup>("xgroup")
+            .with_keys([2, 2, 1])
+            .with_subcommands(
+                "XGROUP",
+                &[
+                    ("create", -5),
+                    ("createconsumer", 5),
+                    ("delconsumer", 5),
+                    ("destroy", 4),
+                    ("help", 2),
+                    ("setid", -5),
+                ],
+            ),
+        Spec::read::<XInfo>("xinfo")
+            .with_keys([2, 2, 1])
+            .with_subcommands(
+                "XINFO",
+                &[("consumers", 4), ("groups", 3), ("help", 2), ("stream", -3)],
+            ),
+        Spec::read::<XLen>("xlen"),
+        Spec::read::<XPending>("xpending"),
+        Spec::read::<XRange<false>>("xrange"),
+        Spec::read::<XRead>("xread").planned_by(plan_xread),
+        Spec::write::<XReadGroup>("xreadgroup").planned_by(plan_xreadgroup),
+        Spec::read::<XRange<true>>("xrevrange"),
+        Spec::write::<XSetId>("xsetid"),
+        Spec::write::<XTrim>("xtrim"),
     ]
 }

@@ -128,6 +128,12 @@ enum Step {
     Write(respite_engine::WriteOp<Reply>),
 }
 
+/// A step of a transaction on a read replica: nothing but reads.
+enum ReadStep {
+    Reply(Reply),
+    Read(ReadFn),
+}
+
 /// `EXEC`
 pub struct Exec;
 
@@ -211,6 +217,43 @@ impl LocalCommand for Exec {
                 return Ok(after_commit(None, Reply::Array(replies), afters));
             }
         }
+        // A read replica has no writer (its writes were refused while
+        // queueing): a transaction of reads runs on the read pool, in one
+        // read transaction, so its replies agree with each other.
+        if s.shared.engine.is_replica() && afters.is_empty() {
+            let reads: Option<Vec<ReadStep>> = steps
+                .into_iter()
+                .map(|st| match st {
+                    Step::Reply(r) => Some(ReadStep::Reply(r)),
+                    Step::Read(f) => Some(ReadStep::Read(f)),
+                    Step::Write(_) => None,
+                })
+                .collect();
+            let Some(reads) = reads else {
+                return Err(CommandError::Engine(EngineError::ReadOnlyReplica));
+            };
+            if watching {
+                unwatch(&watches, &list);
+            }
+            let needs = crate::command::ReadNeeds {
+                snapshot: true,
+                quick: false,
+            };
+            return Ok(Plan::Read(
+                Box::new(move |view| {
+                    Reply::Array(
+                        reads
+                            .into_iter()
+                            .map(|st| match st {
+                                ReadStep::Reply(r) => r,
+                                ReadStep::Read(f) => f(view),
+                            })
+                            .collect(),
+                    )
+                }),
+                needs,
+            ));
+        }
         let op: respite_engine::WriteOp<Reply> = Box::new(move |txn: &mut Txn<'_, '_>| {
             // On the writer, after every earlier write: the check that
             // counts. The watches end here either way.
@@ -284,10 +327,10 @@ fn after_commit(
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
-        Spec::local::<Discard>("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Discards a transaction."),
-        Spec::local::<Exec>("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], [0, 0, 0], "transactions", "Executes all commands in a transaction."),
-        Spec::local::<Multi>("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Starts a transaction."),
-        Spec::local::<Unwatch>("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], [0, 0, 0], "transactions", "Forgets about watched keys of a transaction."),
-        Spec::local::<Watch>("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], [1, -1, 1], "transactions", "Monitors changes to keys to determine the execution of a transaction."),
+        Spec::local::<Discard>("discard"),
+        Spec::local::<Exec>("exec"),
+        Spec::local::<Multi>("multi"),
+        Spec::local::<Unwatch>("unwatch"),
+        Spec::local::<Watch>("watch"),
     ]
 }

@@ -9,7 +9,6 @@ use bytes::Bytes;
 use super::multi::{exec_abort, queue};
 use super::{lookup_index, Plan, Session, Spec, TABLE};
 use crate::args::Args;
-use crate::cmd::client;
 use crate::error::{c_str, CommandError, Lossy};
 use crate::reply::Reply;
 
@@ -40,17 +39,17 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 /// authentication, and parses it.
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
     session.acl.refresh(&session.shared);
-    let reply_mode = client::reply_mode(&session.client.state);
+    let reply_mode = session.client.state.reply_mode();
     let plan = dispatch_inner(session, request);
-    client::note_multi(
-        &session.client.state,
-        session.multi.as_ref().map(|q| (q.len(), q.mem())),
-    );
+    session
+        .client
+        .state
+        .note_multi(session.multi.as_ref().map(|q| (q.len(), q.mem())));
     if reply_mode == 0 && session.client.state.replies_on() {
         return plan;
     }
     // CLIENT REPLY OFF or SKIP is (or was just) in force.
-    client::silence_if_asked(&session.client.state, reply_mode, plan)
+    super::silence::silence_if_asked(&session.client.state, reply_mode, plan)
 }
 
 fn dispatch_inner(session: &mut Session, request: Vec<Bytes>) -> Plan {
@@ -160,6 +159,13 @@ pub(crate) fn check(
     {
         return Err(CommandError::NoReplicas);
     }
+    // A read replica takes no writes (Redis's `READONLY`, checked after
+    // min-replicas as in Redis; see `respite_engine::replica`).
+    if spec.has_flag("write") && session.shared.engine.is_replica() {
+        return Err(CommandError::Engine(
+            respite_engine::EngineError::ReadOnlyReplica,
+        ));
+    }
     Ok((index, spec))
 }
 
@@ -177,6 +183,41 @@ pub fn parse_only(session: &Session, request: Vec<Bytes>) -> Result<&'static str
     args.next();
     (spec.parse)(session, Args::new(args))?;
     Ok(spec.name)
+}
+
+/// Whether a request waits under CLIENT PAUSE WRITE, as in redis 7.0: a
+/// command flagged `write` or `may_replicate` (a subcommand by its own
+/// flags), and an EXEC whose queue holds one; reads, and an EXEC of reads
+/// only, go on.
+pub fn held_under_write_pause(session: &Session, request: &[Bytes]) -> bool {
+    let Some(spec) = super::lookup(&request[0]) else {
+        return false;
+    };
+    if spec.name == "exec" {
+        return session
+            .multi
+            .as_ref()
+            .is_some_and(|q| q.requests().iter().any(|r| writes(r)));
+    }
+    writes(request)
+}
+
+/// Whether a request is a command redis holds under CLIENT PAUSE WRITE:
+/// flagged `write` or `may_replicate`, a container's subcommand by its own
+/// flags.
+fn writes(request: &[Bytes]) -> bool {
+    let Some(spec) = crate::command::lookup(&request[0]) else {
+        return false;
+    };
+    let flagged = |m: &crate::meta::Meta| m.has_flag("write") || m.has_flag("may_replicate");
+    match (spec.subcommands, request.get(1)) {
+        (Some(_), Some(sub)) => {
+            let mut full = format!("{}|", spec.name).into_bytes();
+            full.extend(sub.iter().map(u8::to_ascii_lowercase));
+            crate::meta::find_full(&full).is_some_and(flagged)
+        }
+        _ => spec.has_flag("write") || spec.has_flag("may_replicate"),
+    }
 }
 
 #[cfg(test)]

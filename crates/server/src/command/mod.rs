@@ -29,10 +29,12 @@
 //! ([`plan`]): a reply, a read for the pool, an operation for the writer,
 //! or a blocking wait. The connection carries the plan out. Inside MULTI
 //! the request is queued instead ([`multi`]); EXEC plans the queue at once.
-//! A row is made by the trait's own constructor ([`Spec::read`],
-//! [`Spec::write`], [`Spec::blocking`], [`Spec::context`],
-//! [`Spec::local`]), so whether a command reads or writes (its `readonly`
-//! or `write` flag, and where it runs) is never written down twice.
+//! A row is one line naming the command's type, made by the constructor
+//! of the trait it implements (`Spec::write::<HDel>("hdel")`; also
+//! [`Spec::read`], [`Spec::blocking`], [`Spec::context`], [`Spec::local`]),
+//! so whether a command reads or writes (its `readonly` or `write` flag,
+//! and where it runs) is never written down twice; its arity, its other
+//! flags and its keys come from redis's description ([`crate::meta`]).
 
 pub mod call;
 mod ctx;
@@ -40,6 +42,7 @@ pub mod dispatch;
 pub mod multi;
 pub mod plan;
 pub mod session;
+mod silence;
 pub mod spec;
 pub mod table;
 pub mod traits;

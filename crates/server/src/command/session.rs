@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use super::multi::{Queue, WatchList};
 use super::Ctx;
-use crate::state::{ClientHandle, Shared};
+use super::TABLE;
+use crate::clients::ClientHandle;
+use crate::state::Shared;
 
 /// Per-connection state commands can see and change.
 pub struct Session {
@@ -60,6 +62,19 @@ impl Session {
     }
 }
 
+/// One line of CLIENT LIST / CLIENT INFO (and the ACL log's
+/// `client-info`) for `c`: its last command named by the statistics row
+/// where `shared` is given, else by the table row; `own_argv`, when `c` is
+/// the caller, the bytes of its own CLIENT command.
+pub fn client_line(c: &ClientHandle, shared: Option<&Shared>, own_argv: Option<u64>) -> String {
+    let load = |a: &std::sync::atomic::AtomicUsize| a.load(std::sync::atomic::Ordering::Relaxed);
+    let cmd = shared
+        .and_then(|sh| sh.stats.row_name(load(&c.state.last_row)))
+        .or_else(|| TABLE.get(load(&c.last_cmd)).map(|s| s.name.to_string()))
+        .unwrap_or_else(|| "NULL".into());
+    crate::clients::info_line(c, &cmd, std::mem::size_of::<Session>(), own_argv)
+}
+
 /// A session on a fresh engine in `dir`, as the fuzz target builds one.
 #[cfg(test)]
 pub(crate) fn test_session(dir: &std::path::Path) -> Session {
@@ -73,7 +88,7 @@ pub(crate) fn test_session(dir: &std::path::Path) -> Session {
     let shared = Arc::new(Shared::new(engine, config));
     let client = Arc::new(ClientHandle::new(
         1,
-        crate::state::Peer::Unix("test".into()),
+        crate::clients::Peer::Unix("test".into()),
     ));
     Session::new(shared, client)
 }

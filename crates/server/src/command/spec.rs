@@ -1,7 +1,7 @@
-//! One row of the command table ([`Spec`]): a command's name, arity,
-//! flags and keys, and how it is planned, parsed alone and called without
-//! a connection, made by the constructor of the trait the command
-//! implements.
+//! One row of the command table ([`Spec`]): a command's name and the trait
+//! it implements, which say how it is planned, parsed alone and called
+//! without a connection; its arity, flags and keys come from redis's
+//! description of it ([`crate::meta`]) when the table is built.
 
 use std::sync::atomic::Ordering;
 
@@ -13,6 +13,7 @@ use super::traits::{
 use super::{Plan, Session};
 use crate::args::Args;
 use crate::error::CommandError;
+use crate::meta::{self, Meta};
 
 fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     let cmd = parse_all(args, &s.ctx(), C::parse)?;
@@ -87,28 +88,26 @@ pub enum Access {
     Local,
 }
 
-/// One row of the command table.
+/// One row of the command table: the command's name and the trait it
+/// implements, with redis's description of it ([`Meta`]), which gives the
+/// arity, the flags and the key range.
 pub struct Spec {
     /// Lower-case name.
     pub name: &'static str,
-    /// Redis arity: exact count including the name if positive, minimum if
-    /// negative.
+    /// redis 7.0's description of the command.
+    pub meta: &'static Meta,
+    /// Redis arity (the description's): exact count including the name if
+    /// positive, minimum if negative. Kept here for the check every
+    /// request makes.
     pub arity: i32,
     /// Which trait the command implements.
     pub access: Access,
-    /// COMMAND INFO flags besides `readonly`/`write` (which come from
-    /// `access`).
-    pub extra_flags: &'static [&'static str],
     /// Position of the first key argument (0: none).
     pub first_key: i32,
     /// Position of the last key (-1: the last argument).
     pub last_key: i32,
     /// Step between keys.
     pub step: i32,
-    /// ACL category / COMMAND DOCS group.
-    pub group: &'static str,
-    /// One-line summary for COMMAND DOCS.
-    pub summary: &'static str,
     /// Parses and plans the command.
     pub plan: fn(&mut Session, Args) -> Result<Plan, CommandError>,
     /// Only parses it (see [`parse_only`]).
@@ -121,33 +120,75 @@ pub struct Spec {
 }
 
 impl Spec {
-    // One argument per column of the row: the table reads best this way.
-    #[allow(clippy::too_many_arguments)]
-    fn row(
+    /// The one way a row is made: the name, where it runs and how, and the
+    /// rest from redis's description. Every name in the table has one (a
+    /// unit test checks it), so a missing one is a mistake in a family's
+    /// rows, found when the table is first built.
+    fn new(
         name: &'static str,
-        arity: i32,
         access: Access,
-        extra_flags: &'static [&'static str],
-        keys: [i32; 3],
-        group: &'static str,
-        summary: &'static str,
         (plan, parse, call): (PlanFn, ParseFn, CallFn),
     ) -> Spec {
+        let meta = meta::find(name.as_bytes(), None)
+            .unwrap_or_else(|| panic!("command table: redis 7.0 does not describe {name:?}"));
         Spec {
             name,
-            arity,
+            meta,
+            arity: meta.arity,
             access,
-            extra_flags,
-            first_key: keys[0],
-            last_key: keys[1],
-            step: keys[2],
-            group,
-            summary,
+            first_key: meta.first_key,
+            last_key: meta.last_key,
+            step: meta.step,
             plan,
             parse,
             call,
             subcommands: None,
         }
+    }
+
+    /// The row of a [`ReadCommand`].
+    pub(crate) fn read<C: ReadCommand>(name: &'static str) -> Spec {
+        Spec::new(
+            name,
+            Access::Read,
+            (plan_read::<C>, parse_read::<C>, run_read::<C>),
+        )
+    }
+
+    /// The row of a [`WriteCommand`].
+    pub(crate) fn write<C: WriteCommand>(name: &'static str) -> Spec {
+        Spec::new(
+            name,
+            Access::Write,
+            (plan_write::<C>, parse_write::<C>, run_write::<C>),
+        )
+    }
+
+    /// The row of a [`BlockingCommand`]: a write that may block.
+    pub(crate) fn blocking<C: BlockingCommand>(name: &'static str) -> Spec {
+        Spec::new(
+            name,
+            Access::Write,
+            (plan_block::<C>, parse_block::<C>, run_blocking::<C>),
+        )
+    }
+
+    /// The row of a [`LocalCommand`].
+    pub(crate) fn local<C: LocalCommand>(name: &'static str) -> Spec {
+        Spec::new(
+            name,
+            Access::Local,
+            (plan_local::<C>, parse_local::<C>, run_unsupported),
+        )
+    }
+
+    /// The row of a [`ContextCommand`].
+    pub(crate) fn context<C: ContextCommand>(name: &'static str) -> Spec {
+        Spec::new(
+            name,
+            Access::Local,
+            (plan_context::<C>, parse_context::<C>, run_context::<C>),
+        )
     }
 
     /// The same row, with subcommands whose names and arities are checked
@@ -163,109 +204,17 @@ impl Spec {
         }
     }
 
-    /// The row of a [`ReadCommand`]: `keys` is first key, last key, step.
-    pub(crate) fn read<C: ReadCommand>(
-        name: &'static str,
-        arity: i32,
-        flags: &'static [&'static str],
-        keys: [i32; 3],
-        group: &'static str,
-        summary: &'static str,
-    ) -> Spec {
-        Spec::row(
-            name,
-            arity,
-            Access::Read,
-            flags,
-            keys,
-            group,
-            summary,
-            (plan_read::<C>, parse_read::<C>, run_read::<C>),
-        )
-    }
-
-    /// The row of a [`WriteCommand`].
-    pub(crate) fn write<C: WriteCommand>(
-        name: &'static str,
-        arity: i32,
-        flags: &'static [&'static str],
-        keys: [i32; 3],
-        group: &'static str,
-        summary: &'static str,
-    ) -> Spec {
-        Spec::row(
-            name,
-            arity,
-            Access::Write,
-            flags,
-            keys,
-            group,
-            summary,
-            (plan_write::<C>, parse_write::<C>, run_write::<C>),
-        )
-    }
-
-    /// The row of a [`BlockingCommand`]: a write that may block.
-    pub(crate) fn blocking<C: BlockingCommand>(
-        name: &'static str,
-        arity: i32,
-        flags: &'static [&'static str],
-        keys: [i32; 3],
-        group: &'static str,
-        summary: &'static str,
-    ) -> Spec {
-        Spec::row(
-            name,
-            arity,
-            Access::Write,
-            flags,
-            keys,
-            group,
-            summary,
-            (plan_block::<C>, parse_block::<C>, run_blocking::<C>),
-        )
-    }
-
-    /// The row of a [`LocalCommand`].
-    pub(crate) fn local<C: LocalCommand>(
-        name: &'static str,
-        arity: i32,
-        flags: &'static [&'static str],
-        keys: [i32; 3],
-        group: &'static str,
-        summary: &'static str,
-    ) -> Spec {
-        Spec::row(
-            name,
-            arity,
-            Access::Local,
-            flags,
-            keys,
-            group,
-            summary,
-            (plan_local::<C>, parse_local::<C>, run_unsupported),
-        )
-    }
-
-    /// The row of a [`ContextCommand`].
-    pub(crate) fn context<C: ContextCommand>(
-        name: &'static str,
-        arity: i32,
-        flags: &'static [&'static str],
-        keys: [i32; 3],
-        group: &'static str,
-        summary: &'static str,
-    ) -> Spec {
-        Spec::row(
-            name,
-            arity,
-            Access::Local,
-            flags,
-            keys,
-            group,
-            summary,
-            (plan_context::<C>, parse_context::<C>, run_context::<C>),
-        )
+    /// The same row with its keys at `keys` (first, last, step) where
+    /// redis's description of a container has none of its own: OBJECT,
+    /// XINFO and XGROUP name their key after the subcommand, and the ACL
+    /// key check reads it there.
+    pub(crate) fn with_keys(self, [first_key, last_key, step]: [i32; 3]) -> Spec {
+        Spec {
+            first_key,
+            last_key,
+            step,
+            ..self
+        }
     }
 
     /// The same row, planned by `plan` (GET and MGET, which may be answered
@@ -277,14 +226,26 @@ impl Spec {
         Spec { plan, ..self }
     }
 
-    /// Every COMMAND INFO flag, `readonly` or `write` first.
+    /// Every COMMAND INFO flag, `readonly` or `write` first: the one the
+    /// trait gives, then redis's others. A local command keeps redis's
+    /// `readonly` (EVAL_RO: its script refuses writes).
     pub fn flags(&self) -> impl Iterator<Item = &'static str> + '_ {
         let access = match self.access {
             Access::Read => Some("readonly"),
             Access::Write => Some("write"),
             Access::Local => None,
         };
-        access.into_iter().chain(self.extra_flags.iter().copied())
+        access.into_iter().chain(self.extra_flags())
+    }
+
+    /// The flags besides the `readonly` or `write` the trait gives.
+    pub fn extra_flags(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let local = self.access == Access::Local;
+        self.meta
+            .flags
+            .iter()
+            .copied()
+            .filter(move |f| local || !matches!(*f, "readonly" | "write"))
     }
 
     /// Whether the command has the flag.

@@ -125,8 +125,9 @@ mod tests {
                 "{}",
                 spec.name
             );
-            assert!(!spec.extra_flags.contains(&"write"));
-            assert!(!spec.extra_flags.contains(&"readonly") || read_only_script);
+            let extra: Vec<&str> = spec.extra_flags().collect();
+            assert!(!extra.contains(&"write"));
+            assert!(!extra.contains(&"readonly") || read_only_script);
         }
     }
 

@@ -11,8 +11,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::oneshot;
 
 use crate::blocking::{attempt, Blocker, Cancel, Outcome, Ticket};
+use crate::clients::ClientHandle;
 use crate::reply::Reply;
-use crate::state::{ClientHandle, Shared};
+use crate::state::Shared;
 use crate::sync::lock;
 
 /// Runs one blocking command for the connection loop: the first try on the

@@ -49,7 +49,11 @@ pub(super) fn fast_set(
     let monitors = &session.shared.monitors;
     if monitors.active() {
         let [name, key, value] = [0, 1, 2].map(|i| &input[args[i].clone()]);
-        monitors.feed(session.db, &session.client, &[name, key, value]);
+        monitors.feed(
+            session.db,
+            &session.client.state.monitor,
+            &[name, key, value],
+        );
     }
     let key = Bytes::copy_from_slice(&input[args[1].clone()]);
     let value = Bytes::copy_from_slice(&input[args[2].clone()]);
@@ -118,7 +122,7 @@ impl Turn {
         if shared.monitors.active() {
             shared
                 .monitors
-                .feed(session.db, &session.client, &[name, key]);
+                .feed(session.db, &session.client.state.monitor, &[name, key]);
         }
         match cache.get(session.db, key, respite_engine::now_ms) {
             Some(value) => {

@@ -14,7 +14,7 @@
 //! Two commands skip the command table: a plain GET, looked up in the value
 //! cache straight from the read buffer (`Turn::fast_get`), and a plain SET
 //! (`fast_set`), which copies only its key and value. Everything else is
-//! planned by `cmd::dispatch`. A GET or MGET is answered from the value
+//! planned by `command::dispatch`. A GET or MGET is answered from the value
 //! cache only while the connection has no write and no pool read gathered or
 //! in flight (`Turn::cache_usable`), so no reply shows an older state than
 //! the replies before it.
@@ -36,11 +36,12 @@ use bytes::{Buf, Bytes, BytesMut};
 use respite_engine::{EngineError, WriteItem};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::clients::ClientHandle;
 use crate::command::{dispatch, Plan, Session};
 use crate::output::Sender;
 use crate::reply::Reply;
 use crate::request::{Frame, Framer, Limits};
-use crate::state::{ClientHandle, Shared};
+use crate::state::Shared;
 use crate::sync::lock;
 use blocking::block;
 use fast::fast_set;
@@ -115,7 +116,9 @@ where
         () => {{
             // MONITOR: this turn's commands, as one batch (a relaxed load
             // when there is none).
-            shared.monitors.publish(&client);
+            shared
+                .monitors
+                .publish(&client.state.monitor, || client.peer.monitor_addr());
             let mut sender = Sender {
                 stream: &mut stream,
                 killed: killed.as_mut(),
@@ -224,7 +227,9 @@ where
                     // block (a sum on the stack: published only then).
                     let argv_len: usize = request.iter().map(|a| a.len()).sum();
                     processed += 1;
-                    if shared.pause.holds(&session, &request) {
+                    if shared.pause.holds(|| {
+                        crate::command::dispatch::held_under_write_pause(&session, &request)
+                    }) {
                         // CLIENT PAUSE: what came before is answered, then
                         // this command waits for the pause to end.
                         if answer_gathered!().is_err() {

@@ -6,7 +6,7 @@
 //! the same `select!` as the socket, and a filter on its own commands:
 //!
 //! - MONITOR: the source is the monitors' broadcast channel (one batch of
-//!   lines per turn of every other connection, see `cmd::monitor`); the
+//!   lines per turn of every other connection, see `crate::monitor`); the
 //!   filter is redis's rule for a replica-flagged client, which refuses
 //!   whatever could read or write the keyspace.
 //! - Subscribed (SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE): the source is the
@@ -24,14 +24,13 @@
 //! the monitoring client sees its reply first, then its line, as redis
 //! shows it.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::cmd::monitor::Batch;
 use crate::command::Session;
+use crate::monitor::Batch;
 use crate::pubsub::Push;
 use crate::reply::Reply;
 use crate::state::Shared;
@@ -138,11 +137,11 @@ impl Mode {
         let mut lines = Vec::new();
         if let Some(rx) = self.monitor.as_mut() {
             if let Some(batch) = self.first_batch.take() {
-                crate::cmd::monitor::format_batch(&batch, &mut lines);
+                crate::monitor::format_batch(&batch, &mut lines);
             }
             loop {
                 match rx.try_recv() {
-                    Ok(batch) => crate::cmd::monitor::format_batch(&batch, &mut lines),
+                    Ok(batch) => crate::monitor::format_batch(&batch, &mut lines),
                     Err(broadcast::error::TryRecvError::Lagged(_)) => {}
                     Err(_) => break,
                 }
@@ -164,7 +163,7 @@ impl Mode {
     }
 
     /// The pushes drained so far were written.
-    pub(super) fn written(&mut self, client: &crate::state::ClientHandle) {
+    pub(super) fn written(&mut self, client: &crate::clients::ClientHandle) {
         client.pubsub.written(std::mem::take(&mut self.unsent));
     }
 
@@ -189,9 +188,7 @@ impl Mode {
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 fullname.as_deref().unwrap_or(name)
             )
-        } else if self.monitor.is_some()
-            && crate::cmd::monitor::touches_keyspace(fullname.as_deref())
-        {
+        } else if self.monitor.is_some() && crate::monitor::touches_keyspace(fullname.as_deref()) {
             MONITOR_REFUSAL.to_string()
         } else {
             return None;
@@ -215,12 +212,14 @@ impl Mode {
         let client = &session.client;
         let shared = &session.shared;
         if self.monitor.is_some() {
-            shared.monitors.publish(client);
+            shared
+                .monitors
+                .publish(&client.state.monitor, || client.peer.monitor_addr());
             if request_was_reset {
                 self.end(shared, client);
             }
-        } else if client.state.monitoring.load(Ordering::Relaxed) {
-            self.monitor = shared.monitors.take(client);
+        } else if client.state.monitor.is_monitoring() {
+            self.monitor = shared.monitors.take(&client.state.monitor);
         }
         if self.pushes.is_none() && client.pubsub.active() {
             self.pushes = client.pubsub.take_queue();
@@ -231,10 +230,10 @@ impl Mode {
     }
 
     /// Leaves every mode (RESET, or the connection ends).
-    pub(super) fn end(&mut self, shared: &Shared, client: &crate::state::ClientHandle) {
+    pub(super) fn end(&mut self, shared: &Shared, client: &crate::clients::ClientHandle) {
         if self.monitor.take().is_some() {
             self.first_batch = None;
-            shared.monitors.stop(client);
+            shared.monitors.stop(&client.state.monitor);
         }
         shared.pubsub.forget(client);
     }
