@@ -48,6 +48,7 @@ pub mod evict;
 pub mod geo;
 pub mod glob;
 pub mod hash;
+pub mod hyperloglog;
 pub mod keyspace;
 pub mod list;
 pub mod notify;

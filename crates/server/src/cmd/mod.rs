@@ -17,6 +17,7 @@ pub mod config;
 pub mod connection;
 pub mod geo;
 pub mod hashes;
+pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
 pub mod keys;

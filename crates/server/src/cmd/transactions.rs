@@ -178,6 +178,11 @@ impl LocalCommand for Exec {
                 Ok(Plan::Read(f, _)) => Step::Read(f),
                 Ok(Plan::Cached(read)) => Step::Read(read.into_read().0),
                 Ok(Plan::Write(op)) => Step::Write(op),
+                // On the writer the read and its write are one step.
+                Ok(Plan::ReadOrWrite(f)) => Step::Write(Box::new(move |txn| match f(txn) {
+                    Ok(reply) => Ok(reply),
+                    Err(op) => op(txn),
+                })),
                 // Inside a transaction nothing blocks: one try (Redis's rule).
                 Ok(Plan::Block(blocker)) => Step::Write(crate::blocking::once(blocker)),
                 // PUBLISH: a placeholder now (or its write), the step once

@@ -77,6 +77,13 @@ impl<'a> Ctx<'a> {
             .load(Ordering::Relaxed)
     }
 
+    /// `hll-sparse-max-bytes` now: the largest a sparse HyperLogLog grows
+    /// before it is made dense.
+    pub fn hll_sparse_max_bytes(&self) -> usize {
+        let value = self.server.params.get("hll-sparse-max-bytes");
+        value.parse().unwrap_or(usize::MAX)
+    }
+
     /// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ answers only
     /// then).
     pub fn lfu(&self) -> bool {

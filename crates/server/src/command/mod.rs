@@ -54,7 +54,7 @@ pub use ctx::{Authorize, Ctx};
 pub(crate) use dispatch::{check, try_dispatch};
 pub use dispatch::{dispatch, parse_only};
 pub(crate) use plan::{command_result, read_job, read_job_touching, write_op};
-pub use plan::{AfterFn, CachedRead, Plan, ReadFn, ReadNeeds, QUICK_READ_LIMIT};
+pub use plan::{AfterFn, CachedRead, Plan, ReadFn, ReadNeeds, ReadOrWriteFn, QUICK_READ_LIMIT};
 pub use session::Session;
 pub use spec::{Access, Spec};
 pub use table::{lookup, lookup_index, TABLE};

@@ -37,7 +37,15 @@ pub enum Plan {
     /// was written before it; EXEC holding a PUBLISH, whose messages go
     /// out once the transaction has committed.
     After(Option<WriteOp<Reply>>, AfterFn),
+    /// A read that may find it has to write after all (PFCOUNT of a value
+    /// whose cached count is stale): run on the read pool once everything
+    /// before it has run; `Ok` is its reply, `Err(op)` an operation for
+    /// the writer, run in its place, whose reply is the command's.
+    ReadOrWrite(ReadOrWriteFn),
 }
+
+/// What [`Plan::ReadOrWrite`] runs on the read pool.
+pub type ReadOrWriteFn = Box<dyn FnOnce(&View<'_, '_>) -> Result<Reply, WriteOp<Reply>> + Send>;
 
 /// What [`Plan::After`] runs.
 pub type AfterFn = Box<dyn FnOnce(Option<Reply>) -> Reply + Send>;

@@ -44,19 +44,7 @@ fn silenced(plan: Plan) -> Plan {
         Plan::Reply(r) => Plan::Reply(r.pushes_only()),
         Plan::ReplyAndClose(_) => Plan::ReplyAndClose(Reply::Silent),
         Plan::Close => Plan::Close,
-        // An error the writer would answer is silenced too; one that must
-        // take the group back (a failed write, storage) still does.
-        Plan::Write(op) => Plan::Write(Box::new(move |txn| {
-            let before = txn.changes();
-            match op(txn) {
-                Ok(_) => Ok(Reply::Silent),
-                Err(respite_engine::EngineError::Storage(e)) => {
-                    Err(respite_engine::EngineError::Storage(e))
-                }
-                Err(_) if txn.changes() == before => Ok(Reply::Silent),
-                Err(e) => Err(e),
-            }
-        })),
+        Plan::Write(op) => Plan::Write(silenced_write(op)),
         Plan::Read(f, needs) => Plan::Read(
             Box::new(move |view| {
                 f(view);
@@ -70,7 +58,28 @@ fn silenced(plan: Plan) -> Plan {
         }
         Plan::Block(blocker) => Plan::Block(Arc::new(Silent(blocker))),
         Plan::After(write, then) => Plan::After(write, Box::new(|r| then(r).pushes_only())),
+        Plan::ReadOrWrite(f) => Plan::ReadOrWrite(Box::new(move |view| match f(view) {
+            Ok(_) => Ok(Reply::Silent),
+            Err(op) => Err(silenced_write(op)),
+        })),
     }
+}
+
+/// A write whose reply encodes to nothing. An error the writer would
+/// answer is silenced too; one that must take the group back (a failed
+/// write, storage) still does.
+fn silenced_write(op: respite_engine::WriteOp<Reply>) -> respite_engine::WriteOp<Reply> {
+    Box::new(move |txn| {
+        let before = txn.changes();
+        match op(txn) {
+            Ok(_) => Ok(Reply::Silent),
+            Err(respite_engine::EngineError::Storage(e)) => {
+                Err(respite_engine::EngineError::Storage(e))
+            }
+            Err(_) if txn.changes() == before => Ok(Reply::Silent),
+            Err(e) => Err(e),
+        }
+    })
 }
 
 /// A blocking command whose reply is not sent.

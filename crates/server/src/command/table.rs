@@ -3,9 +3,9 @@
 
 use super::Spec;
 use crate::cmd::{
-    acl, bitmaps, client, config, connection, geo, hashes, info, introspection, keys, lists,
-    memory, monitor, pubsub, replication, scripting, server, sets, slowlog, sort, streams, strings,
-    transactions, zsets,
+    acl, bitmaps, client, config, connection, geo, hashes, hyperloglog, info, introspection, keys,
+    lists, memory, monitor, pubsub, replication, scripting, server, sets, slowlog, sort, streams,
+    strings, transactions, zsets,
 };
 
 /// The command table: every family's rows, sorted by name once at
@@ -28,6 +28,7 @@ impl Table {
             connection::commands(),
             geo::commands(),
             hashes::commands(),
+            hyperloglog::commands(),
             info::commands(),
             introspection::commands(),
             keys::commands(),

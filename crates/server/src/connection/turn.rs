@@ -417,8 +417,57 @@ impl Turn {
                 let op = crate::blocking::once(blocker);
                 return Box::pin(self.add(Plan::Write(op), shared, resp3)).await;
             }
+            Plan::ReadOrWrite(f) => {
+                if let Some(op) = self.read_or_write(f, shared, resp3).await {
+                    return Box::pin(self.add(Plan::Write(op), shared, resp3)).await;
+                }
+            }
         }
         true
+    }
+
+    /// Runs a [`Plan::ReadOrWrite`]'s read by itself, after everything
+    /// before it, and adds its reply; or gives back the write it asks
+    /// for, to be added in its place (so in request order).
+    async fn read_or_write(
+        &mut self,
+        f: crate::command::ReadOrWriteFn,
+        shared: &Shared,
+        resp3: bool,
+    ) -> Option<WriteOp<Reply>> {
+        // The read must see this connection's earlier writes committed.
+        self.flush(shared).await;
+        self.settle_reads().await;
+        self.settle_writes().await;
+        self.resp3 = resp3;
+        let (tx, rx) = oneshot::channel();
+        let job = Box::new(move |view: &respite_engine::View<'_, '_>| {
+            let result = guarded(|| f(view), Ok);
+            let done: respite_engine::ReadDone = Box::new(move || {
+                let _ = tx.send(result);
+            });
+            done
+        });
+        let needs = crate::command::ReadNeeds {
+            snapshot: false,
+            quick: true,
+        };
+        let result = match shared.engine.submit_read(job, needs) {
+            Ok(()) => rx.await.ok(),
+            Err(_) => None,
+        };
+        match result {
+            Some(Ok(reply)) => {
+                self.held += held_len(&reply);
+                self.slots.push(Slot::Ready(reply, resp3));
+                None
+            }
+            Some(Err(op)) => Some(op),
+            None => {
+                self.push_replies(&shutting_down(1));
+                None
+            }
+        }
     }
 
     /// Waits for every reply and writes them to the client in order: small
