@@ -3,8 +3,8 @@
 
 use super::Spec;
 use crate::cmd::{
-    acl, bitmaps, client, config, connection, hashes, info, introspection, keys, lists, memory,
-    monitor, pubsub, replication, scripting, server, sets, slowlog, sort, streams, strings,
+    acl, bitmaps, client, config, connection, dump, hashes, info, introspection, keys, lists,
+    memory, monitor, pubsub, replication, scripting, server, sets, slowlog, sort, streams, strings,
     transactions, zsets,
 };
 
@@ -26,6 +26,7 @@ impl Table {
             client::commands(),
             config::commands(),
             connection::commands(),
+            dump::commands(),
             hashes::commands(),
             info::commands(),
             introspection::commands(),
