@@ -22,6 +22,7 @@ pub mod introspection;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod migrate;
 pub mod monitor;
 pub mod pubsub;
 pub mod replication;

@@ -4,8 +4,8 @@
 use super::Spec;
 use crate::cmd::{
     acl, bitmaps, client, config, connection, dump, hashes, info, introspection, keys, lists,
-    memory, monitor, pubsub, replication, scripting, server, sets, slowlog, sort, streams, strings,
-    transactions, zsets,
+    memory, migrate, monitor, pubsub, replication, scripting, server, sets, slowlog, sort, streams,
+    strings, transactions, zsets,
 };
 
 /// The command table: every family's rows, sorted by name once at
@@ -33,6 +33,7 @@ impl Table {
             keys::commands(),
             lists::commands(),
             memory::commands(),
+            migrate::commands(),
             monitor::commands(),
             pubsub::commands(),
             replication::commands(),
