@@ -17,6 +17,7 @@ use respite_engine::{AppendFsync, Engine, OwnerLock};
 use respite_server::{listener, Config, Shared};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
+mod import;
 mod logging;
 
 /// Buffers cross threads on every command (a connection task allocates a
@@ -174,6 +175,24 @@ struct Cli {
     /// Log filter, e.g. info or debug.
     #[arg(long)]
     log_level: Option<String>,
+    /// Instead of serving, run a one-off task on the database.
+    #[command(subcommand)]
+    task: Option<Task>,
+}
+
+/// One-off tasks on the database, run with the daemon stopped.
+#[derive(clap::Subcommand, Debug, Clone)]
+enum Task {
+    /// Load every database of a redis-server RDB file (SAVE, BGSAVE,
+    /// redis-cli --rdb; Redis 7.0 and older) into the database, then exit.
+    Import {
+        /// The RDB file.
+        file: PathBuf,
+        /// Import into a database that already holds keys (keys of the
+        /// same names are replaced).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// Parses redis.conf's yes/no.
@@ -300,6 +319,15 @@ fn main() -> ExitCode {
     };
     let set_log_level: respite_server::state::LogFilter =
         Arc::from(logging::init(&config.log_level));
+    if let Some(Task::Import { file, force }) = &cli.task {
+        return match import::run(&config, file, *force, u64::from(config.databases)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("respited import: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match serve(&cli, config, &set_log_level) {
         Ok(()) => {
             tracing::info!("respited stopped cleanly");

@@ -68,6 +68,9 @@ pub struct Figures {
     pub freq: u8,
 }
 
+/// Figures RESTORE gave a key: (db, key, idle seconds, LFU counter).
+type Restored = (u32, Vec<u8>, Option<u64>, Option<u8>);
+
 /// The access table and the keyspace hit and miss counters.
 pub struct Access {
     slots: Box<[AtomicU64]>,
@@ -82,6 +85,9 @@ pub struct Access {
     decay_minutes: AtomicU32,
     hits: Box<[CachePadded<AtomicU64>]>,
     misses: Box<[CachePadded<AtomicU64>]>,
+    /// Figures RESTORE gave keys (IDLETIME, FREQ), set once the write
+    /// that created them commits: (db, key, idle seconds, counter).
+    restored: std::sync::Mutex<Vec<Restored>>,
 }
 
 impl Default for Access {
@@ -156,6 +162,34 @@ impl Access {
             misses: (0..STRIPES)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
+            restored: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Gives a key RESTORE writes the idle time (`IDLETIME`) or the LFU
+    /// counter (`FREQ`) it came with, once the write commits (redis's
+    /// `objectSetLRUOrLFU`). Called from the writer thread, inside the
+    /// write.
+    pub fn restore_figures(&self, db: u32, key: &[u8], idle_secs: Option<u64>, freq: Option<u8>) {
+        if let Ok(mut pending) = self.restored.lock() {
+            pending.push((db, key.to_vec(), idle_secs, freq));
+        }
+    }
+
+    /// Applies the figures [`Access::restore_figures`] queued.
+    fn apply_restored(&self) {
+        let Ok(mut pending) = self.restored.try_lock() else {
+            return;
+        };
+        if pending.is_empty() {
+            return;
+        }
+        let now = self.now_secs();
+        for (db, key, idle, freq) in pending.drain(..) {
+            let (slot, tag) = self.locate(db, &key);
+            let lru = now.saturating_sub(idle.unwrap_or(0));
+            let counter = freq.unwrap_or(LFU_INIT_VAL);
+            slot.store(pack(tag, lru, now / 60, counter), Ordering::Relaxed);
         }
     }
 
@@ -325,6 +359,7 @@ impl Access {
                 self.touch(db, key, now_secs);
             }
         }
+        self.apply_restored();
     }
 
     /// A key's figures now (OBJECT IDLETIME and FREQ, DEBUG OBJECT). The

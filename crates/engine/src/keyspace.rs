@@ -507,13 +507,7 @@ impl View<'_, '_> {
 
     /// [`View::live`], noted as a lookup (see `access.rs`) when `seen`:
     /// not when the command has looked the key up already.
-    pub(crate) fn live_row(
-        &self,
-        db: u32,
-        key: &[u8],
-        kind: Kind,
-        seen: bool,
-    ) -> Result<Option<KeyRow>> {
+    pub fn live_row(&self, db: u32, key: &[u8], kind: Kind, seen: bool) -> Result<Option<KeyRow>> {
         let mut stmt = self.stmt(
             "SELECT type, id, count, value, expire_at FROM keys
              WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",

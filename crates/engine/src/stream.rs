@@ -1178,6 +1178,23 @@ impl Txn<'_, '_> {
         Ok(true)
     }
 
+    /// Creates or overwrites a consumer with the given seen-time (RESTORE,
+    /// an RDB import).
+    pub fn stream_put_consumer(
+        &mut self,
+        slot: &mut Slot<'_>,
+        group: &[u8],
+        consumer: &Consumer,
+    ) -> Result<()> {
+        let id = self.stream_id(slot)?;
+        self.stmt(
+            "INSERT INTO stream_consumers (id, grp, name, seen) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (id, grp, name) DO UPDATE SET seen = excluded.seen",
+        )?
+        .execute(params![id, group, consumer.name, consumer.seen])?;
+        Ok(())
+    }
+
     /// Looks the consumer up as redis's `streamLookupConsumer` does by
     /// default, creating it if missing and marking it seen now; returns
     /// whether it was created.

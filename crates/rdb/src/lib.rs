@@ -14,9 +14,10 @@
 //! ziplists, ziplists, or plain element sequences; sets as intsets or
 //! member sequences; hashes as listpacks, ziplists, zipmaps or field/value
 //! sequences; sorted sets as listpacks, ziplists, or member/score sequences
-//! with scores in binary or as text. Streams (types 15 and 19) and module
-//! values are recognised and reported as not supported rather than
-//! misread; a module value of the self-describing kind (type 7) can be
+//! with scores in binary or as text; streams as listpacks (types 15 and
+//! 19) with their consumer groups (see `stream`). Module values are
+//! recognised and reported as not supported rather than misread; a
+//! module value of the self-describing kind (type 7) can be
 //! skipped inside a file, so an import can name what it left out.
 //!
 //! Input is never trusted. Every declared length is checked against the
@@ -31,7 +32,7 @@
 //! value or an [`Error`], never a panic.
 //!
 //! Writing uses the plain encodings (type 0 strings, 1 lists, 2 sets,
-//! 4 hashes, 5 sorted sets with binary scores), which every Redis since 4.0
+//! 4 hashes, 5 sorted sets with binary scores; streams as type 19), which every Redis since 4.0
 //! loads and converts to its compact encodings itself; strings that are
 //! decimal integers in 32 bits are integer-encoded and long strings are
 //! LZF-compressed when that saves space, as Redis does.
@@ -42,10 +43,12 @@ mod file;
 pub mod lzf;
 mod object;
 mod packed;
+mod stream;
 
 pub use crc64::{crc64, Crc64};
 pub use dump::{decode_dump, encode_dump, encode_dump_with_version, DUMP_RDB_VERSION};
 pub use file::{Entry, RdbReader, RdbWriter, ReaderStats};
+pub use stream::{Stream, StreamConsumer, StreamEntry, StreamGroup, StreamId, StreamNack};
 
 /// The RDB format version redis-server 7.0 writes and the newest it reads.
 pub const RDB_VERSION: u16 = 10;
@@ -63,6 +66,7 @@ pub enum Value {
     Set(Vec<Vec<u8>>),
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
     ZSet(Vec<(Vec<u8>, f64)>),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -74,6 +78,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::Hash(_) => "hash",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 }
@@ -93,8 +98,8 @@ pub enum Error {
     /// loading a file.
     #[error("Bad data format (empty collection)")]
     EmptyKey,
-    /// A type this crate recognises but does not decode (streams, module
-    /// values), by its RDB type byte.
+    /// A type this crate recognises but does not decode (module values),
+    /// by its RDB type byte.
     #[error("Bad data format (unsupported RDB type {0})")]
     Unsupported(u8),
     /// A file that does not start with `REDIS` and four digits.

@@ -392,9 +392,10 @@ pub(crate) fn read_object<R: Read>(inp: &mut Input<R>, t: u8) -> Result<Decoded,
             skip_module_value(inp)?;
             return Ok(Decoded::Module(module_type_name(id)));
         }
-        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_MODULE => {
-            return Err(Error::Unsupported(t))
-        }
+        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => Value::Stream(Box::new(
+            crate::stream::read_stream(inp, t == TYPE_STREAM_LISTPACKS_2)?,
+        )),
+        TYPE_MODULE => return Err(Error::Unsupported(t)),
         _ => return Err(Error::BadData("unknown RDB type")),
     };
     Ok(Decoded::Value(value))
@@ -489,6 +490,7 @@ pub(crate) fn type_of(v: &Value) -> u8 {
         Value::Set(_) => TYPE_SET,
         Value::Hash(_) => TYPE_HASH,
         Value::ZSet(_) => TYPE_ZSET_2,
+        Value::Stream(_) => TYPE_STREAM_LISTPACKS_2,
     }
 }
 
@@ -516,6 +518,7 @@ pub(crate) fn put_body(out: &mut Vec<u8>, v: &Value) {
                 out.extend_from_slice(&score.to_le_bytes());
             }
         }
+        Value::Stream(s) => crate::stream::put_stream(out, s),
     }
 }
 

@@ -167,6 +167,83 @@ pub(crate) fn listpack(b: &[u8]) -> Result<Vec<Elem<'_>>, Error> {
     Ok(out)
 }
 
+/// Builds a listpack, entry by entry, in the encodings Redis's
+/// `lpAppend` chooses: integers in the narrowest integer encoding, strings
+/// by length.
+pub(crate) struct ListpackWriter {
+    buf: Vec<u8>,
+    count: usize,
+}
+
+impl ListpackWriter {
+    pub(crate) fn new() -> Self {
+        ListpackWriter {
+            buf: vec![0; 6],
+            count: 0,
+        }
+    }
+
+    fn backlen(&mut self, l: usize) {
+        let n = backlen_size(l);
+        for i in (0..n).rev() {
+            let group = ((l >> (7 * i)) & 0x7f) as u8;
+            self.buf.push(if i == n - 1 { group } else { group | 0x80 });
+        }
+        self.count += 1;
+    }
+
+    pub(crate) fn int(&mut self, v: i64) {
+        let start = self.buf.len();
+        if (0..=127).contains(&v) {
+            self.buf.push(v as u8);
+        } else if (-4096..=4095).contains(&v) {
+            let u = (v as u64) & 0x1fff;
+            self.buf.push(0xc0 | (u >> 8) as u8);
+            self.buf.push(u as u8);
+        } else if let Ok(v) = i16::try_from(v) {
+            self.buf.push(0xf1);
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        } else if (-(1 << 23)..(1 << 23)).contains(&v) {
+            self.buf.push(0xf2);
+            self.buf.extend_from_slice(&v.to_le_bytes()[..3]);
+        } else if let Ok(v) = i32::try_from(v) {
+            self.buf.push(0xf3);
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        } else {
+            self.buf.push(0xf4);
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        }
+        let l = self.buf.len() - start;
+        self.backlen(l);
+    }
+
+    pub(crate) fn string(&mut self, s: &[u8]) {
+        let start = self.buf.len();
+        let n = s.len();
+        if n < 64 {
+            self.buf.push(0x80 | n as u8);
+        } else if n < 4096 {
+            self.buf.push(0xe0 | (n >> 8) as u8);
+            self.buf.push(n as u8);
+        } else {
+            self.buf.push(0xf0);
+            self.buf.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        self.buf.extend_from_slice(s);
+        let l = self.buf.len() - start;
+        self.backlen(l);
+    }
+
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        self.buf.push(0xff);
+        let total = self.buf.len() as u32;
+        self.buf[..4].copy_from_slice(&total.to_le_bytes());
+        let count = self.count.min(usize::from(u16::MAX)) as u16;
+        self.buf[4..6].copy_from_slice(&count.to_le_bytes());
+        self.buf
+    }
+}
+
 /// Decodes a ziplist: a 10-byte header (total bytes, offset of the last
 /// entry, element count or 65535), entries each led by the previous
 /// entry's length and an encoding, and the 0xFF terminator.

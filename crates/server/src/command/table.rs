@@ -3,9 +3,9 @@
 
 use super::Spec;
 use crate::cmd::{
-    acl, bitmaps, client, config, connection, geo, hashes, hyperloglog, info, introspection, keys,
-    lists, memory, monitor, pubsub, replication, scripting, server, sets, slowlog, sort, streams,
-    strings, transactions, zsets,
+    acl, bitmaps, client, config, connection, dump, geo, hashes, hyperloglog, info, introspection,
+    keys, lists, memory, migrate, monitor, pubsub, replication, scripting, server, sets, slowlog,
+    sort, streams, strings, transactions, zsets,
 };
 
 /// The command table: every family's rows, sorted by name once at
@@ -26,6 +26,7 @@ impl Table {
             client::commands(),
             config::commands(),
             connection::commands(),
+            dump::commands(),
             geo::commands(),
             hashes::commands(),
             hyperloglog::commands(),
@@ -34,6 +35,7 @@ impl Table {
             keys::commands(),
             lists::commands(),
             memory::commands(),
+            migrate::commands(),
             monitor::commands(),
             pubsub::commands(),
             replication::commands(),

@@ -319,6 +319,10 @@ mod tests {
             "a container whose subcommands are all reads in redis, run as one read here, so its row says readonly where redis's container has no flags; COMMAND INFO shows redis's",
         ),
         (
+            "migrate",
+            "a write in redis, run here from the connection (a read on the writer, the transfer, a delete on the writer), so its row has no write flag",
+        ),
+        (
             "xinfo",
             "a container of reads, run as one read here, as OBJECT",
         ),

@@ -1,0 +1,221 @@
+//! `respited import FILE.rdb`: redis-server 7.0 fills several databases
+//! with every type (streams with groups included), expiries and a key
+//! already expired, SAVEs, and the file is imported; then respite and
+//! redis are compared key by key, database by database. A database that
+//! holds keys is refused without `--force`; a corrupt file fails and
+//! leaves the database empty.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::{RedisServer, Respited};
+use redis::{Connection, Value};
+
+fn ok(c: &mut Connection, args: &[&str]) -> Value {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn import(db: &Path, file: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_respited"))
+        .arg("--db")
+        .arg(db)
+        .arg("import")
+        .arg(file)
+        .args(extra)
+        .output()
+        .expect("run respited import")
+}
+
+/// Everything a client sees of `key`, canonically.
+fn snapshot(c: &mut Connection, key: &str) -> String {
+    let t = text(&ok(c, &["TYPE", key]));
+    let v = match t.as_str() {
+        "string" => text(&ok(c, &["GET", key])),
+        "list" => format!("{:?}", ok(c, &["LRANGE", key, "0", "-1"])),
+        "set" => format!("{:?}", ok(c, &["SORT", key, "ALPHA"])),
+        "hash" => {
+            let mut f: Vec<Vec<u8>> = redis::cmd("HGETALL").arg(key).query(c).unwrap();
+            let mut pairs: Vec<Vec<Vec<u8>>> = f.chunks(2).map(|p| p.to_vec()).collect();
+            pairs.sort();
+            f.clear();
+            format!("{pairs:?}")
+        }
+        "zset" => format!("{:?}", ok(c, &["ZRANGE", key, "0", "-1", "WITHSCORES"])),
+        "stream" => format!(
+            "{:?} {:?} {:?}",
+            ok(c, &["XRANGE", key, "-", "+"]),
+            ok(c, &["XINFO", "GROUPS", key]),
+            ok(c, &["XPENDING", key, "g"])
+        ),
+        other => panic!("{other}"),
+    };
+    let ttl = match ok(c, &["PTTL", key]) {
+        Value::Int(-1) => "no ttl".to_string(),
+        Value::Int(ms) => format!("ttl ~{}", (ms + 5000) / 10_000),
+        other => format!("{other:?}"),
+    };
+    format!("{t} {v} {ttl}")
+}
+
+fn fill(c: &mut Connection) -> usize {
+    let mut n = 0;
+    for db in ["0", "1", "5"] {
+        ok(c, &["SELECT", db]);
+        for i in 0..300 {
+            let k = format!("str:{i}");
+            ok(c, &["SET", &k, &format!("value {i} in db {db}")]);
+            n += 1;
+        }
+        ok(c, &["SET", "int", "42"]);
+        ok(c, &["SET", "ttl", "soon", "EX", "50000"]);
+        ok(c, &["RPUSH", "list", "a", "b", "c"]);
+        for i in 0..1000 {
+            ok(c, &["RPUSH", "biglist", &format!("item {i}")]);
+        }
+        ok(c, &["HSET", "hash", "f", "v", "g", "w"]);
+        for i in 0..600 {
+            ok(c, &["HSET", "bighash", &format!("f{i}"), &i.to_string()]);
+        }
+        ok(c, &["SADD", "intset", "1", "2", "3"]);
+        ok(c, &["SADD", "set", "a", "b"]);
+        ok(c, &["ZADD", "zset", "1", "a", "2", "b"]);
+        for i in 0..300 {
+            ok(c, &["ZADD", "bigzset", &i.to_string(), &format!("m{i}")]);
+        }
+        ok(c, &["XADD", "stream", "1-1", "f", "v"]);
+        ok(c, &["XADD", "stream", "2-1", "f", "w"]);
+        ok(c, &["XGROUP", "CREATE", "stream", "g", "0"]);
+        ok(
+            c,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "alice",
+                "COUNT",
+                "1",
+                "STREAMS",
+                "stream",
+                ">",
+            ],
+        );
+        n += 11;
+        // Saved, but already expired when the file is loaded.
+        ok(c, &["SET", "gone", "x", "PX", "1"]);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    n
+}
+
+fn save(c: &mut Connection) -> PathBuf {
+    ok(c, &["SAVE"]);
+    let dir: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("dir").query(c).unwrap();
+    let name: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dbfilename")
+        .query(c)
+        .unwrap();
+    Path::new(&dir[1]).join(&name[1])
+}
+
+#[test]
+fn a_redis_save_imports_key_for_key() {
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let mut theirs = redis.client();
+    ok(&mut theirs, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let expected_keys = fill(&mut theirs);
+    let rdb = save(&mut theirs);
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("respite.db");
+    let out = import(&db, &rdb, &[]);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains(&format!("imported {expected_keys} keys")),
+        "{report}"
+    );
+    assert!(
+        report.contains("skipped 3 keys already expired"),
+        "{report}"
+    );
+    assert!(report.contains("stream: 3"), "{report}");
+    assert!(report.contains("db5: "), "{report}");
+
+    // Refused into a database with keys; accepted with --force.
+    let again = import(&db, &rdb, &[]);
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("--force"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(import(&db, &rdb, &["--force"]).status.success());
+
+    let server = Respited::start_in(tmp.path(), &[]);
+    let mut ours = server.client();
+    for db in ["0", "1", "5"] {
+        ok(&mut theirs, &["SELECT", db]);
+        ok(&mut ours, &["SELECT", db]);
+        let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut theirs).unwrap();
+        keys.retain(|k| k != "gone");
+        keys.sort();
+        let mut ours_keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut ours).unwrap();
+        ours_keys.sort();
+        assert_eq!(ours_keys, keys, "db{db}");
+        for k in &keys {
+            assert_eq!(
+                snapshot(&mut ours, k),
+                snapshot(&mut theirs, k),
+                "db{db} {k}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_corrupt_file_leaves_the_database_empty() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let mut theirs = redis.client();
+    for i in 0..50_000 {
+        ok(&mut theirs, &["SET", &format!("k{i}"), "v"]);
+    }
+    let rdb = save(&mut theirs);
+    let mut bytes = std::fs::read(&rdb).unwrap();
+    let n = bytes.len();
+    bytes[n - 3] ^= 0xff; // the checksum
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.rdb");
+    std::fs::write(&bad, &bytes).unwrap();
+    let db = tmp.path().join("respite.db");
+    let out = import(&db, &bad, &[]);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{report}");
+    assert!(report.contains("checksum"), "{report}");
+    assert!(report.contains("emptied again"), "{report}");
+    let server = Respited::start_in(tmp.path(), &[]);
+    assert_eq!(ok(&mut server.client(), &["DBSIZE"]), Value::Int(0));
+    // A truncated file likewise.
+    drop(server);
+    std::fs::write(&bad, &bytes[..n / 2]).unwrap();
+    let out = import(&db, &bad, &[]);
+    assert!(!out.status.success());
+}
