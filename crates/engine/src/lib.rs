@@ -44,6 +44,7 @@ pub mod config;
 pub mod disk;
 pub mod encoding;
 pub mod error;
+pub mod function;
 pub mod glob;
 pub mod hash;
 pub mod keyspace;
@@ -85,6 +86,7 @@ pub use cache::{CacheStats, ValueCache};
 pub use config::{AppendFsync, Checkpoint, EngineConfig};
 pub use disk::Disk;
 pub use error::{EngineError, Result};
+pub use function::StoredLibrary;
 pub use keyspace::{DbCounts, Entry, KeyRow, ScanPage, Slot};
 pub use owner::{OwnerError, OwnerLock};
 pub use read_pool::{

@@ -39,6 +39,7 @@
 mod crc64;
 mod dump;
 mod file;
+mod functions;
 pub mod lzf;
 mod object;
 mod packed;
@@ -46,6 +47,7 @@ mod packed;
 pub use crc64::{crc64, Crc64};
 pub use dump::{decode_dump, encode_dump, encode_dump_with_version, DUMP_RDB_VERSION};
 pub use file::{Entry, RdbReader, RdbWriter, ReaderStats};
+pub use functions::{decode_functions, encode_functions};
 
 /// The RDB format version redis-server 7.0 writes and the newest it reads.
 pub const RDB_VERSION: u16 = 10;

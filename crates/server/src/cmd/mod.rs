@@ -15,6 +15,7 @@ pub mod client;
 pub mod common;
 pub mod config;
 pub mod connection;
+pub mod functions;
 pub mod hashes;
 pub mod info;
 pub mod introspection;
