@@ -552,3 +552,136 @@ fn bulk_body(reply: &[u8]) -> Vec<u8> {
     let start = reply.windows(2).position(|w| w == b"\r\n").expect("header") + 2;
     reply[start..reply.len() - 2].to_vec()
 }
+
+/// What another client gets while a script or function runs past
+/// `busy-reply-threshold` (lowered to 100 ms): BUSY for everything but
+/// the `allow-busy` commands, SCRIPT KILL and FUNCTION KILL each for
+/// their own kind, UNKILLABLE once the script wrote, and the killed
+/// script's error; the same steps on redis-server and respite, replies
+/// compared (FUNCTION STATS's duration masked).
+#[test]
+fn busy_scripts_differential() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let ours = busy_scenario(respite.port);
+    let theirs = busy_scenario(redis.port);
+    let show = |v: &[Vec<u8>]| {
+        v.iter()
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(show(&ours), show(&theirs));
+}
+
+fn busy_scenario(port: u16) -> Vec<Vec<u8>> {
+    let mut b = Conn::open(port, 2);
+    let mut out = Vec::new();
+    assert_eq!(
+        b.command(&["CONFIG", "SET", "busy-reply-threshold", "100"]),
+        b"+OK\r\n"
+    );
+    b.command(&["FUNCTION", "FLUSH"]);
+    b.command(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=busy\nredis.register_function('spin', function() while true do end end)",
+    ]);
+    let start = |args: &'static [&'static str]| {
+        let handle = std::thread::spawn(move || Conn::open(port, 2).command(args));
+        std::thread::sleep(Duration::from_millis(500));
+        handle
+    };
+    // An EVAL script that never ends.
+    let a = start(&["EVAL", "while true do end", "0"]);
+    for step in [
+        &["PING"][..],
+        &["GET", "k"],
+        &["SET", "k", "v"],
+        &["FUNCTION", "KILL"],
+        &["FUNCTION", "STATS"],
+        &["SCRIPT", "KILL"],
+    ] {
+        out.push(b.command(step));
+    }
+    out.push(a.join().expect("script client"));
+    out.push(b.command(&["PING"]));
+    // A function that never ends.
+    let a = start(&["FCALL", "spin", "0"]);
+    for step in [
+        &["PING"][..],
+        &["SCRIPT", "KILL"],
+        &["FUNCTION", "STATS"],
+        &["FUNCTION", "KILL"],
+    ] {
+        out.push(mask_duration(b.command(step)));
+    }
+    out.push(a.join().expect("function client"));
+    // A script that wrote cannot be killed; it ends on its own.
+    let a = start(&[
+        "EVAL",
+        "redis.call('set', 'w', '1') local s = redis.call('time') while true do local t = redis.call('time') if (t[1] - s[1]) * 1000000 + (t[2] - s[2]) > 1500000 then break end end return 'done'",
+        "0",
+    ]);
+    out.push(b.command(&["SCRIPT", "KILL"]));
+    out.push(b.command(&["PING"]));
+    out.push(a.join().expect("writing client"));
+    out.push(b.command(&["GET", "w"]));
+    out.push(b.command(&["SCRIPT", "KILL"]));
+    b.command(&["FUNCTION", "FLUSH"]);
+    out
+}
+
+/// FUNCTION STATS's `duration_ms` value replaced by 0.
+fn mask_duration(mut reply: Vec<u8>) -> Vec<u8> {
+    let needle = b"duration_ms\r\n:";
+    if let Some(at) = reply.windows(needle.len()).position(|w| w == needle) {
+        let from = at + needle.len();
+        let to = from + reply[from..].iter().position(|&c| c == b'\r').unwrap_or(0);
+        reply.splice(from..to, [b'0']);
+    }
+    reply
+}
+
+/// INFO memory's counts of scripts, functions and libraries, as redis
+/// gives them; the interpreters' memory is reported once they ran.
+#[test]
+fn info_counts_scripts_and_functions() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let field = |info: &[u8], name: &str| -> String {
+        let text = String::from_utf8_lossy(info).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
+            .unwrap_or_default()
+    };
+    for port in [redis.port, respite.port] {
+        let mut c = Conn::open(port, 2);
+        c.command(&["SCRIPT", "FLUSH"]);
+        c.command(&["FUNCTION", "FLUSH"]);
+        c.command(&["EVAL", "return 1", "0"]);
+        c.command(&["SCRIPT", "LOAD", "return 2"]);
+        c.command(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=l\nredis.register_function('a', function() return 1 end)\nredis.register_function('b', function() return 2 end)",
+        ]);
+        c.command(&["FCALL", "a", "0"]);
+        let info = c.command(&["INFO", "memory"]);
+        assert_eq!(field(&info, "number_of_cached_scripts"), "2", "{port}");
+        assert_eq!(field(&info, "number_of_functions"), "2", "{port}");
+        assert_eq!(field(&info, "number_of_libraries"), "1", "{port}");
+        for name in [
+            "used_memory_lua",
+            "used_memory_vm_functions",
+            "used_memory_functions",
+        ] {
+            let n: u64 = field(&info, name).parse().unwrap_or(0);
+            assert!(n > 0, "{name} on {port}");
+        }
+    }
+}

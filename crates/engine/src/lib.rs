@@ -527,6 +527,12 @@ impl<R: Send + 'static> Engine<R> {
         self.progress.load(Ordering::Relaxed)
     }
 
+    /// Raises the writer's progress counter from inside a long operation
+    /// that is still making progress (a Lua script checking back).
+    pub fn note_progress(&self) {
+        self.progress.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Snapshot bookkeeping (SAVE, BGSAVE, LASTSAVE, INFO persistence).
     pub fn snapshots(&self) -> &Arc<Snapshots> {
         &self.snapshots

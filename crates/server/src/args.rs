@@ -10,12 +10,25 @@ use crate::error::{CommandError, Lossy};
 /// The arguments of one command, after its name.
 pub struct Args {
     items: std::vec::IntoIter<Bytes>,
+    /// The command's name as the client sent it, when the dispatcher
+    /// kept it (FUNCTION STATS shows the running FCALL as sent).
+    name: Option<Bytes>,
 }
 
 impl Args {
     /// Wraps the arguments that follow the command name.
     pub fn new(items: std::vec::IntoIter<Bytes>) -> Self {
-        Args { items }
+        Args { items, name: None }
+    }
+
+    /// [`Args::new`], keeping the command's name as sent.
+    pub fn with_name(name: Option<Bytes>, items: std::vec::IntoIter<Bytes>) -> Self {
+        Args { items, name }
+    }
+
+    /// The command's name as sent, if the dispatcher kept it.
+    pub fn name(&self) -> Option<&Bytes> {
+        self.name.as_ref()
     }
 
     /// How many arguments are left.

@@ -137,10 +137,34 @@ pub(crate) fn published() -> Arc<Registry> {
     registries().published.clone()
 }
 
-/// How many libraries and functions are published (INFO).
+/// How many libraries and functions are published.
 pub(crate) fn counts() -> (usize, usize) {
     let r = published();
     (r.libraries.len(), r.function_count())
+}
+
+/// The function engine's memory after its last use (INFO
+/// `used_memory_vm_functions`).
+static VM_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// INFO's figures of functions: the function engine's memory, the
+/// number of functions and libraries, and the bytes of the libraries'
+/// code and names.
+pub(crate) fn memory() -> (u64, usize, usize, usize) {
+    let r = published();
+    (
+        VM_BYTES.load(Ordering::Relaxed),
+        r.function_count(),
+        r.libraries.len(),
+        r.libraries
+            .iter()
+            .map(|l| {
+                l.code.len()
+                    + l.name.len()
+                    + l.functions.iter().map(|f| f.name.len()).sum::<usize>()
+            })
+            .sum(),
+    )
 }
 
 thread_local! {
@@ -814,7 +838,9 @@ fn fcall(
         }
         match slot.as_mut() {
             Some((_, engine)) => {
-                Ok(engine.call_function(&name, &keys, &args, &mut host, RunOptions::default()))
+                let v = engine.call_function(&name, &keys, &args, &mut host, RunOptions::default());
+                VM_BYTES.store(engine.used_memory() as u64, Ordering::Relaxed);
+                Ok(v)
             }
             None => Err("function engine unavailable".to_string()),
         }
@@ -836,8 +862,10 @@ macro_rules! fcall_command {
 
         impl LocalCommand for $name {
             fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
-                let mut command =
-                    vec![Bytes::from_static(if $ro { b"fcall_ro" } else { b"fcall" })];
+                let name = args.name().cloned();
+                let mut command = vec![name.unwrap_or_else(|| {
+                    Bytes::from_static(if $ro { b"fcall_ro" } else { b"fcall" })
+                })];
                 command.extend(args.rest());
                 Ok($name(Fcall {
                     command,

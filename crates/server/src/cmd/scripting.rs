@@ -74,6 +74,43 @@ fn run_info() -> std::sync::MutexGuard<'static, Option<RunInfo>> {
     INFO.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// When the running script started, in milliseconds since [`epoch`]
+/// plus one; 0 when none runs. Read by every command's dispatch (see
+/// [`busy`]), so an atomic rather than [`RunInfo`]'s lock.
+static RUN_STARTED: AtomicU64 = AtomicU64::new(0);
+/// The running script is an EVAL one (not a function).
+static RUN_EVAL: AtomicBool = AtomicBool::new(false);
+
+fn epoch() -> std::time::Instant {
+    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
+
+/// Whether a script or function is running on the writer.
+pub(crate) fn script_running() -> bool {
+    RUN_STARTED.load(Ordering::Acquire) != 0
+}
+
+/// The BUSY reply for a command that does not have the `allow_busy`
+/// flag, while a script has been running for `threshold_ms` or more
+/// (`busy-reply-threshold`; 0: never), as redis answers other clients
+/// then.
+pub(crate) fn busy(threshold_ms: u64) -> Option<&'static str> {
+    let started = RUN_STARTED.load(Ordering::Acquire);
+    if started == 0 || threshold_ms == 0 {
+        return None;
+    }
+    let now = epoch().elapsed().as_millis() as u64 + 1;
+    if now.saturating_sub(started) < threshold_ms {
+        return None;
+    }
+    Some(if RUN_EVAL.load(Ordering::Acquire) {
+        BUSY_SCRIPT
+    } else {
+        BUSY_FUNCTION
+    })
+}
+
 /// Marks a script (`eval`) or function `name` called by `command` as
 /// running, until [`end_run`].
 pub(crate) fn begin_run(eval: bool, name: String, command: Vec<Bytes>) {
@@ -83,6 +120,8 @@ pub(crate) fn begin_run(eval: bool, name: String, command: Vec<Bytes>) {
         command,
         start: std::time::Instant::now(),
     });
+    RUN_EVAL.store(eval, Ordering::Release);
+    RUN_STARTED.store(epoch().elapsed().as_millis() as u64 + 1, Ordering::Release);
     KILL.store(false, Ordering::Release);
     WROTE.store(false, Ordering::Release);
     RUNNING.store(true, Ordering::Release);
@@ -90,6 +129,7 @@ pub(crate) fn begin_run(eval: bool, name: String, command: Vec<Bytes>) {
 
 /// Marks the running script or function finished.
 pub(crate) fn end_run() {
+    RUN_STARTED.store(0, Ordering::Release);
     RUNNING.store(false, Ordering::Release);
     KILL.store(false, Ordering::Release);
     *run_info() = None;
@@ -146,7 +186,7 @@ thread_local! {
 /// Runs `f` with this thread's interpreter, set up on first use (or after
 /// a SCRIPT FLUSH).
 fn with_engine<R>(f: impl FnOnce(&mut Engine) -> R) -> Result<R, CommandError> {
-    ENGINE.with(|cell| {
+    let result = ENGINE.with(|cell| {
         let mut slot = cell.borrow_mut();
         let generation = GENERATION.load(Ordering::Acquire);
         if slot.as_ref().is_none_or(|(g, _)| *g != generation) {
@@ -154,10 +194,30 @@ fn with_engine<R>(f: impl FnOnce(&mut Engine) -> R) -> Result<R, CommandError> {
             *slot = Some((generation, engine));
         }
         match slot.as_mut() {
-            Some((_, engine)) => Ok(f(engine)),
+            Some((_, engine)) => {
+                let r = f(engine);
+                VM_BYTES.store(engine.used_memory() as u64, Ordering::Relaxed);
+                Ok(r)
+            }
             None => Err(CommandError::Other("Lua interpreter unavailable".into())),
         }
-    })
+    });
+    result
+}
+
+/// The EVAL interpreter's memory after its last use (INFO
+/// `used_memory_lua`, `used_memory_vm_eval`).
+static VM_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// INFO's figures of EVAL scripts: the interpreter's memory, the number
+/// of cached scripts and the bytes of their bodies.
+pub(crate) fn eval_memory() -> (u64, usize, usize) {
+    let cache = lock_cache();
+    (
+        VM_BYTES.load(Ordering::Relaxed),
+        cache.len(),
+        cache.values().map(|s| s.body.len() + s.sha.len()).sum(),
+    )
 }
 
 /// Reads a script body (its shebang) and compiles it, then keeps it in the
@@ -230,6 +290,10 @@ impl Host for ServerHost<'_, '_, '_, '_> {
     }
 
     fn interrupt(&mut self) -> Interrupt {
+        // A script that runs long is progress, for the watchdog: only a
+        // writer stuck outside Lua (in a disk call) must get the daemon
+        // restarted.
+        self.ctx.note_progress();
         if KILL.load(Ordering::Acquire) {
             Interrupt::Kill
         } else {

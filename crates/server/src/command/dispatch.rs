@@ -95,8 +95,9 @@ pub(crate) fn try_dispatch(
     let mut tracking = crate::stats::Tracking::new(session, index, &request);
     let started = std::time::Instant::now();
     let mut args = request.into_iter();
-    args.next();
-    let plan = (spec.plan)(session, Args::new(args)).unwrap_or_else(|e| Plan::Reply(e.into()));
+    let name = args.next();
+    let plan =
+        (spec.plan)(session, Args::with_name(name, args)).unwrap_or_else(|e| Plan::Reply(e.into()));
     // MONITOR shows the database as it is after the command (SELECT's).
     tracking.set_db(session.db);
     Ok(crate::stats::track(plan, started, tracking))
@@ -141,6 +142,17 @@ pub(crate) fn check(
     // Last, so a refusal is counted and logged only for a command that
     // could have run (as in Redis).
     crate::acl::authorize(session, index, request)?;
+    // While a script has run past `busy-reply-threshold`, only the
+    // commands redis flags `allow-busy` run (SCRIPT KILL, FUNCTION KILL
+    // and STATS, SHUTDOWN...); the rest get redis's BUSY.
+    if let Some(busy) = busy_now(session) {
+        let sub = spec.subcommands.and(request.get(1)).map(|s| &s[..]);
+        let allowed =
+            crate::meta::find(spec.name.as_bytes(), sub).is_some_and(|m| m.has_flag("allow_busy"));
+        if !allowed {
+            return Err(CommandError::Raw(busy.into()));
+        }
+    }
     // Over `maxdisk` or on a full disk, what may add data is refused (Redis
     // refuses its `denyoom` commands over maxmemory, after the ACL check);
     // deletions and reads go on (see `respite_engine::disk`).
@@ -161,6 +173,21 @@ pub(crate) fn check(
         return Err(CommandError::NoReplicas);
     }
     Ok((index, spec))
+}
+
+/// The BUSY reply when a script has run past `busy-reply-threshold`.
+fn busy_now(session: &Session) -> Option<&'static str> {
+    // The threshold is read only while a script runs.
+    if !crate::cmd::scripting::script_running() {
+        return None;
+    }
+    let threshold = session
+        .shared
+        .params
+        .get("busy-reply-threshold")
+        .parse()
+        .unwrap_or(5000);
+    crate::cmd::scripting::busy(threshold)
 }
 
 /// Checks and parses a request as [`dispatch`] does (lookup, arity,
