@@ -260,3 +260,428 @@ fn script_kill() {
     );
     assert_eq!(c.command(&["PING"]), b"+PONG\r\n");
 }
+
+/// FUNCTION and FCALL, each line as in [`SESSION`]; FUNCTION LIST is only
+/// asked where it shows one library (redis lists them in its hash
+/// table's order).
+const FUNCTION_SESSION: &[&str] = &[
+    "FUNCTION | FLUSH",
+    "FUNCTION | LIST",
+    "FUNCTION | STATS",
+    "FUNCTION | LOAD | #!lua name=lib1\\nredis.register_function('f1', function(keys, args) return redis.call('set', keys[1], args[1]) end)",
+    "FUNCTION | LIST",
+    "FUNCTION | LIST | WITHCODE",
+    "FUNCTION | LIST | LIBRARYNAME | LIB*",
+    "FUNCTION | LIST | LIBRARYNAME | nomatch",
+    "FUNCTION | LIST | LIBRARYNAME",
+    "FUNCTION | LIST | BAD",
+    "FUNCTION | LIST | WITHCODE | WITHCODE",
+    "FUNCTION | STATS",
+    "FCALL | f1 | 1 | k | v",
+    "FCALL | F1 | 1 | k | v2",
+    "GET | k",
+    "FCALL | nosuch | 0",
+    "FCALL | f1 | x",
+    "FCALL | f1 | 3 | a",
+    "FCALL | f1 | -1",
+    "FCALL_RO | f1 | 1 | k | v",
+    "FUNCTION | LOAD | #!lua name=lib1\\nredis.register_function('f1', function() return 1 end)",
+    "FUNCTION | LOAD | #!lua name=lib2\\nredis.register_function('f1', function() return 1 end)",
+    "FUNCTION | LOAD | REPLACE | #!lua name=lib1\\nredis.register_function{function_name='f1', callback=function(keys, args) return {keys[1], args[1], redis.call('get', keys[1])} end, flags={'no-writes', 'ALLOW-STALE'}, description='reads'}",
+    "FUNCTION | LIST",
+    "FCALL_RO | f1 | 1 | k | a",
+    "FCALL | f1 | 1 | k | a",
+    "FUNCTION | LOAD | REPLACE | #!lua name=lib1\\nredis.register_function('f1', function(keys, args) redis.setresp(3); return redis.call('hgetall', 'nohash') end)",
+    "FCALL | f1 | 0",
+    "FUNCTION | LOAD | REPLACE | #!lua name=lib1\\nredis.register_function('f1', function(keys, args) return x end)",
+    "FCALL | f1 | 0",
+    "FUNCTION | LOAD | REPLACE | #!lua name=lib1\\nredis.register_function('f1', function(keys, args) error('boom') end)",
+    "FCALL | f1 | 0",
+    "FUNCTION | LOAD | REPLACE | #!lua name=lib1\\nredis.register_function('f1', function(keys, args) return redis.call('nosuch') end)",
+    "FCALL | f1 | 0",
+    "FUNCTION | LOAD | REPLACE | #!lua name=lib1\\nredis.register_function('f1', function(keys, args) return redis.register_function end)",
+    "FCALL | f1 | 0",
+    "FUNCTION | LOAD | REPLACE | #!lua name=lib1\\nredis.register_function('f1', function(keys, args) return redis.call('fcall', 'f1', '0') end)",
+    "FCALL | f1 | 0",
+    "FUNCTION | LOAD | REPLACE | #!lua name=lib1\\nlocal function helper() return 'h' end\\nredis.register_function('f1', function() return helper() end)\\nredis.register_function('f2', function() return string.rep('a', 3) end)",
+    "FCALL | f1 | 0",
+    "FCALL | f2 | 0",
+    "FUNCTION | STATS",
+    // Header errors.
+    "FUNCTION | LOAD | redis.register_function('f', function() end)",
+    "FUNCTION | LOAD | #!lua name=x",
+    "FUNCTION | LOAD | #!lua\\nreturn 1",
+    "FUNCTION | LOAD | #!lua name=a name=b\\nreturn 1",
+    "FUNCTION | LOAD | #!lua name=a foo=b\\nreturn 1",
+    "FUNCTION | LOAD | #!lua name=a-b\\nreturn 1",
+    "FUNCTION | LOAD | #!lua name=\\nreturn 1",
+    "FUNCTION | LOAD | #!python name=a\\nreturn 1",
+    "FUNCTION | LOAD | #!LUA name=upper\\nredis.register_function('upper_f', function() return 'up' end)",
+    "FCALL | upper_f | 0",
+    "FUNCTION | LOAD | #!lua name=\"quoted\"\\nredis.register_function('qf', function() return 1 end)",
+    "FUNCTION | LOAD | #!lua name=\"bad\\nreturn 1",
+    // Code errors.
+    "FUNCTION | LOAD | #!lua name=e\\nreturn 1",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function('f', function() end",
+    "FUNCTION | LOAD | #!lua name=e\\nlocal a = string.len('x')",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.call('ping')",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.setresp(3)",
+    "FUNCTION | LOAD | #!lua name=e\\nerror('x')",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function('f', 1)",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function({}, function() end)",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function('f')",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function('f', function() end, 3)",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function('bad-name', function() end)",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function('f', function() end)\\nredis.register_function('f', function() end)",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function{function_name='f'}",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function{callback=function() end}",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function{function_name='f', callback=function() end, flags={'bad'}}",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function{function_name='f', callback=function() end, flags='no-writes'}",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function{function_name='f', callback=function() end, other=1}",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function{function_name='f', callback=1}",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function{function_name={}, callback=function() end}",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function{function_name='f', callback=function() end, description={}}",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function{[1]='f'}",
+    "FUNCTION | LOAD | #!lua name=e\\nredis.register_function('f')",
+    "FUNCTION | LOAD | #!lua name=e\\nlocal x = redis.log(redis.LOG_NOTICE, 'loading') redis.register_function('ok', function() return redis.REDIS_VERSION_NUM > 0 end)",
+    "FCALL | ok | 0",
+    "FUNCTION | LOAD | #!lua name=e\\nwhile true do end",
+    "FUNCTION | LOAD | BADOPT | #!lua name=e\\nreturn 1",
+    "FUNCTION | LOAD | REPLACE",
+    // DELETE, FLUSH, RESTORE argument errors, HELP.
+    "FUNCTION | DELETE | nosuch",
+    "FUNCTION | DELETE | e",
+    "FCALL | ok | 0",
+    "FUNCTION | FLUSH | BAD",
+    "FUNCTION | FLUSH | SYNC | EXTRA",
+    "FUNCTION | RESTORE | x | BAD",
+    "FUNCTION | RESTORE | x",
+    "FUNCTION | RESTORE | x | APPEND | more",
+    "FUNCTION | KILL",
+    "FUNCTION | NOPE",
+    "FUNCTION | HELP",
+    "FUNCTION | FLUSH | ASYNC",
+    "FUNCTION | STATS",
+    "FCALL | f1 | 0",
+    // Inside MULTI.
+    "MULTI",
+    "FUNCTION | LOAD | #!lua name=m\\nredis.register_function('mf', function() return 'm' end)",
+    "FUNCTION | LOAD | #!lua name=m\\nreturn 1",
+    "EXEC",
+    "FCALL | mf | 0",
+    "FUNCTION | FLUSH",
+];
+
+#[test]
+fn function_differential_session() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let mut failures = Vec::new();
+    for resp in [2u8, 3] {
+        let mut theirs = Conn::open(redis.port, resp);
+        let mut ours = Conn::open(respite.port, resp);
+        for line in FUNCTION_SESSION {
+            let args: Vec<String> = line.split(" | ").map(|w| w.replace("\\n", "\n")).collect();
+            let expected = theirs.command(&args);
+            let got = ours.command(&args);
+            if expected != got {
+                failures.push(format!(
+                    "RESP{resp} {line}\n  redis:   {:?}\n  respite: {:?}",
+                    String::from_utf8_lossy(&expected),
+                    String::from_utf8_lossy(&got)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A library FUNCTION LOAD acknowledged is in the file: it is there after
+/// a SIGKILL right after the reply, and so is a FUNCTION DELETE's effect.
+#[test]
+fn functions_survive_sigkill() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut respite = Respited::start_in(dir.path(), &[]);
+    let mut c = Conn::open(respite.port, 2);
+    for lib in ["a", "b", "c"] {
+        let code = format!(
+            "#!lua name={lib}\nredis.register_function('{lib}_f', function(keys, args) return '{lib}' .. (args[1] or '') end)"
+        );
+        let reply = c.command(&["FUNCTION", "LOAD", &code]);
+        assert_eq!(reply, format!("${}\r\n{lib}\r\n", lib.len()).as_bytes());
+    }
+    assert_eq!(c.command(&["FUNCTION", "DELETE", "b"]), b"+OK\r\n");
+    respite.kill();
+    let mut respite = Respited::start_in(dir.path(), &[]);
+    let mut c = Conn::open(respite.port, 2);
+    assert_eq!(c.command(&["FCALL", "a_f", "0", "x"]), b"$2\r\nax\r\n");
+    assert_eq!(c.command(&["FCALL", "c_f", "0"]), b"$1\r\nc\r\n");
+    assert_eq!(
+        c.command(&["FCALL", "b_f", "0"]),
+        b"-ERR Function not found\r\n"
+    );
+    let stats = c.command(&["FUNCTION", "STATS"]);
+    assert!(
+        stats.ends_with(b"$15\r\nlibraries_count\r\n:2\r\n$15\r\nfunctions_count\r\n:2\r\n"),
+        "{}",
+        String::from_utf8_lossy(&stats)
+    );
+    // FLUSH is durable too; FLUSHALL leaves libraries alone (as in redis).
+    assert_eq!(c.command(&["FLUSHALL"]), b"+OK\r\n");
+    assert_eq!(c.command(&["FCALL", "a_f", "0"]), b"$1\r\na\r\n");
+    assert_eq!(c.command(&["FUNCTION", "FLUSH"]), b"+OK\r\n");
+    respite.kill();
+    let respite = Respited::start_in(dir.path(), &[]);
+    let mut c = Conn::open(respite.port, 2);
+    assert_eq!(c.command(&["FUNCTION", "LIST"]), b"*0\r\n");
+}
+
+/// FUNCTION DUMP and RESTORE both ways between redis-server and respite
+/// (the payload is redis's), and RESTORE's policies compared reply by
+/// reply.
+#[test]
+fn function_dump_restore_with_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let mut theirs = Conn::open(redis.port, 2);
+    let mut ours = Conn::open(respite.port, 2);
+    let libs = [
+        "#!lua name=one\nredis.register_function('f_one', function() return 1 end)",
+        // Long enough to be LZF-compressed in the payload.
+        "#!lua name=two\nredis.register_function{function_name='f_two', callback=function(keys, args) return 'two two two two two two two two' end, flags={'no-writes'}}",
+    ];
+    for code in libs {
+        let r = theirs.command(&["FUNCTION", "LOAD", code]);
+        assert_eq!(r[0], b'$');
+    }
+    let dump = theirs.command(&["FUNCTION", "DUMP"]);
+    let payload = bulk_body(&dump);
+    assert_eq!(
+        ours.command(&[b"FUNCTION".as_slice(), b"RESTORE", &payload]),
+        b"+OK\r\n"
+    );
+    assert_eq!(ours.command(&["FCALL", "f_one", "0"]), b":1\r\n");
+    assert_eq!(
+        ours.command(&["FCALL_RO", "f_two", "0"]),
+        b"$31\r\ntwo two two two two two two two\r\n"
+    );
+    // respite's DUMP goes back into redis.
+    let ours_dump = bulk_body(&ours.command(&["FUNCTION", "DUMP"]));
+    assert_eq!(
+        theirs.command(&[b"FUNCTION".as_slice(), b"RESTORE", &ours_dump, b"FLUSH"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(theirs.command(&["FCALL", "f_one", "0"]), b":1\r\n");
+    // The policies and the payload errors, on both.
+    let one_only = {
+        theirs.command(&["FUNCTION", "FLUSH"]);
+        theirs.command(&["FUNCTION", "LOAD", libs[0]]);
+        let d = bulk_body(&theirs.command(&["FUNCTION", "DUMP"]));
+        theirs.command(&[b"FUNCTION".as_slice(), b"RESTORE", &ours_dump, b"FLUSH"]);
+        d
+    };
+    let clash = "#!lua name=other\nredis.register_function('f_one', function() return 2 end)";
+    let clash_dump = {
+        let mut r = Conn::open(redis.port, 2);
+        r.command(&["FUNCTION", "FLUSH"]);
+        r.command(&["FUNCTION", "LOAD", clash]);
+        let d = bulk_body(&r.command(&["FUNCTION", "DUMP"]));
+        r.command(&[b"FUNCTION".as_slice(), b"RESTORE", &ours_dump, b"FLUSH"]);
+        d
+    };
+    let mut corrupt = one_only.clone();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0xff;
+    let steps: Vec<Vec<Vec<u8>>> = vec![
+        vec![b"FUNCTION".to_vec(), b"RESTORE".to_vec(), one_only.clone()],
+        vec![
+            b"FUNCTION".to_vec(),
+            b"RESTORE".to_vec(),
+            one_only.clone(),
+            b"APPEND".to_vec(),
+        ],
+        vec![
+            b"FUNCTION".to_vec(),
+            b"RESTORE".to_vec(),
+            one_only.clone(),
+            b"REPLACE".to_vec(),
+        ],
+        vec![b"FCALL".to_vec(), b"f_two".to_vec(), b"0".to_vec()],
+        vec![
+            b"FUNCTION".to_vec(),
+            b"RESTORE".to_vec(),
+            clash_dump.clone(),
+        ],
+        vec![
+            b"FUNCTION".to_vec(),
+            b"RESTORE".to_vec(),
+            clash_dump.clone(),
+            b"REPLACE".to_vec(),
+        ],
+        vec![b"FUNCTION".to_vec(), b"RESTORE".to_vec(), corrupt],
+        vec![b"FUNCTION".to_vec(), b"RESTORE".to_vec(), b"short".to_vec()],
+        vec![
+            b"FUNCTION".to_vec(),
+            b"RESTORE".to_vec(),
+            clash_dump,
+            b"FLUSH".to_vec(),
+        ],
+        vec![b"FCALL".to_vec(), b"f_one".to_vec(), b"0".to_vec()],
+        vec![b"FCALL".to_vec(), b"f_two".to_vec(), b"0".to_vec()],
+        vec![b"FUNCTION".to_vec(), b"LIST".to_vec()],
+    ];
+    for step in steps {
+        let expected = theirs.command(&step);
+        let got = ours.command(&step);
+        assert_eq!(
+            String::from_utf8_lossy(&expected),
+            String::from_utf8_lossy(&got),
+            "{}",
+            String::from_utf8_lossy(&step[1])
+        );
+    }
+}
+
+/// The body of a bulk reply.
+fn bulk_body(reply: &[u8]) -> Vec<u8> {
+    assert_eq!(reply[0], b'$', "{}", String::from_utf8_lossy(reply));
+    let start = reply.windows(2).position(|w| w == b"\r\n").expect("header") + 2;
+    reply[start..reply.len() - 2].to_vec()
+}
+
+/// What another client gets while a script or function runs past
+/// `busy-reply-threshold` (lowered to 100 ms): BUSY for everything but
+/// the `allow-busy` commands, SCRIPT KILL and FUNCTION KILL each for
+/// their own kind, UNKILLABLE once the script wrote, and the killed
+/// script's error; the same steps on redis-server and respite, replies
+/// compared (FUNCTION STATS's duration masked).
+#[test]
+fn busy_scripts_differential() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let ours = busy_scenario(respite.port);
+    let theirs = busy_scenario(redis.port);
+    let show = |v: &[Vec<u8>]| {
+        v.iter()
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(show(&ours), show(&theirs));
+}
+
+fn busy_scenario(port: u16) -> Vec<Vec<u8>> {
+    let mut b = Conn::open(port, 2);
+    let mut out = Vec::new();
+    assert_eq!(
+        b.command(&["CONFIG", "SET", "busy-reply-threshold", "100"]),
+        b"+OK\r\n"
+    );
+    b.command(&["FUNCTION", "FLUSH"]);
+    b.command(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=busy\nredis.register_function('spin', function() while true do end end)",
+    ]);
+    let start = |args: &'static [&'static str]| {
+        let handle = std::thread::spawn(move || Conn::open(port, 2).command(args));
+        std::thread::sleep(Duration::from_millis(500));
+        handle
+    };
+    // An EVAL script that never ends.
+    let a = start(&["EVAL", "while true do end", "0"]);
+    for step in [
+        &["PING"][..],
+        &["GET", "k"],
+        &["SET", "k", "v"],
+        &["FUNCTION", "KILL"],
+        &["FUNCTION", "STATS"],
+        &["SCRIPT", "KILL"],
+    ] {
+        out.push(b.command(step));
+    }
+    out.push(a.join().expect("script client"));
+    out.push(b.command(&["PING"]));
+    // A function that never ends.
+    let a = start(&["FCALL", "spin", "0"]);
+    for step in [
+        &["PING"][..],
+        &["SCRIPT", "KILL"],
+        &["FUNCTION", "STATS"],
+        &["FUNCTION", "KILL"],
+    ] {
+        out.push(mask_duration(b.command(step)));
+    }
+    out.push(a.join().expect("function client"));
+    // A script that wrote cannot be killed; it ends on its own.
+    let a = start(&[
+        "EVAL",
+        "redis.call('set', 'w', '1') local s = redis.call('time') while true do local t = redis.call('time') if (t[1] - s[1]) * 1000000 + (t[2] - s[2]) > 1500000 then break end end return 'done'",
+        "0",
+    ]);
+    out.push(b.command(&["SCRIPT", "KILL"]));
+    out.push(b.command(&["PING"]));
+    out.push(a.join().expect("writing client"));
+    out.push(b.command(&["GET", "w"]));
+    out.push(b.command(&["SCRIPT", "KILL"]));
+    b.command(&["FUNCTION", "FLUSH"]);
+    out
+}
+
+/// FUNCTION STATS's `duration_ms` value replaced by 0.
+fn mask_duration(mut reply: Vec<u8>) -> Vec<u8> {
+    let needle = b"duration_ms\r\n:";
+    if let Some(at) = reply.windows(needle.len()).position(|w| w == needle) {
+        let from = at + needle.len();
+        let to = from + reply[from..].iter().position(|&c| c == b'\r').unwrap_or(0);
+        reply.splice(from..to, [b'0']);
+    }
+    reply
+}
+
+/// INFO memory's counts of scripts, functions and libraries, as redis
+/// gives them; the interpreters' memory is reported once they ran.
+#[test]
+fn info_counts_scripts_and_functions() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let field = |info: &[u8], name: &str| -> String {
+        let text = String::from_utf8_lossy(info).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
+            .unwrap_or_default()
+    };
+    for port in [redis.port, respite.port] {
+        let mut c = Conn::open(port, 2);
+        c.command(&["SCRIPT", "FLUSH"]);
+        c.command(&["FUNCTION", "FLUSH"]);
+        c.command(&["EVAL", "return 1", "0"]);
+        c.command(&["SCRIPT", "LOAD", "return 2"]);
+        c.command(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=l\nredis.register_function('a', function() return 1 end)\nredis.register_function('b', function() return 2 end)",
+        ]);
+        c.command(&["FCALL", "a", "0"]);
+        let info = c.command(&["INFO", "memory"]);
+        assert_eq!(field(&info, "number_of_cached_scripts"), "2", "{port}");
+        assert_eq!(field(&info, "number_of_functions"), "2", "{port}");
+        assert_eq!(field(&info, "number_of_libraries"), "1", "{port}");
+        for name in [
+            "used_memory_lua",
+            "used_memory_vm_functions",
+            "used_memory_functions",
+        ] {
+            let n: u64 = field(&info, name).parse().unwrap_or(0);
+            assert!(n > 0, "{name} on {port}");
+        }
+    }
+}

@@ -45,6 +45,7 @@ pub mod disk;
 pub mod encoding;
 pub mod error;
 pub mod evict;
+pub mod function;
 pub mod geo;
 pub mod glob;
 pub mod hash;
@@ -91,6 +92,7 @@ pub use config::{AppendFsync, Checkpoint, EngineConfig};
 pub use disk::Disk;
 pub use error::{EngineError, Result};
 pub use evict::{Memory, Policy};
+pub use function::StoredLibrary;
 pub use keyspace::{DbCounts, Entry, KeyRow, ScanPage, Slot};
 pub use owner::{OwnerError, OwnerLock};
 pub use read_pool::{
@@ -635,6 +637,12 @@ impl<R: Send + 'static> Engine<R> {
     /// long, the writer is stuck.
     pub fn writer_progress(&self) -> u64 {
         self.progress.load(Ordering::Relaxed)
+    }
+
+    /// Raises the writer's progress counter from inside a long operation
+    /// that is still making progress (a Lua script checking back).
+    pub fn note_progress(&self) {
+        self.progress.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Snapshot bookkeeping (SAVE, BGSAVE, LASTSAVE, INFO persistence).

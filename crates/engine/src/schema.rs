@@ -119,8 +119,11 @@ impl Kind {
 /// refuse the file), 3 the `strings` table of values kept out of their key
 /// rows (see [`inline_value_max`]; an older build would read such a key as
 /// empty), 4 the tables of streams (an older build would refuse a stream
-/// key's type code anyway, but must not open the file and drop them).
-pub const VERSION: i64 = 4;
+/// key's type code anyway, but must not open the file and drop them), 5
+/// `function_libraries` (an older build would start without the
+/// libraries FUNCTION LOAD stored, and a FUNCTION FLUSH there would leave
+/// them to come back).
+pub const VERSION: i64 = 5;
 
 /// The longest key plus value a string's key row holds itself, for pages
 /// of `page_size` bytes; a longer value goes to the `strings` table, keyed
@@ -246,6 +249,9 @@ CREATE TABLE IF NOT EXISTS stream_pel (
     PRIMARY KEY (id, grp, ms, seq)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS stream_pel_by_consumer ON stream_pel (id, grp, consumer, ms, seq);
+CREATE TABLE IF NOT EXISTS function_libraries (
+    seq INTEGER PRIMARY KEY, name BLOB NOT NULL UNIQUE, code BLOB NOT NULL
+);
 ";
 
 /// The writer's page cache, in KiB: small on purpose. When a b-tree page
@@ -326,9 +332,9 @@ pub(crate) fn prepare(conn: &Connection) -> Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let mut moved = 0;
     let result = (|| -> Result<()> {
-        // Versions 1 to 3 only lack tables (version 2 also the triggers
-        // of `strings`; version 3 only the tables of streams), which
-        // SCHEMA creates.
+        // Versions 1 to 4 only lack tables (version 2 also the triggers
+        // of `strings`; version 3 the tables of streams; version 4
+        // `function_libraries`), which SCHEMA creates.
         if has_keys && version == 0 {
             conn.execute_batch(OLD_ELEMENT_TABLES)?;
         }

@@ -40,6 +40,7 @@
 mod crc64;
 mod dump;
 mod file;
+mod functions;
 pub mod lzf;
 mod object;
 mod packed;
@@ -48,6 +49,7 @@ mod stream;
 pub use crc64::{crc64, Crc64};
 pub use dump::{decode_dump, encode_dump, encode_dump_with_version, DUMP_RDB_VERSION};
 pub use file::{Entry, RdbReader, RdbWriter, ReaderStats};
+pub use functions::{decode_functions, encode_functions};
 pub use stream::{Stream, StreamConsumer, StreamEntry, StreamGroup, StreamId, StreamNack};
 
 /// The RDB format version redis-server 7.0 writes and the newest it reads.

@@ -412,17 +412,9 @@ pub(crate) unsafe fn register(l: State) {
     lua_setfield(l, LUA_GLOBALSINDEX, c"pcall".as_ptr());
 
     lua_newtable(l);
-    set_funcs(
-        l,
-        &[(c"call", call), (c"pcall", pcall_command), (c"log", log)],
-    );
-    set_number(l, c"LOG_DEBUG", 0.0);
-    set_number(l, c"LOG_VERBOSE", 1.0);
-    set_number(l, c"LOG_NOTICE", 2.0);
-    set_number(l, c"LOG_WARNING", 3.0);
-    set_number(l, c"REDIS_VERSION_NUM", crate::REDIS_VERSION_NUM as f64);
-    push_bytes(l, crate::REDIS_VERSION.as_bytes());
-    lua_setfield(l, -2, c"REDIS_VERSION".as_ptr());
+    set_funcs(l, &[(c"call", call), (c"pcall", pcall_command)]);
+    register_log(l);
+    register_version(l);
     set_funcs(
         l,
         &[
@@ -447,6 +439,24 @@ pub(crate) unsafe fn register(l: State) {
         &[(c"random", math_random), (c"randomseed", math_randomseed)],
     );
     lua_setfield(l, LUA_GLOBALSINDEX, c"math".as_ptr());
+}
+
+/// `luaRegisterLogFunction`: `log` and the `LOG_*` levels, on the table
+/// at the top of the stack.
+pub(crate) unsafe fn register_log(l: State) {
+    set_funcs(l, &[(c"log", log)]);
+    set_number(l, c"LOG_DEBUG", 0.0);
+    set_number(l, c"LOG_VERBOSE", 1.0);
+    set_number(l, c"LOG_NOTICE", 2.0);
+    set_number(l, c"LOG_WARNING", 3.0);
+}
+
+/// `luaRegisterVersion`: `REDIS_VERSION_NUM` and `REDIS_VERSION`, on the
+/// table at the top of the stack.
+pub(crate) unsafe fn register_version(l: State) {
+    set_number(l, c"REDIS_VERSION_NUM", crate::REDIS_VERSION_NUM as f64);
+    push_bytes(l, crate::REDIS_VERSION.as_bytes());
+    lua_setfield(l, -2, c"REDIS_VERSION".as_ptr());
 }
 
 /// The functions `eval.c` adds to `redis` for EVAL's interpreter.

@@ -29,8 +29,11 @@ mod bit;
 mod cjson;
 mod cmsgpack;
 mod convert;
+mod library;
 mod lstruct;
 mod lua;
+
+pub use library::{library_header, split_args, valid_name, Function, LibraryHeader};
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -51,7 +54,7 @@ pub const REDIS_VERSION_NUM: u32 = 0x0007_000f;
 
 /// How often (in Lua instructions) a running script checks back with its
 /// host, as redis's count hook does.
-const HOOK_EVERY: c_int = 100_000;
+pub(crate) const HOOK_EVERY: c_int = 100_000;
 
 /// A reply a script produces, protocol-independent: the server encodes it
 /// for its client's protocol (a `Map` is a flat array under RESP2, a
@@ -216,6 +219,10 @@ pub struct Engine {
     state: State,
     /// sha -> registry reference of the compiled chunk.
     compiled: HashMap<String, c_int>,
+    /// The function engine's functions: name -> registry reference of
+    /// the callback.
+    functions: HashMap<String, c_int>,
+    kind: Kind,
     handler_ref: c_int,
     rand: Box<api::Rand48>,
     runs: u64,
@@ -319,8 +326,18 @@ unsafe extern "C-unwind" fn protected_table_error(l: State) -> c_int {
     raise(l, msg)
 }
 
+/// `luaSetErrorMetatable`: gives the table at the top a metatable whose
+/// `__index` raises "Script attempted to access nonexistent global
+/// variable".
+pub(crate) unsafe fn set_error_metatable(l: State) {
+    lua_newtable(l);
+    lua_pushcfunction(l, protected_table_error);
+    lua_setfield(l, -2, c"__index".as_ptr());
+    lua_setmetatable(l, -2);
+}
+
 /// `luaSetTableProtectionRecursively` on the table at the top.
-unsafe fn protect_recursively(l: State) {
+pub(crate) unsafe fn protect_recursively(l: State) {
     if lua_isreadonlytable(l, -1) != 0 {
         return;
     }
@@ -362,8 +379,19 @@ global_lib!(open_struct, lstruct::open, c"struct");
 global_lib!(open_cmsgpack, cmsgpack::open, c"cmsgpack");
 global_lib!(open_bit, bit::open, c"bit");
 
-/// The whole of `scriptingInit`, run protected.
+/// Which of redis's two interpreters an [`Engine`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// EVAL's (`scriptingInit`).
+    Eval,
+    /// The function engine's (`luaEngineInitEngine`).
+    Functions,
+}
+
+/// The whole of `scriptingInit` (or `luaEngineInitEngine`), run
+/// protected; the argument points at the [`Kind`].
 unsafe extern "C-unwind" fn setup(l: State) -> c_int {
+    let kind = *(lua_touserdata(l, 1) as *const Kind);
     // Start from empty globals (the Lua state may come with the base
     // library already open).
     loop {
@@ -398,26 +426,26 @@ unsafe extern "C-unwind" fn setup(l: State) -> c_int {
     open_lib(l, c"bit", open_bit);
 
     api::register(l);
-    api::register_eval_extras(l);
-
-    if luaL_loadbuffer(
-        l,
-        ERROR_HANDLER.as_ptr() as *const _,
-        ERROR_HANDLER.len(),
-        c"@err_handler_def".as_ptr(),
-    ) != 0
-    {
-        lua_error(l);
+    if kind == Kind::Eval {
+        api::register_eval_extras(l);
+        if luaL_loadbuffer(
+            l,
+            ERROR_HANDLER.as_ptr() as *const _,
+            ERROR_HANDLER.len(),
+            c"@err_handler_def".as_ptr(),
+        ) != 0
+        {
+            lua_error(l);
+        }
+        lua_call(l, 0, 0);
+    } else {
+        library::library_api(l);
     }
-    lua_call(l, 0, 0);
 
     // Lock the globals: unknown names raise, and nothing reachable from
     // them can be modified.
     lua_pushvalue(l, LUA_GLOBALSINDEX);
-    lua_newtable(l);
-    lua_pushcfunction(l, protected_table_error);
-    lua_setfield(l, -2, c"__index".as_ptr());
-    lua_setmetatable(l, -2);
+    set_error_metatable(l);
     protect_recursively(l);
     lua_pop(l, 1);
     // The strings' metatable (its __index is the string table) too.
@@ -427,6 +455,9 @@ unsafe extern "C-unwind" fn setup(l: State) -> c_int {
         lua_pop(l, 1);
     }
     lua_pop(l, 1);
+    if kind == Kind::Functions {
+        library::finish_setup(l);
+    }
     0
 }
 
@@ -443,7 +474,7 @@ struct RunArgs<'a> {
     out: Option<Value>,
 }
 
-unsafe extern "C-unwind" fn count_hook(l: State, _ar: *mut lua_Debug) {
+pub(crate) unsafe extern "C-unwind" fn count_hook(l: State, _ar: *mut lua_Debug) {
     let Some(run) = api::get_run(l) else {
         return;
     };
@@ -458,7 +489,7 @@ unsafe extern "C-unwind" fn count_hook(l: State, _ar: *mut lua_Debug) {
     }
 }
 
-unsafe fn push_array(l: State, items: &[&[u8]]) {
+pub(crate) unsafe fn push_array(l: State, items: &[&[u8]]) {
     lua_createtable(l, items.len() as c_int, 0);
     for (j, item) in items.iter().enumerate() {
         push_bytes(l, item);
@@ -488,12 +519,21 @@ unsafe extern "C-unwind" fn run_protected(l: State) -> c_int {
     if a.gc_step {
         lua_gc(l, LUA_GCSTEP, 50);
     }
-    let resp = (*a.run).resp;
-    let out = if err != 0 {
+    a.out = Some(finish_run(l, err, a.sha, (*a.run).resp));
+    lua_sethook(l, None, 0, 0);
+    api::set_run(l, std::ptr::null_mut());
+    0
+}
+
+/// The reply of a run that ended with `lua_pcall`'s `err`: the value it
+/// returned, or the error at the top of the stack with redis's "script:
+/// <name>, on <source>:<line>." suffix.
+pub(crate) unsafe fn finish_run(l: State, err: c_int, name: &str, resp: u8) -> Value {
+    if err != 0 {
         if lua_istable(l, -1) == 0 {
             let msg = to_cstr_bytes(l, -1).unwrap_or(b"execution failure");
             let msg = &msg[..msg.len().min(100)];
-            let mut text = format!("ERR Error running script {}, ", a.sha).into_bytes();
+            let mut text = format!("ERR Error running script {}, ", name).into_bytes();
             text.extend_from_slice(msg);
             Value::Error(trim_newlines(text))
         } else {
@@ -502,7 +542,7 @@ unsafe extern "C-unwind" fn run_protected(l: State) -> c_int {
             // `error({})`); respite names it instead.
             let mut text = info.msg.unwrap_or_else(|| b"ERR unknown error".to_vec());
             if let (Some(line), Some(source)) = (info.line, info.source) {
-                text.extend_from_slice(format!(" script: {}, on ", a.sha).as_bytes());
+                text.extend_from_slice(format!(" script: {}, on ", name).as_bytes());
                 text.extend_from_slice(&source);
                 text.push(b':');
                 text.extend_from_slice(&line);
@@ -512,11 +552,7 @@ unsafe extern "C-unwind" fn run_protected(l: State) -> c_int {
         }
     } else {
         convert::to_value(l, resp)
-    };
-    a.out = Some(out);
-    lua_sethook(l, None, 0, 0);
-    api::set_run(l, std::ptr::null_mut());
-    0
+    }
 }
 
 /// redis trims trailing newlines from an error and turns the others into
@@ -550,8 +586,18 @@ impl Default for RunOptions {
 }
 
 impl Engine {
-    /// A fresh interpreter with redis's environment.
+    /// A fresh interpreter with redis's EVAL environment.
     pub fn new() -> Result<Engine, SetupError> {
+        Engine::with_kind(Kind::Eval)
+    }
+
+    /// A fresh function engine: the interpreter `FUNCTION LOAD` loads
+    /// libraries into and `FCALL` calls them in (see [`library`]).
+    pub fn new_functions() -> Result<Engine, SetupError> {
+        Engine::with_kind(Kind::Functions)
+    }
+
+    fn with_kind(mut kind: Kind) -> Result<Engine, SetupError> {
         // SAFETY: the debug library is loaded only for the error handler,
         // which takes it out of the globals before any script runs.
         let lua = unsafe {
@@ -559,20 +605,31 @@ impl Engine {
         };
         let state = lua.exec_raw_lua(|raw| raw.state());
         let handler_ref = unsafe {
-            if lua_cpcall(state, setup, std::ptr::null_mut()) != 0 {
+            if lua_cpcall(state, setup, &mut kind as *mut Kind as *mut c_void) != 0 {
                 let msg = to_bytes(state, -1)
                     .map(|b| String::from_utf8_lossy(b).into_owned())
                     .unwrap_or_default();
                 lua_pop(state, 1);
                 return Err(SetupError::Lua(msg));
             }
-            lua_getfield(state, LUA_GLOBALSINDEX, c"__redis__err__handler".as_ptr());
+            match kind {
+                Kind::Eval => {
+                    lua_getfield(state, LUA_GLOBALSINDEX, c"__redis__err__handler".as_ptr())
+                }
+                Kind::Functions => lua_getfield(
+                    state,
+                    LUA_REGISTRYINDEX,
+                    library::ERROR_HANDLER_KEY.as_ptr(),
+                ),
+            };
             luaL_ref(state, LUA_REGISTRYINDEX)
         };
         Ok(Engine {
             lua,
             state,
             compiled: HashMap::new(),
+            functions: HashMap::new(),
+            kind,
             handler_ref,
             rand: Box::new(api::Rand48::new()),
             runs: 0,
@@ -695,6 +752,125 @@ impl Engine {
                 lua_sethook(l, None, 0, 0);
                 api::set_run(l, std::ptr::null_mut());
                 let mut text = format!("ERR Error running script {}, ", script.sha).into_bytes();
+                text.extend_from_slice(&msg[..msg.len().min(100)]);
+                return Value::Error(trim_newlines(text));
+            }
+            lua_settop(l, 0);
+        }
+        a.out.unwrap_or(Value::Null)
+    }
+
+    /// Loads a library's code (after its header; see [`library_header`])
+    /// into this function engine, as `FUNCTION LOAD` does: runs it so that
+    /// it registers its functions, stopping it past `timeout`. Answers the
+    /// functions it registered (in the order it registered them), which
+    /// from then on can be called by name; the error is redis's text
+    /// without "ERR " ("Error compiling function: ...", "Error registering
+    /// functions: ..."). A library that registers nothing is not an error
+    /// here (`FUNCTION LOAD` makes it one). The names must not be in use
+    /// in this engine: load into a fresh engine to check a library.
+    pub fn load_library(
+        &mut self,
+        code: &[u8],
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Vec<Function>, String> {
+        if self.kind != Kind::Functions {
+            return Err("not a function engine".into());
+        }
+        let mut ctx = library::LoadCtx {
+            functions: Vec::new(),
+            start: std::time::Instant::now(),
+            timeout,
+        };
+        let mut a = library::LoadArgs {
+            code,
+            ctx: &mut ctx,
+            error: None,
+        };
+        let l = self.state;
+        let rc = unsafe {
+            lua_cpcall(
+                l,
+                library::load_protected,
+                &mut a as *mut library::LoadArgs as *mut c_void,
+            )
+        };
+        let error = if rc != 0 {
+            let msg = unsafe { to_bytes(l, -1).unwrap_or_default().to_vec() };
+            unsafe { lua_settop(l, 0) };
+            Some(msg)
+        } else {
+            a.error
+        };
+        if let Some(e) = error {
+            for (_, r) in ctx.functions {
+                unsafe { library::unref(l, r) };
+            }
+            return Err(String::from_utf8_lossy(&e).into_owned());
+        }
+        let mut out = Vec::with_capacity(ctx.functions.len());
+        for (f, r) in ctx.functions {
+            if let Some(old) = self.functions.insert(f.name.clone(), r) {
+                unsafe { library::unref(l, old) };
+            }
+            out.push(f);
+        }
+        Ok(out)
+    }
+
+    /// Whether this function engine has a function `name`.
+    pub fn has_function(&self, name: &str) -> bool {
+        self.functions.contains_key(name)
+    }
+
+    /// Calls the function `name` with `keys` and `args` (its two
+    /// arguments), as `FCALL` does; errors carry "script: <name>, on
+    /// @user_function:<line>.".
+    pub fn call_function(
+        &mut self,
+        name: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        options: RunOptions,
+    ) -> Value {
+        let Some(&func) = self.functions.get(name) else {
+            return Value::Error(b"ERR Function not found".to_vec());
+        };
+        // SAFETY: as in `run`.
+        let host: *mut (dyn Host + '_) = host;
+        let host: *mut (dyn Host + 'static) = unsafe { std::mem::transmute(host) };
+        let mut run = api::Run {
+            host,
+            resp: 2,
+            repl: 3,
+            rand: &mut *self.rand,
+            killed: false,
+        };
+        self.runs += 1;
+        let mut a = library::CallArgs {
+            func,
+            keys,
+            args,
+            name,
+            run: &mut run,
+            hook: options.check_interrupts,
+            gc_step: self.runs.is_multiple_of(50),
+            out: None,
+        };
+        let l = self.state;
+        unsafe {
+            let rc = lua_cpcall(
+                l,
+                library::call_protected,
+                &mut a as *mut library::CallArgs as *mut c_void,
+            );
+            if rc != 0 {
+                let msg = to_bytes(l, -1).unwrap_or(b"execution failure").to_vec();
+                lua_settop(l, 0);
+                lua_sethook(l, None, 0, 0);
+                api::set_run(l, std::ptr::null_mut());
+                let mut text = format!("ERR Error running script {name}, ").into_bytes();
                 text.extend_from_slice(&msg[..msg.len().min(100)]);
                 return Value::Error(trim_newlines(text));
             }

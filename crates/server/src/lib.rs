@@ -67,6 +67,7 @@ pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
             .tcp_port
             .store(port as u32, std::sync::atomic::Ordering::Relaxed);
     }
+    cmd::functions::restore_at_start(&shared).await;
     service::ready(&shared);
     tokio::spawn(service::monitor(shared.clone()));
     tokio::spawn(state::clock(shared.clone()));

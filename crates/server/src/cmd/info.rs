@@ -284,6 +284,10 @@ fn memory(sh: &Shared, out: &mut String) {
     let system = total_system_memory();
     let maxmemory: u64 = sh.params.get("maxmemory").parse().unwrap_or(0);
     let dataset = cache.bytes;
+    let (vm_eval, cached_scripts, scripts_eval) = super::scripting::eval_memory();
+    let (vm_functions, functions, libraries, functions_bytes) = super::functions::memory();
+    let scripts_eval = scripts_eval as u64;
+    let functions_bytes = functions_bytes as u64;
     out.push_str("# Memory\r\n");
     fields!(out,
         "used_memory" => rss,
@@ -302,19 +306,19 @@ fn memory(sh: &Shared, out: &mut String) {
         "allocator_resident" => rss,
         "total_system_memory" => system,
         "total_system_memory_human" => bytes_to_human(system),
-        "used_memory_lua" => 0,
-        "used_memory_vm_eval" => 0,
-        "used_memory_lua_human" => "0B",
-        "used_memory_scripts_eval" => 0,
-        "number_of_cached_scripts" => 0,
-        "number_of_functions" => 0,
-        "number_of_libraries" => 0,
-        "used_memory_vm_functions" => 0,
-        "used_memory_vm_total" => 0,
-        "used_memory_vm_total_human" => "0B",
-        "used_memory_functions" => 0,
-        "used_memory_scripts" => 0,
-        "used_memory_scripts_human" => "0B",
+        "used_memory_lua" => vm_eval,
+        "used_memory_vm_eval" => vm_eval,
+        "used_memory_lua_human" => bytes_to_human(vm_eval),
+        "used_memory_scripts_eval" => scripts_eval,
+        "number_of_cached_scripts" => cached_scripts,
+        "number_of_functions" => functions,
+        "number_of_libraries" => libraries,
+        "used_memory_vm_functions" => vm_functions,
+        "used_memory_vm_total" => vm_eval + vm_functions,
+        "used_memory_vm_total_human" => bytes_to_human(vm_eval + vm_functions),
+        "used_memory_functions" => functions_bytes,
+        "used_memory_scripts" => scripts_eval + functions_bytes,
+        "used_memory_scripts_human" => bytes_to_human(scripts_eval + functions_bytes),
         "maxmemory" => maxmemory,
         "maxmemory_human" => bytes_to_human(maxmemory),
         "maxmemory_policy" => sh.params.get("maxmemory-policy"),

@@ -16,6 +16,7 @@ pub mod common;
 pub mod config;
 pub mod connection;
 pub mod dump;
+pub mod functions;
 pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;

@@ -60,6 +60,125 @@ static WROTE: AtomicBool = AtomicBool::new(false);
 /// SCRIPT KILL asked the running script to stop.
 static KILL: AtomicBool = AtomicBool::new(false);
 
+/// What runs on the writer now: an EVAL script, or a function (its name,
+/// the FCALL that called it), since when.
+struct RunInfo {
+    eval: bool,
+    name: String,
+    command: Vec<Bytes>,
+    start: std::time::Instant,
+}
+
+fn run_info() -> std::sync::MutexGuard<'static, Option<RunInfo>> {
+    static INFO: Mutex<Option<RunInfo>> = Mutex::new(None);
+    INFO.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// When the running script started, in milliseconds since [`epoch`]
+/// plus one; 0 when none runs. Read by every command's dispatch (see
+/// [`busy`]), so an atomic rather than [`RunInfo`]'s lock.
+static RUN_STARTED: AtomicU64 = AtomicU64::new(0);
+/// The running script is an EVAL one (not a function).
+static RUN_EVAL: AtomicBool = AtomicBool::new(false);
+
+fn epoch() -> std::time::Instant {
+    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
+
+/// Whether a script or function is running on the writer.
+pub(crate) fn script_running() -> bool {
+    RUN_STARTED.load(Ordering::Acquire) != 0
+}
+
+/// The BUSY reply for a command that does not have the `allow_busy`
+/// flag, while a script has been running for `threshold_ms` or more
+/// (`busy-reply-threshold`; 0: never), as redis answers other clients
+/// then.
+pub(crate) fn busy(threshold_ms: u64) -> Option<&'static str> {
+    let started = RUN_STARTED.load(Ordering::Acquire);
+    if started == 0 || threshold_ms == 0 {
+        return None;
+    }
+    let now = epoch().elapsed().as_millis() as u64 + 1;
+    if now.saturating_sub(started) < threshold_ms {
+        return None;
+    }
+    Some(if RUN_EVAL.load(Ordering::Acquire) {
+        BUSY_SCRIPT
+    } else {
+        BUSY_FUNCTION
+    })
+}
+
+/// Marks a script (`eval`) or function `name` called by `command` as
+/// running, until [`end_run`].
+pub(crate) fn begin_run(eval: bool, name: String, command: Vec<Bytes>) {
+    *run_info() = Some(RunInfo {
+        eval,
+        name,
+        command,
+        start: std::time::Instant::now(),
+    });
+    RUN_EVAL.store(eval, Ordering::Release);
+    RUN_STARTED.store(epoch().elapsed().as_millis() as u64 + 1, Ordering::Release);
+    KILL.store(false, Ordering::Release);
+    WROTE.store(false, Ordering::Release);
+    RUNNING.store(true, Ordering::Release);
+}
+
+/// Marks the running script or function finished.
+pub(crate) fn end_run() {
+    RUN_STARTED.store(0, Ordering::Release);
+    RUNNING.store(false, Ordering::Release);
+    KILL.store(false, Ordering::Release);
+    *run_info() = None;
+}
+
+/// The running function, for FUNCTION STATS: `Err(())` while an EVAL
+/// script runs, else its name, its FCALL and how long it has run (ms).
+#[allow(clippy::result_unit_err)]
+pub(crate) fn running_function() -> Result<Option<(String, Vec<Bytes>, u64)>, ()> {
+    match run_info().as_ref() {
+        None => Ok(None),
+        Some(info) if info.eval => Err(()),
+        Some(info) => Ok(Some((
+            info.name.clone(),
+            info.command.clone(),
+            info.start.elapsed().as_millis() as u64,
+        ))),
+    }
+}
+
+/// redis's BUSY replies: while a script runs, and while a function does.
+pub(crate) const BUSY_SCRIPT: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub(crate) const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// SCRIPT KILL (`eval`) or FUNCTION KILL (`scriptKill`).
+pub(crate) fn kill(eval: bool) -> Result<Reply, CommandError> {
+    let info = run_info();
+    let Some(running) = info.as_ref().filter(|_| RUNNING.load(Ordering::Acquire)) else {
+        return Err(CommandError::Raw(
+            "NOTBUSY No scripts in execution right now.".into(),
+        ));
+    };
+    if WROTE.load(Ordering::Acquire) {
+        return Err(CommandError::Raw(
+            "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into(),
+        ));
+    }
+    if eval && !running.eval {
+        return Err(CommandError::Raw(BUSY_FUNCTION.into()));
+    }
+    if !eval && running.eval {
+        return Err(CommandError::Raw(BUSY_SCRIPT.into()));
+    }
+    KILL.store(true, Ordering::Release);
+    Ok(Reply::Ok)
+}
+
 thread_local! {
     static ENGINE: RefCell<Option<(u64, Engine)>> = const { RefCell::new(None) };
 }
@@ -67,7 +186,7 @@ thread_local! {
 /// Runs `f` with this thread's interpreter, set up on first use (or after
 /// a SCRIPT FLUSH).
 fn with_engine<R>(f: impl FnOnce(&mut Engine) -> R) -> Result<R, CommandError> {
-    ENGINE.with(|cell| {
+    let result = ENGINE.with(|cell| {
         let mut slot = cell.borrow_mut();
         let generation = GENERATION.load(Ordering::Acquire);
         if slot.as_ref().is_none_or(|(g, _)| *g != generation) {
@@ -75,10 +194,30 @@ fn with_engine<R>(f: impl FnOnce(&mut Engine) -> R) -> Result<R, CommandError> {
             *slot = Some((generation, engine));
         }
         match slot.as_mut() {
-            Some((_, engine)) => Ok(f(engine)),
+            Some((_, engine)) => {
+                let r = f(engine);
+                VM_BYTES.store(engine.used_memory() as u64, Ordering::Relaxed);
+                Ok(r)
+            }
             None => Err(CommandError::Other("Lua interpreter unavailable".into())),
         }
-    })
+    });
+    result
+}
+
+/// The EVAL interpreter's memory after its last use (INFO
+/// `used_memory_lua`, `used_memory_vm_eval`).
+static VM_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// INFO's figures of EVAL scripts: the interpreter's memory, the number
+/// of cached scripts and the bytes of their bodies.
+pub(crate) fn eval_memory() -> (u64, usize, usize) {
+    let cache = lock_cache();
+    (
+        VM_BYTES.load(Ordering::Relaxed),
+        cache.len(),
+        cache.values().map(|s| s.body.len() + s.sha.len()).sum(),
+    )
 }
 
 /// Reads a script body (its shebang) and compiles it, then keeps it in the
@@ -97,12 +236,12 @@ fn load(body: Bytes) -> Result<Arc<Script>, CommandError> {
 
 /// The server side of a running script: its `redis.call`s run against the
 /// writer's transaction.
-struct ServerHost<'a, 't, 's, 'c> {
-    ctx: Ctx<'a>,
-    txn: &'t mut Txn<'s, 'c>,
-    read_only: bool,
+pub(crate) struct ServerHost<'a, 't, 's, 'c> {
+    pub(crate) ctx: Ctx<'a>,
+    pub(crate) txn: &'t mut Txn<'s, 'c>,
+    pub(crate) read_only: bool,
     /// A storage failure inside a call: the whole group is taken back.
-    fatal: Option<EngineError>,
+    pub(crate) fatal: Option<EngineError>,
 }
 
 impl Host for ServerHost<'_, '_, '_, '_> {
@@ -151,6 +290,10 @@ impl Host for ServerHost<'_, '_, '_, '_> {
     }
 
     fn interrupt(&mut self) -> Interrupt {
+        // A script that runs long is progress, for the watchdog: only a
+        // writer stuck outside Lua (in a disk call) must get the daemon
+        // restarted.
+        self.ctx.note_progress();
         if KILL.load(Ordering::Acquire) {
             Interrupt::Kill
         } else {
@@ -160,7 +303,7 @@ impl Host for ServerHost<'_, '_, '_, '_> {
 }
 
 /// A script's reply as the server's reply.
-fn to_reply(v: Value) -> Reply {
+pub(crate) fn to_reply(v: Value) -> Reply {
     match v {
         Value::Status(s) => Reply::Status(String::from_utf8_lossy(&s).into_owned()),
         Value::Error(e) => Reply::Error(Bytes::from(e)),
@@ -244,14 +387,11 @@ impl Eval {
             };
             let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
             let args: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
-            KILL.store(false, Ordering::Release);
-            WROTE.store(false, Ordering::Release);
-            RUNNING.store(true, Ordering::Release);
+            begin_run(true, script.sha.clone(), Vec::new());
             let value = with_engine(|engine| {
                 engine.run(&script, &keys, &args, &mut host, RunOptions::default())
             });
-            RUNNING.store(false, Ordering::Release);
-            KILL.store(false, Ordering::Release);
+            end_run();
             if let Some(e) = host.fatal.take() {
                 return Err(e);
             }
@@ -363,20 +503,7 @@ impl LocalCommand for ScriptCmd {
                 GENERATION.fetch_add(1, Ordering::AcqRel);
                 Reply::Ok
             }
-            ScriptCmd::Kill => {
-                if !RUNNING.load(Ordering::Acquire) {
-                    return Err(CommandError::Raw(
-                        "NOTBUSY No scripts in execution right now.".into(),
-                    ));
-                }
-                if WROTE.load(Ordering::Acquire) {
-                    return Err(CommandError::Raw(
-                        "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into(),
-                    ));
-                }
-                KILL.store(true, Ordering::Release);
-                Reply::Ok
-            }
+            ScriptCmd::Kill => kill(true)?,
             ScriptCmd::Help => help(
                 "SCRIPT",
                 &[

@@ -107,6 +107,12 @@ impl<'a> Ctx<'a> {
         self.server.engine.snapshots().status().last_save_unix
     }
 
+    /// Tells the watchdog the writer is making progress (a long script
+    /// checking back: see `crate::service`).
+    pub(crate) fn note_progress(&self) {
+        self.server.engine.note_progress();
+    }
+
     /// Whether writes are refused for want of replicas
     /// (`min-replicas-to-write`).
     pub(super) fn wants_replicas(&self) -> bool {

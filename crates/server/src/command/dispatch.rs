@@ -141,6 +141,17 @@ pub(crate) fn check(
     // Last, so a refusal is counted and logged only for a command that
     // could have run (as in Redis).
     super::authorize::authorize(session, index, request)?;
+    // While a script has run past `busy-reply-threshold`, only the
+    // commands redis flags `allow-busy` run (SCRIPT KILL, FUNCTION KILL
+    // and STATS, SHUTDOWN...); the rest get redis's BUSY.
+    if let Some(busy) = busy_now(session) {
+        let sub = spec.subcommands.and(request.get(1)).map(|s| &s[..]);
+        let allowed =
+            crate::meta::find(spec.name.as_bytes(), sub).is_some_and(|m| m.has_flag("allow_busy"));
+        if !allowed {
+            return Err(CommandError::Raw(busy.into()));
+        }
+    }
     // Over `maxmemory` (see `respite_engine::evict`), over `maxdisk` or on
     // a full disk, what may add data is refused, after the ACL check, as
     // Redis refuses its `denyoom` commands over maxmemory; deletions and
@@ -192,6 +203,21 @@ fn refused_for_room(session: &Session, spec: &Spec, refusal: &EngineError) -> bo
     }
     matches!(refusal, EngineError::OverMaxMemory)
         && !matches!(spec.name, "discard" | "quit" | "reset")
+}
+
+/// The BUSY reply when a script has run past `busy-reply-threshold`.
+fn busy_now(session: &Session) -> Option<&'static str> {
+    // The threshold is read only while a script runs.
+    if !crate::cmd::scripting::script_running() {
+        return None;
+    }
+    let threshold = session
+        .shared
+        .params
+        .get("busy-reply-threshold")
+        .parse()
+        .unwrap_or(5000);
+    crate::cmd::scripting::busy(threshold)
 }
 
 /// Checks and parses a request as [`dispatch`] does (lookup, arity,

@@ -40,6 +40,7 @@ impl Table {
             pubsub::commands(),
             replication::commands(),
             scripting::commands(),
+            crate::cmd::functions::commands(),
             server::commands(),
             sets::commands(),
             slowlog::commands(),
@@ -121,7 +122,7 @@ mod tests {
             // EVAL_RO and EVALSHA_RO run their script on the connection's
             // own plan (a local command) and refuse every write, so they
             // carry redis's `readonly` as an extra flag; no other row may.
-            let read_only_script = matches!(spec.name, "eval_ro" | "evalsha_ro");
+            let read_only_script = matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
             assert_eq!(
                 flags.contains(&"readonly"),
                 spec.access == Access::Read || read_only_script,

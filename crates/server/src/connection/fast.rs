@@ -76,10 +76,13 @@ pub(super) fn fast_set(
 
 /// Whether the fast paths (plain GET and SET without the command table)
 /// may take a command: not while CLIENT REPLY silences this client or
-/// CLIENT PAUSE holds commands back (the general path handles both). They
-/// stay open while someone MONITORs: they feed the monitors themselves.
+/// CLIENT PAUSE holds commands back, nor while a script runs (BUSY: the
+/// general path handles them all). They stay open while someone MONITORs:
+/// they feed the monitors themselves.
 fn fast_path_open(session: &Session) -> bool {
-    session.client.state.replies_on() && !session.shared.pause.active()
+    session.client.state.replies_on()
+        && !session.shared.pause.active()
+        && !crate::cmd::scripting::script_running()
 }
 
 impl Turn {
