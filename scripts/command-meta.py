@@ -168,6 +168,10 @@ def arg(a, indent):
     if a.get("multiple_token"):
         flags.append("multiple_token")
     token = a.get("token")
+    # MIGRATE's empty-key token is written `"\"\""` in redis's JSON; the
+    # server answers it as the empty string in COMMAND DOCS.
+    if token == '""':
+        token = ""
     sub = ""
     if a["type"] in ("oneof", "block"):
         inner = ",\n".join(arg(x, indent + "    ") for x in a["arguments"])
@@ -176,7 +180,7 @@ def arg(a, indent):
         sub = "&[]"
     return "%sArg { name: %s, kind: %s, key_spec_index: %d, token: %s, summary: %s, since: %s, deprecated_since: %s, flags: %s, arguments: %s }" % (
         indent, rs_str(a["name"].lower()), rs_str(a["type"]), a.get("key_spec_index", -1),
-        rs_opt(token.upper() if token else None), rs_opt(a.get("summary")), rs_opt(a.get("since")),
+        rs_opt(token.upper() if token is not None else None), rs_opt(a.get("summary")), rs_opt(a.get("since")),
         rs_opt(a.get("deprecated_since")), rs_strs(flags), sub)
 
 

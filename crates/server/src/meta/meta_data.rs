@@ -5318,7 +5318,7 @@ pub(super) static COMMANDS: &[Meta] = &[
             Arg { name: "port", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "key_or_empty_string", kind: "oneof", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[
                 Arg { name: "key", kind: "key", key_spec_index: 0, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
-                Arg { name: "empty_string", kind: "pure-token", key_spec_index: -1, token: Some("\"\""), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
+                Arg { name: "empty_string", kind: "pure-token", key_spec_index: -1, token: Some(""), summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             ] },
             Arg { name: "destination-db", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
             Arg { name: "timeout", kind: "integer", key_spec_index: -1, token: None, summary: None, since: None, deprecated_since: None, flags: &[], arguments: &[] },
