@@ -461,7 +461,14 @@ impl RedisServer {
                     break; // exited: the port was taken
                 }
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    let mut con = server.client();
+                    // Another process's listener on the port (bound between
+                    // the choice and ours) may take the connection and go
+                    // again: then try another port.
+                    let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                        .and_then(|c| c.get_connection())
+                    else {
+                        break;
+                    };
                     let pid = info_field(&mut con, "server", "process_id");
                     if pid as u32 == server.child.id() {
                         return Some(server);
