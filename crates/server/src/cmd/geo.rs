@@ -208,6 +208,23 @@ impl WriteCommand for GeoAdd {
     }
 }
 
+/// Each member's score (its geohash) in the GEO key, `None` where the
+/// member or the key is missing: what GEOPOS and GEOHASH answer from.
+fn member_scores(
+    view: &View<'_, '_>,
+    db: u32,
+    key: &[u8],
+    members: &[Bytes],
+) -> Result<Vec<Option<f64>>, CommandError> {
+    let Some(row) = zset(view, db, key)? else {
+        return Ok(vec![None; members.len()]);
+    };
+    members
+        .iter()
+        .map(|m| Ok(view.zset_score(row.id, m)?))
+        .collect()
+}
+
 /// `GEOPOS key [member ...]`: each member's longitude and latitude, or a
 /// null array.
 pub struct GeoPos {
@@ -233,16 +250,13 @@ impl ReadCommand for GeoPos {
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
-        let row = zset(view, self.db, &self.key)?;
-        let mut out = Vec::with_capacity(self.members.len());
-        for m in &self.members {
-            let score = match &row {
-                Some(row) => view.zset_score(row.id, m)?,
-                None => None,
-            };
-            out.push(score.map_or(Reply::NilArray, |s| coords(geo::decode_score(s))));
-        }
-        Ok(Reply::Array(out))
+        let scores = member_scores(view, self.db, &self.key, &self.members)?;
+        Ok(Reply::Array(
+            scores
+                .into_iter()
+                .map(|s| s.map_or(Reply::NilArray, |s| coords(geo::decode_score(s))))
+                .collect(),
+        ))
     }
 }
 
@@ -270,16 +284,13 @@ impl ReadCommand for GeoHash {
         })
     }
     fn apply(self, view: &View<'_, '_>) -> Result<Reply, CommandError> {
-        let row = zset(view, self.db, &self.key)?;
-        let mut out = Vec::with_capacity(self.members.len());
-        for m in &self.members {
-            let score = match &row {
-                Some(row) => view.zset_score(row.id, m)?,
-                None => None,
-            };
-            out.push(score.map_or(Reply::Nil, |s| Reply::bulk(geo::standard_hash(s).to_vec())));
-        }
-        Ok(Reply::Array(out))
+        let scores = member_scores(view, self.db, &self.key, &self.members)?;
+        Ok(Reply::Array(
+            scores
+                .into_iter()
+                .map(|s| s.map_or(Reply::Nil, |s| Reply::bulk(geo::standard_hash(s).to_vec())))
+                .collect(),
+        ))
     }
 }
 
