@@ -444,7 +444,16 @@ impl SessionAcl {
         self.unrestricted
     }
 
-    /// Logs in as `user`.
+    /// Back to the `default` user (RESET).
+    pub fn log_out(&mut self, shared: &Shared, client: &ClientHandle) {
+        *self = SessionAcl::default_user(shared);
+        *lock(&client.user) = self.user.name.clone();
+    }
+
+    /// Logs in as `user`. This and [`SessionAcl::log_out`] are the only
+    /// writers of the registry entry's user name (CLIENT LIST `user=`,
+    /// CLIENT KILL USER), which always names the user whose rules the
+    /// session holds.
     pub fn switch(&mut self, shared: &Shared, user: Arc<User>, client: &ClientHandle) {
         self.version = shared.acl.version();
         self.unrestricted = user.unrestricted();

@@ -98,7 +98,7 @@ pub(crate) fn try_dispatch(
     let plan =
         (spec.plan)(session, Args::after_name(request)).unwrap_or_else(|e| Plan::Reply(e.into()));
     // MONITOR shows the database as it is after the command (SELECT's).
-    tracking.set_db(session.db);
+    tracking.set_db(session.db());
     Ok(super::track::track(plan, started, tracking))
 }
 

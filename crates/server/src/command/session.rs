@@ -12,12 +12,10 @@ use crate::state::Shared;
 pub struct Session {
     /// Shared server state.
     pub shared: Arc<Shared>,
-    /// This client's registry entry.
+    /// This client's registry entry: the one owner of its database, its
+    /// protocol and its user's name, which the session reads and writes
+    /// through it (CLIENT LIST reads the same fields).
     pub client: Arc<ClientHandle>,
-    /// Selected database.
-    pub db: u32,
-    /// Speaking RESP3 (after HELLO 3)?
-    pub resp3: bool,
     /// Passed AUTH (always true when no password is set).
     pub authenticated: bool,
     /// The commands queued since MULTI, while a transaction is open.
@@ -31,9 +29,20 @@ pub struct Session {
 impl Session {
     /// The context this client's commands are parsed in.
     pub fn ctx(&self) -> Ctx<'_> {
-        let mut ctx = Ctx::new(&self.shared, self.db, self.resp3, self.touches());
-        ctx.subscribed = !self.resp3 && self.client.pubsub.active();
+        let resp3 = self.resp3();
+        let mut ctx = Ctx::new(&self.shared, self.db(), resp3, self.touches());
+        ctx.subscribed = !resp3 && self.client.pubsub.active();
         ctx
+    }
+
+    /// The selected database.
+    pub fn db(&self) -> u32 {
+        self.client.db.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether the client speaks RESP3 (after HELLO 3).
+    pub fn resp3(&self) -> bool {
+        self.client.resp.load(std::sync::atomic::Ordering::Relaxed) == 3
     }
 
     /// Whether this client's reads count as accesses: not in CLIENT
@@ -46,22 +55,16 @@ impl Session {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Selects database `db`. The session's copy is the one commands
-    /// read; the registry entry's is what CLIENT LIST shows: both are
-    /// written here and nowhere else.
+    /// Selects database `db` (in the registry entry, which commands and
+    /// CLIENT LIST both read).
     pub fn select(&mut self, db: u32) {
-        if db != self.db {
-            self.db = db;
-            self.client
-                .db
-                .store(db, std::sync::atomic::Ordering::Relaxed);
-        }
+        self.client
+            .db
+            .store(db, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Switches to RESP3 (`true`) or RESP2: the session's copy and the
-    /// registry entry's, written here and nowhere else.
+    /// Switches to RESP3 (`true`) or RESP2, in the registry entry.
     pub fn set_resp3(&mut self, resp3: bool) {
-        self.resp3 = resp3;
         self.client.resp.store(
             if resp3 { 3 } else { 2 },
             std::sync::atomic::Ordering::Relaxed,
@@ -76,8 +79,6 @@ impl Session {
             acl: crate::acl::SessionAcl::default_user(&shared),
             shared,
             client,
-            db: 0,
-            resp3: false,
             multi: None,
             watched: Default::default(),
         }

@@ -65,7 +65,7 @@ impl Tracking {
             shared: shared.clone(),
             argv,
             caller: session.client.clone(),
-            db: session.db,
+            db: session.db(),
             monitor,
         }
     }
@@ -86,7 +86,7 @@ impl Tracking {
             shared: session.shared.clone(),
             argv,
             caller: session.client.clone(),
-            db: session.db,
+            db: session.db(),
             // The fast paths feed MONITOR themselves.
             monitor: None,
         }

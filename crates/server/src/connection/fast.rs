@@ -50,7 +50,7 @@ pub(super) fn fast_set(
     if monitors.active() {
         let [name, key, value] = [0, 1, 2].map(|i| &input[args[i].clone()]);
         monitors.feed(
-            session.db,
+            session.db(),
             &session.client.state.monitor,
             &[name, key, value],
         );
@@ -64,7 +64,7 @@ pub(super) fn fast_set(
             value.clone(),
         ]
     });
-    let set = crate::cmd::strings::Set::plain(session.db, key, value);
+    let set = crate::cmd::strings::Set::plain(session.db(), key, value);
     let plan = Plan::Write(crate::command::write_op(set));
     let tracking = crate::command::track::Tracking::fast(session, index, argv);
     Some(crate::command::track::track(
@@ -127,14 +127,14 @@ impl Turn {
         if shared.monitors.active() {
             shared
                 .monitors
-                .feed(session.db, &session.client.state.monitor, &[name, key]);
+                .feed(session.db(), &session.client.state.monitor, &[name, key]);
         }
-        match cache.get(session.db, key, respite_engine::now_ms) {
+        match cache.get(session.db(), key, respite_engine::now_ms) {
             Some(value) => {
                 shared
                     .engine
                     .access()
-                    .read(session.db, key, true, session.touches());
+                    .read(session.db(), key, true, session.touches());
                 self.held += value.len();
                 self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
                 crate::command::track::cache_hit(session, index, started, || {
@@ -148,7 +148,7 @@ impl Turn {
                     .then(|| vec![name_bytes(name), key.clone()]);
                 let tracking = crate::command::track::Tracking::fast(session, index, argv);
                 let (f, needs) =
-                    Cached::Get(Get::new(session.db, key, session.touches())).into_read();
+                    Cached::Get(Get::new(session.db(), key, session.touches())).into_read();
                 let plan = crate::command::track::track(Plan::Read(f, needs), started, tracking);
                 Some(Some(plan))
             }

@@ -191,14 +191,15 @@ where
                     // Pushes that came before this command go out before
                     // its reply.
                     if mode.listens() {
-                        turn.push_encoded(mode.drain(session.resp3), &shared).await;
+                        turn.push_encoded(mode.drain(session.resp3()), &shared)
+                            .await;
                     }
                     if let (Frame::Array { len, args }, true) = (&frame, mode.plain(&session)) {
                         if let Some(plan) = fast_set(&session, &input, *len, args) {
                             let len = *len;
                             input.advance(len);
                             processed += 1;
-                            turn.add(plan, &shared, session.resp3).await;
+                            turn.add(plan, &shared, session.resp3()).await;
                             if turn.full(processed as usize) {
                                 more_buffered = true;
                                 break;
@@ -210,7 +211,7 @@ where
                             input.advance(len);
                             processed += 1;
                             if let Some(plan) = fast {
-                                turn.add(plan, &shared, session.resp3).await;
+                                turn.add(plan, &shared, session.resp3()).await;
                             }
                             if turn.full(processed as usize) {
                                 more_buffered = true;
@@ -242,7 +243,8 @@ where
                         }
                     }
                     if let Some(refusal) = mode.refuse(&mut session, &request) {
-                        turn.add(Plan::Reply(refusal), &shared, session.resp3).await;
+                        turn.add(Plan::Reply(refusal), &shared, session.resp3())
+                            .await;
                         continue;
                     }
                     let is_reset = request[0].eq_ignore_ascii_case(b"reset");
@@ -268,7 +270,7 @@ where
                         figures.argv(0);
                         match waited {
                             Some(reply) => {
-                                turn.add(Plan::Reply(reply), &shared, session.resp3).await;
+                                turn.add(Plan::Reply(reply), &shared, session.resp3()).await;
                                 continue;
                             }
                             None => break 'conn,
@@ -277,11 +279,11 @@ where
                     let open = match plan {
                         Plan::After(write, then) => {
                             let drain = |resp3| mode.drain(resp3);
-                            turn.add_after(write, then, &shared, session.resp3, drain)
+                            turn.add_after(write, then, &shared, session.resp3(), drain)
                                 .await;
                             true
                         }
-                        plan => turn.add(plan, &shared, session.resp3).await,
+                        plan => turn.add(plan, &shared, session.resp3()).await,
                     };
                     if !open {
                         keep_open = false;
@@ -309,7 +311,7 @@ where
                     turn.add(
                         Plan::ReplyAndClose(Reply::error(e.to_string())),
                         &shared,
-                        session.resp3,
+                        session.resp3(),
                     )
                     .await;
                     keep_open = false;
@@ -325,7 +327,8 @@ where
         // (A connection about to close sends no more pushes: not even its
         // own QUIT's MONITOR line.)
         if mode.listens() && keep_open {
-            turn.push_encoded(mode.drain(session.resp3), &shared).await;
+            turn.push_encoded(mode.drain(session.resp3()), &shared)
+                .await;
         }
         if answer_gathered!().is_err() {
             break 'conn;
