@@ -65,6 +65,7 @@ pub mod stream;
 pub mod string;
 pub mod txn;
 pub mod view;
+pub mod wal_gather;
 pub mod watch;
 pub mod writer;
 pub mod zset;
