@@ -66,6 +66,7 @@ pub mod string;
 pub mod txn;
 pub mod vacuum;
 pub mod view;
+pub mod wal_gather;
 pub mod watch;
 pub mod writer;
 pub mod zset;

@@ -408,7 +408,17 @@ pub(crate) fn open_writer(
     journal_size_limit: i64,
     page_size: u32,
 ) -> Result<Connection> {
-    let conn = Connection::open(path)?;
+    // Through the WAL-gathering VFS: a commit's frames in one write (see
+    // `wal_gather.rs`).
+    let conn = if crate::wal_gather::register() {
+        Connection::open_with_flags_and_vfs(
+            path,
+            OpenFlags::default(),
+            crate::wal_gather::vfs_name(),
+        )?
+    } else {
+        Connection::open(path)?
+    };
     common_settings(&conn)?;
     // A file from a newer build is refused before anything is written to
     // it, not even the switch to WAL mode below.
@@ -442,6 +452,7 @@ pub(crate) fn open_writer(
     conn.busy_timeout(Duration::from_secs(2))?;
     conn.set_prepared_statement_cache_capacity(128);
     prepare(&conn)?;
+    crate::wal_gather::set_gathering(&conn, fsync == AppendFsync::Always);
     Ok(conn)
 }
 

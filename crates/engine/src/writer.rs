@@ -719,7 +719,10 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             AppendFsync::Everysec | AppendFsync::No => "NORMAL",
         };
         match self.conn().pragma_update(None, "synchronous", sync) {
-            Ok(()) => self.settings.fsync = mode,
+            Ok(()) => {
+                crate::wal_gather::set_gathering(self.conn(), mode == AppendFsync::Always);
+                self.settings.fsync = mode;
+            }
             Err(e) => tracing::error!(error = %e, "could not change appendfsync"),
         }
     }

@@ -225,7 +225,7 @@ impl LocalCommand for Reset {
         s.set_resp3(false);
         *lock(&s.client.name) = None;
         // Back to the default user, logged in only if it needs no password.
-        s.acl.log_out(&s.shared, &s.client);
+        s.acl.log_out(&s.shared.acl, &s.client);
         s.authenticated = s.shared.acl.default_user_open();
         s.multi = None;
         Ok(s.reply_ending_watches(Reply::Simple("RESET")))

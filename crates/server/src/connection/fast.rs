@@ -5,7 +5,6 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::name_bytes;
 use super::turn::{Slot, Turn};
 use crate::cmd::strings::{Cached, Get};
 use crate::command::CachedRead;
@@ -30,7 +29,7 @@ pub(super) fn fast_set(
         || !input[args[0].clone()].eq_ignore_ascii_case(b"SET")
         || !session.authenticated
         || !session.acl.fast_allowed(
-            &session.shared,
+            &session.shared.acl,
             crate::command::TABLE.set.map(|i| crate::command::TABLE[i].meta),
             &input[args[1].clone()],
             true,
@@ -103,7 +102,7 @@ impl Turn {
             || !input[args[0].clone()].eq_ignore_ascii_case(b"GET")
             || !session.authenticated
             || !session.acl.fast_allowed(
-                shared,
+                &shared.acl,
                 crate::command::TABLE
                     .get
                     .map(|i| crate::command::TABLE[i].meta),
@@ -179,5 +178,17 @@ impl Turn {
             && self.open_writes == 0
             && self.reads.is_empty()
             && self.open_reads == 0
+    }
+}
+
+/// A fast path's command name as sent, for the slow log: the common
+/// spellings without a copy.
+fn name_bytes(name: &[u8]) -> Bytes {
+    match name {
+        b"GET" => Bytes::from_static(b"GET"),
+        b"get" => Bytes::from_static(b"get"),
+        b"SET" => Bytes::from_static(b"SET"),
+        b"set" => Bytes::from_static(b"set"),
+        other => Bytes::copy_from_slice(other),
     }
 }

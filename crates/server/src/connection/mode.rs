@@ -226,7 +226,7 @@ impl Mode {
             self.pushes = client.pubsub.take_queue();
         }
         if request_was_reset {
-            shared.pubsub.forget(client);
+            shared.pubsub.forget(client.as_ref());
         }
     }
 
