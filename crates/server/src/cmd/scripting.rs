@@ -376,7 +376,7 @@ impl Eval {
         }
         let read_only = self.read_only || (!flags.compat && flags.no_writes);
         let shared = s.shared.clone();
-        let (db, resp3, touches) = (s.db, s.resp3, s.touches());
+        let (db, resp3, touches) = (s.db(), s.resp3(), s.touches());
         let (keys, args) = (self.keys, self.args);
         Ok(Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
             let mut host = ServerHost {
