@@ -49,8 +49,9 @@ pub mod table;
 pub mod track;
 pub mod traits;
 
+pub use authorize::ScriptAcl;
 pub use call::{call, call_read, is_fatal};
-pub use ctx::{Authorize, Ctx};
+pub use ctx::{Authorize, Ctx, Published};
 pub(crate) use dispatch::{check, try_dispatch};
 pub use dispatch::{dispatch, parse_only};
 pub(crate) use plan::{command_result, read_job, read_job_touching, write_op};
