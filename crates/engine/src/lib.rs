@@ -64,6 +64,7 @@ pub mod stmt_cache;
 pub mod stream;
 pub mod string;
 pub mod txn;
+pub mod vacuum;
 pub mod view;
 pub mod watch;
 pub mod writer;

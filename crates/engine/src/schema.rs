@@ -419,6 +419,10 @@ pub(crate) fn open_writer(
     // Only takes effect on a new, empty file, and only before it turns to
     // WAL mode: an existing database keeps the page size it was made with.
     conn.pragma_update(None, "page_size", page_size)?;
+    // Likewise only on a new file: pages can then be moved, so the writer
+    // can give the free pages of deleted keys back a step at a time (see
+    // vacuum.rs). On an existing file without it this changes nothing.
+    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
     // WAL lets the read pool read while the writer writes.
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL in WAL mode fsyncs the WAL at every commit: that is `always`.

@@ -34,8 +34,7 @@ use respite_engine::glob::glob_match;
 use respite_engine::notify::{self, Event, Notifier};
 use tokio::sync::mpsc;
 
-use crate::clients::ClientHandle;
-use crate::output::ClassLimit;
+use crate::limits::ClassLimit;
 use crate::reply::Reply;
 use crate::sync::lock;
 
@@ -143,7 +142,7 @@ pub struct Subscriber {
     /// Since when (ms on the registry's clock, 0: not) `pending` has been
     /// over the soft limit.
     over_soft_since: AtomicU64,
-    client: Weak<ClientHandle>,
+    client: Weak<dyn Member>,
 }
 
 impl Subscriber {
@@ -172,10 +171,10 @@ impl Subscriber {
         if close {
             self.pending.fetch_sub(cost, Ordering::Relaxed);
             if let Some(client) = self.client.upgrade() {
-                if !client.killed.swap(true, Ordering::Relaxed) {
+                if client.mark_closing() {
                     tracing::warn!(
-                        client = client.id,
-                        addr = %client.addr(),
+                        client = client.member_id(),
+                        addr = %client.peer_addr(),
                         "client scheduled to be closed ASAP for overcoming of output buffer limits \
                          (pubsub {} {} {})",
                         limit.hard,
@@ -183,13 +182,31 @@ impl Subscriber {
                         limit.soft_seconds,
                     );
                     closes.fetch_add(1, Ordering::Relaxed);
-                    client.kill_notify.notify_one();
+                    client.wake();
                 }
             }
             return false;
         }
         self.tx.send(push).is_ok()
     }
+}
+
+/// What the registry needs of a subscribed client: its id, its
+/// subscriptions, and a way to close it when it falls too far behind. The
+/// client registry's entry implements it (`crate::clients`), so this
+/// module names no client type and the registry's entries may name it.
+pub trait Member: Send + Sync {
+    /// The client id.
+    fn member_id(&self) -> u64;
+    /// Its subscriptions.
+    fn subscriptions(&self) -> &Subscriptions;
+    /// Marks it to be closed, as CLIENT KILL does: false if it was
+    /// marked already.
+    fn mark_closing(&self) -> bool;
+    /// Wakes its connection, which then closes.
+    fn wake(&self);
+    /// Its address, for the log.
+    fn peer_addr(&self) -> String;
 }
 
 /// One client's subscriptions (in its registry entry).
@@ -263,7 +280,7 @@ impl Subscriptions {
 pub struct Registry {
     tables: RwLock<Tables>,
     /// Told whether anyone could receive a keyspace event (see
-    /// [`install_notifications`]).
+    /// `crate::state::install_notifications`).
     notifier: std::sync::OnceLock<Arc<Notifier>>,
     /// The registry's clock for soft limits.
     started: std::sync::OnceLock<std::time::Instant>,
@@ -314,8 +331,15 @@ impl Registry {
     }
 
     /// Subscribes `client` to each name, answering redis's confirmations.
-    pub fn subscribe(&self, client: &Arc<ClientHandle>, kind: Kind, names: Vec<Bytes>) -> Reply {
-        let subs = &client.pubsub;
+    pub fn subscribe<C: Member + 'static>(
+        &self,
+        client: &Arc<C>,
+        kind: Kind,
+        names: Vec<Bytes>,
+    ) -> Reply {
+        let subs = client.subscriptions();
+        let weak = Arc::downgrade(client);
+        let weak: Weak<dyn Member> = weak;
         let mut me = lock(&subs.me);
         let mut own = lock(&subs.own);
         let me = me
@@ -323,11 +347,11 @@ impl Registry {
                 let (tx, rx) = mpsc::unbounded_channel();
                 own.rx = Some(rx);
                 Arc::new(Subscriber {
-                    id: client.id,
+                    id: client.member_id(),
                     tx,
                     pending: AtomicU64::new(0),
                     over_soft_since: AtomicU64::new(0),
-                    client: Arc::downgrade(client),
+                    client: weak,
                 })
             })
             .clone();
@@ -369,12 +393,12 @@ impl Registry {
     /// when `notify` is false (RESET, a connection closing).
     pub fn unsubscribe(
         &self,
-        client: &ClientHandle,
+        client: &dyn Member,
         kind: Kind,
         names: Vec<Bytes>,
         notify: bool,
     ) -> Reply {
-        let subs = &client.pubsub;
+        let subs = client.subscriptions();
         let mut own = lock(&subs.own);
         let names = if names.is_empty() {
             match kind {
@@ -403,7 +427,7 @@ impl Registry {
             if removed {
                 let table = tables.of(kind);
                 if let Some(set) = table.get_mut(&name) {
-                    set.remove(&client.id);
+                    set.remove(&client.member_id());
                     if set.is_empty() {
                         table.remove(&name);
                     }
@@ -472,8 +496,8 @@ impl Registry {
 
     /// Drops every subscription of `client`, without a word (RESET, or its
     /// connection ended).
-    pub fn forget(&self, client: &ClientHandle) {
-        if !client.pubsub.active() {
+    pub fn forget(&self, client: &dyn Member) {
+        if !client.subscriptions().active() {
             return;
         }
         for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
@@ -590,23 +614,13 @@ impl Registry {
     }
 }
 
-/// Connects keyspace notifications to the registry: the engine's writer
-/// hands each committed group's events to [`Registry::publish_events`], and
-/// the registry keeps the engine told whether anyone is subscribed, so that
-/// nobody listening costs a write nothing (see `respite_engine::notify`).
-pub fn install_notifications(shared: &Arc<crate::state::Shared>) {
-    let notifier = shared.engine.notifier().clone();
-    let _ = shared.pubsub.notifier.set(notifier.clone());
-    shared.pubsub.listening_changed(&shared.pubsub.read());
-    // Weak: the engine (inside `Shared`) holds the sink. The writer only
-    // publishes before it acknowledges its shutdown, while `Shared` lives.
-    let weak = Arc::downgrade(shared);
-    notifier.set_sink(Box::new(move |events| {
-        if let Some(sh) = weak.upgrade() {
-            let flags = sh.engine.notifier().flags();
-            let limit = lock(&sh.settings.output_limits)[2];
-            sh.pubsub
-                .publish_events(events, flags, limit, &sh.counters.output_limit_closes);
-        }
-    }));
+impl Registry {
+    /// Keeps `notifier`, the engine's, told whether anyone is subscribed,
+    /// so that nobody listening costs a write nothing (see
+    /// `respite_engine::notify`); `crate::state::install_notifications`
+    /// connects the other way.
+    pub fn attach(&self, notifier: Arc<Notifier>) {
+        let _ = self.notifier.set(notifier);
+        self.listening_changed(&self.read());
+    }
 }

@@ -261,7 +261,7 @@ impl LocalCommand for Client {
             },
             Client::Info(own) => Reply::Verbatim(format!(
                 "{}\n",
-                crate::command::session::client_line(&s.client, Some(&s.shared), Some(own))
+                crate::command::track::client_line(&s.client, Some(&s.shared), Some(own))
             )),
             Client::List(ids, kind, own) => {
                 let mut handles: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
@@ -272,7 +272,7 @@ impl LocalCommand for Client {
                         continue;
                     }
                     let own = (c.id == s.client.id).then_some(own);
-                    out.push_str(&crate::command::session::client_line(&c, Some(&s.shared), own));
+                    out.push_str(&crate::command::track::client_line(&c, Some(&s.shared), own));
                     out.push('\n');
                 }
                 Reply::Verbatim(out)

@@ -526,7 +526,7 @@ impl Launch {
 
     fn plan_boxed(self, s: &Session, run: RunFn) -> Plan {
         let shared = s.shared.clone();
-        let (db, resp3, touches) = (s.db, s.resp3, s.touches());
+        let (db, resp3, touches) = (s.db(), s.resp3(), s.touches());
         let acl = ScriptAcl::of(s);
         if self.read_only {
             let read: crate::command::ReadFn = Box::new(move |view: &View<'_, '_>| {

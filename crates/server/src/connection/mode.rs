@@ -84,7 +84,7 @@ impl Mode {
 
     /// RESP2 subscribed mode: only a few commands run.
     fn subscribed_resp2(&self, session: &Session) -> bool {
-        self.pushes.is_some() && !session.resp3 && session.client.pubsub.active()
+        self.pushes.is_some() && !session.resp3() && session.client.pubsub.active()
     }
 
     /// Whether the connection has a push source to wait on.
@@ -226,7 +226,7 @@ impl Mode {
             self.pushes = client.pubsub.take_queue();
         }
         if request_was_reset {
-            shared.pubsub.forget(client);
+            shared.pubsub.forget(client.as_ref());
         }
     }
 
