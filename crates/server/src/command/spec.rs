@@ -188,6 +188,12 @@ impl Spec {
         )
     }
 
+    /// The same row, run from a script by `call` instead of refused as a
+    /// connection command (PUBLISH, PUBSUB).
+    pub(crate) fn with_call(self, call: CallFn) -> Spec {
+        Spec { call, ..self }
+    }
+
     /// The same row, with subcommands whose names and arities are checked
     /// with the command's own (so inside MULTI too, as in Redis).
     pub(crate) fn with_subcommands(
