@@ -953,7 +953,7 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
         Spec::local::<FcallCmd>("fcall"),
         Spec::local::<FcallRoCmd>("fcall_ro"),
         Spec::local::<FunctionCmd>("function")
-            .with_subcommands("FUNCTION", &[("delete", 3), ("dump", 2), ("flush", -2), ("help", 2), ("kill", 2), ("list", -2), ("load", -3), ("restore", -3), ("stats", 2)]),
+            .with_subcommands("FUNCTION", &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"]),
     ]
 }
 

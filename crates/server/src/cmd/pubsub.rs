@@ -233,7 +233,7 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
         Spec::local::<Subscribe<PATTERN>>("psubscribe"),
         Spec::local::<Publish<false>>("publish").with_call(script_publish::<false>),
         Spec::local::<Pubsub>("pubsub").with_call(script_pubsub)
-            .with_subcommands("PUBSUB", &[("channels", -2), ("help", 2), ("numpat", 2), ("numsub", -2), ("shardchannels", -2), ("shardnumsub", -2)]),
+            .with_subcommands("PUBSUB", &["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"]),
         Spec::local::<Unsubscribe<PATTERN>>("punsubscribe"),
         Spec::local::<Publish<true>>("spublish").with_call(script_publish::<true>),
         Spec::local::<Subscribe<SHARD>>("ssubscribe"),

@@ -767,6 +767,6 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
         Spec::local::<EvalRoCmd>("eval_ro"),
         Spec::local::<EvalShaRoCmd>("evalsha_ro"),
         Spec::local::<ScriptCmd>("script")
-            .with_subcommands("SCRIPT", &[("exists", -3), ("flush", -2), ("help", 2), ("kill", 2), ("load", 3)]),
+            .with_subcommands("SCRIPT", &["exists", "flush", "help", "kill", "load"]),
     ]
 }

@@ -1892,20 +1892,17 @@ pub(crate) fn commands() -> Vec<Spec> {
             .with_subcommands(
                 "XGROUP",
                 &[
-                    ("create", -5),
-                    ("createconsumer", 5),
-                    ("delconsumer", 5),
-                    ("destroy", 4),
-                    ("help", 2),
-                    ("setid", -5),
+                    "create",
+                    "createconsumer",
+                    "delconsumer",
+                    "destroy",
+                    "help",
+                    "setid",
                 ],
             ),
         Spec::read::<XInfo>("xinfo")
             .with_keys([2, 2, 1])
-            .with_subcommands(
-                "XINFO",
-                &[("consumers", 4), ("groups", 3), ("help", 2), ("stream", -3)],
-            ),
+            .with_subcommands("XINFO", &["consumers", "groups", "help", "stream"]),
         Spec::read::<XLen>("xlen"),
         Spec::read::<XPending>("xpending"),
         Spec::read::<XRange<false>>("xrange"),
