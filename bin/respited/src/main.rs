@@ -508,10 +508,7 @@ impl Signals {
     ) {
         tokio::pin!(server);
         let stop = |name: &str| {
-            if shared
-                .shutting_down
-                .load(std::sync::atomic::Ordering::SeqCst)
-            {
+            if shared.is_shutting_down() {
                 tracing::info!("{name} received; already stopping");
             } else {
                 tracing::info!("{name} received, shutting down");

@@ -168,6 +168,11 @@ impl Shared {
         }
         self.shutdown.send_replace(true);
     }
+
+    /// Whether a clean shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
 }
 
 impl Shared {
