@@ -597,10 +597,11 @@ long-commands N="1000000":
     scripts/long_commands.py {{N}} "$port" MSET,DEL "$pid"
 
 # Data growth, the long run: load N keys of 100-byte values (memtier
-# --pipeline 32), then SECS seconds of random SETs and SECS of random GETs
-# at 50 connections, respite (release build) beside redis-server AOF
-# always; WAL peak, commit latency p99/max and bytes per write are printed
-# (docs/benchmarks.md, "Data growth"). Needs memtier_benchmark.
-growth N="10000000" SECS="600":
+# --pipeline 32), random SET/GET at 50 connections, SECS seconds of random
+# SETs, SET/GET again; then the same file served inside a memory cgroup of
+# LIMIT bytes; redis-server AOF always and without persistence beside it
+# (scripts/bench_long.sh; docs/benchmarks.md, "Data growth"). Needs
+# memtier_benchmark, fio, and a writable memory cgroup (v1).
+growth N="10000000" SECS="600" LIMIT="402653184":
     cargo build --release -p respite-daemon
-    scripts/bench_growth.sh {{N}} {{SECS}} respite=target/release/respited redis=redis
+    scripts/bench_long.sh target/release/respited {{N}} {{SECS}} 20 {{LIMIT}}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data growth: load N keys of 100-byte values with memtier_benchmark
+# Data growth: load N keys of 100-byte values (or VALUE bytes) with memtier_benchmark
 # (--pipeline 32, 2 threads x 10 connections, keys 1..N in order), then
 # random SET and random GET over them at 50 connections, for each server
 # given, one after the other, each on a fresh data directory.
@@ -19,10 +19,11 @@
 # per seed, and SQLite writes nothing for a row overwritten with itself).
 # For respited, INFO's commit latency (p99, max) and WAL figures over the
 # whole run follow its row. LOAD_TIMEOUT (seconds, default 240) stops a
-# load that takes longer. `just growth N SECS` is the long run (10 minutes
-# of random SETs, then of GETs, by default).
+# load that takes longer; VALUE (default 100) is the value size in bytes.
+# `just growth N SECS` is the long run (scripts/bench_long.sh).
 set -euo pipefail
 n=$1; secs=$2; shift 2
+value=${VALUE:-100}
 port=6479
 tick=$(getconf CLK_TCK)
 root=$(mktemp -d -p "${BENCH_DIR:-/var/tmp}")
@@ -55,12 +56,12 @@ for spec in "$@"; do
     w0=$(io $pid); c0=$(cpu $pid); t0=$(date +%s.%N)
     timeout "${LOAD_TIMEOUT:-240}" memtier_benchmark -p $port --protocol=redis -t 2 -c 10 \
         --pipeline=32 --ratio=1:0 --key-pattern=P:P --key-minimum=1 --key-maximum="$n" \
-        --requests=allkeys -d 100 -R --hide-histogram >"$dir/load" 2>/dev/null || true
+        --requests=allkeys -d "$value" -R --hide-histogram >"$dir/load" 2>/dev/null || true
     t1=$(date +%s.%N); w1=$(io $pid); c1=$(cpu $pid)
     keys=$(redis-cli -p $port dbsize)
     w2=$(io $pid)
     memtier_benchmark -p $port --protocol=redis -t 2 -c 25 --ratio=1:0 --key-pattern=R:R \
-        --key-minimum=1 --key-maximum="$n" --test-time="$secs" -d 100 -R --distinct-client-seed \
+        --key-minimum=1 --key-maximum="$n" --test-time="$secs" -d "$value" -R --distinct-client-seed \
         --hide-histogram >"$dir/set" 2>/dev/null
     w3=$(io $pid)
     memtier_benchmark -p $port --protocol=redis -t 2 -c 25 --ratio=0:1 --key-pattern=R:R \
@@ -68,7 +69,7 @@ for spec in "$@"; do
         --hide-histogram >"$dir/get" 2>/dev/null
     if [ "$cmd" != redis ]; then
         redis-cli -p $port info persistence | tr -d '\r' | grep -E \
-            '^(group_commit_commit_latency_(p99|max)_us|wal_pause_max_us|wal_size_peak_bytes):' \
+            '^(group_commit_commit_latency_(p99|max)_us|wal_pause_max_us|wal_restart_max_us|wal_size_peak_bytes):' \
             | tr '\n' ' ' | sed 's/^/    info: /' >"$dir/info" || true
     fi
     redis-cli -p $port shutdown >/dev/null 2>&1 || true

@@ -36,7 +36,7 @@
 
 mod common;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -822,4 +822,370 @@ impl Run {
 #[test]
 fn acknowledged_writes_survive_sigkill_at_random_moments() {
     Run::from_env(CI_CYCLES).go();
+}
+
+/// A stream entry ID, as its two halves (ordered as the server orders
+/// them).
+type Sid = (u64, u64);
+
+fn sid(text: &str) -> Sid {
+    let (ms, seq) = text.split_once('-').expect("an ID is ms-seq");
+    (
+        ms.parse().expect("ms of an ID"),
+        seq.parse().expect("seq of an ID"),
+    )
+}
+
+fn sid_text(id: Sid) -> String {
+    format!("{}-{}", id.0, id.1)
+}
+
+/// The producer of the consumer-group scenario: the IDs its XADDs got
+/// back, in order, and whether one more was sent without an answer.
+#[derive(Default)]
+struct Producer {
+    produced: Vec<Sid>,
+    doubt: bool,
+}
+
+/// One consumer-group write sent without an answer when the server died.
+#[derive(Debug)]
+enum GroupOp {
+    /// XREADGROUP ... COUNT count STREAMS s >
+    Read { consumer: String, count: usize },
+    /// XACK of these IDs.
+    Ack(Vec<Sid>),
+    /// XCLAIM of these IDs (all pending) to `consumer`, min-idle 0.
+    Claim { consumer: String, ids: Vec<Sid> },
+}
+
+/// What the consumers have had acknowledged: the group's pending entries
+/// list (owner and delivery count per ID) and its last-delivered ID.
+#[derive(Default)]
+struct Group {
+    pending: BTreeMap<Sid, (String, i64)>,
+    last_delivered: Sid,
+    doubt: Option<GroupOp>,
+    reads: u64,
+    delivered: u64,
+    acks: u64,
+    claims: u64,
+    in_doubt: u64,
+}
+
+const STREAM: &str = "events";
+const GROUP: &str = "workers";
+
+impl Producer {
+    fn write(&mut self, port: u16) {
+        let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+        else {
+            return;
+        };
+        for n in 0u64.. {
+            self.doubt = true;
+            match redis::cmd("XADD")
+                .arg(STREAM)
+                .arg("*")
+                .arg("n")
+                .arg(n)
+                .query::<String>(&mut con)
+            {
+                Ok(id) => {
+                    self.produced.push(sid(&id));
+                    self.doubt = false;
+                }
+                Err(e) => return died(e),
+            }
+        }
+    }
+
+    /// Every acknowledged XADD is in the stream, in order, and at most the
+    /// one in doubt after them; returns the stream's IDs.
+    fn verify(&mut self, con: &mut redis::Connection) -> Vec<Sid> {
+        let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+            .arg(STREAM)
+            .arg("-")
+            .arg("+")
+            .query(con)
+            .expect("XRANGE");
+        let ids: Vec<Sid> = entries.iter().map(|(id, _)| sid(id)).collect();
+        let n = self.produced.len();
+        assert!(ids.len() >= n, "{} entries of {n} acknowledged", ids.len());
+        assert_eq!(ids[..n], self.produced[..], "the acknowledged entries");
+        let extra = ids.len() - n;
+        assert!(
+            extra <= usize::from(self.doubt),
+            "{extra} entries nobody acknowledged (one in doubt: {})",
+            self.doubt
+        );
+        self.produced = ids.clone();
+        self.doubt = false;
+        ids
+    }
+}
+
+impl Group {
+    fn write(&mut self, port: u16, seed: u64) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+        else {
+            return;
+        };
+        let consumer = |rng: &mut StdRng| format!("c{}", rng.random_range(0..3));
+        loop {
+            let roll = rng.random_range(0..100);
+            if roll < 50 || self.pending.is_empty() {
+                let (who, count) = (consumer(&mut rng), rng.random_range(1..=5usize));
+                let mut cmd = redis::cmd("XREADGROUP");
+                cmd.arg("GROUP")
+                    .arg(GROUP)
+                    .arg(&who)
+                    .arg("COUNT")
+                    .arg(count);
+                if rng.random_bool(0.3) {
+                    cmd.arg("BLOCK").arg(20);
+                }
+                cmd.arg("STREAMS").arg(STREAM).arg(">");
+                self.doubt = Some(GroupOp::Read {
+                    consumer: who.clone(),
+                    count,
+                });
+                type Read = Option<Vec<(String, Vec<(String, Vec<String>)>)>>;
+                let got = match cmd.query::<Read>(&mut con) {
+                    Ok(got) => got,
+                    Err(e) => return died(e),
+                };
+                self.doubt = None;
+                self.reads += 1;
+                for (_, entries) in got.unwrap_or_default() {
+                    assert!(entries.len() <= count);
+                    for (id, _) in entries {
+                        let id = sid(&id);
+                        assert!(id > self.last_delivered, "{id:?} delivered twice as new");
+                        self.pending.insert(id, (who.clone(), 1));
+                        self.last_delivered = id;
+                        self.delivered += 1;
+                    }
+                }
+                continue;
+            }
+            let keys: Vec<Sid> = self.pending.keys().copied().collect();
+            let mut ids: Vec<Sid> = (0..rng.random_range(1..=3))
+                .map(|_| keys[rng.random_range(0..keys.len())])
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let texts: Vec<String> = ids.iter().map(|&id| sid_text(id)).collect();
+            if roll < 75 {
+                self.doubt = Some(GroupOp::Ack(ids.clone()));
+                let n = match redis::cmd("XACK")
+                    .arg(STREAM)
+                    .arg(GROUP)
+                    .arg(&texts)
+                    .query::<usize>(&mut con)
+                {
+                    Ok(n) => n,
+                    Err(e) => return died(e),
+                };
+                self.doubt = None;
+                assert_eq!(n, ids.len(), "XACK of pending {ids:?}");
+                for id in &ids {
+                    self.pending.remove(id);
+                }
+                self.acks += 1;
+            } else {
+                let who = consumer(&mut rng);
+                self.doubt = Some(GroupOp::Claim {
+                    consumer: who.clone(),
+                    ids: ids.clone(),
+                });
+                let got = match redis::cmd("XCLAIM")
+                    .arg(STREAM)
+                    .arg(GROUP)
+                    .arg(&who)
+                    .arg(0)
+                    .arg(&texts)
+                    .query::<Vec<(String, Vec<String>)>>(&mut con)
+                {
+                    Ok(got) => got,
+                    Err(e) => return died(e),
+                };
+                self.doubt = None;
+                let claimed: Vec<Sid> = got.iter().map(|(id, _)| sid(id)).collect();
+                assert_eq!(claimed, ids, "XCLAIM of pending entries");
+                for id in &ids {
+                    let entry = self.pending.get_mut(id).expect("pending");
+                    *entry = (who.clone(), entry.1 + 1);
+                }
+                self.claims += 1;
+            }
+        }
+    }
+
+    /// The server's pending list is exactly the acknowledged one, but for
+    /// the one write in doubt, which is there whole or not at all; then the
+    /// model takes the server's state (the doubt resolved).
+    fn verify(&mut self, con: &mut redis::Connection, ids: &[Sid]) {
+        let rows: Vec<(String, String, i64, i64)> = redis::cmd("XPENDING")
+            .arg(STREAM)
+            .arg(GROUP)
+            .arg("-")
+            .arg("+")
+            .arg(u32::MAX)
+            .query(con)
+            .expect("XPENDING");
+        let found: BTreeMap<Sid, (String, i64)> = rows
+            .into_iter()
+            .map(|(id, who, _idle, count)| (sid(&id), (who, count)))
+            .collect();
+        let groups: Vec<Vec<redis::Value>> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(STREAM)
+            .query(con)
+            .expect("XINFO GROUPS");
+        let field = groups[0]
+            .iter()
+            .position(|v| matches!(v, redis::Value::BulkString(b) if b == b"last-delivered-id"))
+            .expect("last-delivered-id");
+        let redis::Value::BulkString(ld) = &groups[0][field + 1] else {
+            panic!("last-delivered-id: {:?}", groups[0][field + 1]);
+        };
+        let last_delivered = sid(std::str::from_utf8(ld).expect("an ID"));
+        for id in found.keys() {
+            assert!(ids.contains(id), "{id:?} is pending but not in the stream");
+        }
+        let doubt = self.doubt.take();
+        if doubt.is_some() {
+            self.in_doubt += 1;
+        }
+        let before = &self.pending;
+        let unchanged = found == *before && last_delivered == self.last_delivered;
+        match &doubt {
+            None => assert!(
+                unchanged,
+                "pending list or last-delivered ID differs: {last_delivered:?} vs {:?}",
+                self.last_delivered
+            ),
+            Some(GroupOp::Read { consumer, count }) if !unchanged => {
+                let new: Vec<Sid> = ids
+                    .iter()
+                    .copied()
+                    .filter(|&id| id > self.last_delivered && id <= last_delivered)
+                    .collect();
+                assert!(
+                    !new.is_empty() && new.len() <= *count,
+                    "the read in doubt moved the group from {:?} to {last_delivered:?}",
+                    self.last_delivered
+                );
+                let mut expected = before.clone();
+                for id in new {
+                    expected.insert(id, (consumer.clone(), 1));
+                }
+                assert_eq!(found, expected, "after the read in doubt {doubt:?}");
+            }
+            Some(GroupOp::Ack(acked)) if !unchanged => {
+                let mut expected = before.clone();
+                for id in acked {
+                    expected.remove(id);
+                }
+                assert_eq!(found, expected, "after the XACK in doubt {acked:?}");
+                assert_eq!(last_delivered, self.last_delivered);
+            }
+            Some(GroupOp::Claim { consumer, ids }) if !unchanged => {
+                let mut expected = before.clone();
+                for id in ids {
+                    let entry = expected.get_mut(id).expect("pending");
+                    *entry = (consumer.clone(), entry.1 + 1);
+                }
+                assert_eq!(found, expected, "after the XCLAIM in doubt {ids:?}");
+                assert_eq!(last_delivered, self.last_delivered);
+            }
+            Some(_) => {}
+        }
+        self.pending = found;
+        self.last_delivered = last_delivered;
+    }
+}
+
+/// XREADGROUP's delivery is durable: a producer XADDs and a consumer
+/// side reads with XREADGROUP (some blocked), XACKs and XCLAIMs between
+/// three consumers, each write's answer recorded, until SIGKILL. After
+/// every restart the stream holds every acknowledged XADD; the group's
+/// pending list holds exactly every delivered and unacknowledged entry,
+/// with its owner and delivery count (so no count goes backwards), and
+/// its last-delivered ID is the last delivery's; the one write in doubt
+/// at the kill is there whole or not at all.
+#[test]
+fn stream_pending_lists_survive_sigkill() {
+    let cycles: usize = std::env::var("RESPITE_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9);
+    let seed: u64 = std::env::var("RESPITE_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("stream crash run: {cycles} cycles, seed {seed} (RESPITE_CRASH_SEED replays it)");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::create_dir_all(&scratch).expect("mkdir");
+    let mut producer = Producer::default();
+    let mut group = Group::default();
+    for cycle in 0..=cycles {
+        let fsync = ["always", "everysec", "no"][cycle % 3];
+        let mut server = Respited::start_in(&dir, &["--appendfsync", fsync]);
+        let mut con = server.client();
+        if cycle == 0 {
+            let _: () = redis::cmd("XGROUP")
+                .arg("CREATE")
+                .arg(STREAM)
+                .arg(GROUP)
+                .arg("$")
+                .arg("MKSTREAM")
+                .query(&mut con)
+                .expect("XGROUP CREATE");
+        }
+        let ids = producer.verify(&mut con);
+        group.verify(&mut con, &ids);
+        drop(con);
+        if cycle == cycles {
+            let status = server.terminate();
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        let port = server.port;
+        let seed = rng.random();
+        let (mut p, mut g) = (std::mem::take(&mut producer), std::mem::take(&mut group));
+        let producing = std::thread::spawn(move || {
+            p.write(port);
+            p
+        });
+        let consuming = std::thread::spawn(move || {
+            g.write(port, seed);
+            g
+        });
+        std::thread::sleep(Duration::from_millis(rng.random_range(20..600)));
+        server.kill();
+        producer = producing.join().expect("producer thread");
+        group = consuming.join().expect("consumer thread");
+        integrity_check(&dir, &scratch);
+    }
+    eprintln!(
+        "stream crash run done: {} entries added, {} XREADGROUPs delivering {}, {} XACKs, \
+         {} XCLAIMs acknowledged, {} group writes in doubt at a kill; {} still pending",
+        producer.produced.len(),
+        group.reads,
+        group.delivered,
+        group.acks,
+        group.claims,
+        group.in_doubt,
+        group.pending.len()
+    );
+    assert!(group.delivered > 0 && group.acks > 0 && group.claims > 0);
 }

@@ -685,3 +685,257 @@ fn info_counts_scripts_and_functions() {
         }
     }
 }
+
+/// Runs `lines` (each as in [`SESSION`]) on both servers, RESP2 and
+/// RESP3, after `setup` on a connection of its own; answers the
+/// differences.
+fn differences(
+    redis_port: u16,
+    respite_port: u16,
+    setup: &[&[&str]],
+    lines: &[&str],
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for port in [redis_port, respite_port] {
+        let mut c = Conn::open(port, 2);
+        for command in setup {
+            c.command(command);
+        }
+    }
+    for resp in [2u8, 3] {
+        let mut theirs = Conn::open(redis_port, resp);
+        let mut ours = Conn::open(respite_port, resp);
+        for line in lines {
+            let args: Vec<String> = line.split(" | ").map(|w| w.replace("\\n", "\n")).collect();
+            let expected = theirs.command(&args);
+            let got = ours.command(&args);
+            if expected != got {
+                failures.push(format!(
+                    "RESP{resp} {line}\n  redis:   {:?}\n  respite: {:?}",
+                    String::from_utf8_lossy(&expected),
+                    String::from_utf8_lossy(&got)
+                ));
+            }
+        }
+    }
+    failures
+}
+
+/// The ACL LOG's entries as (reason, context, object, username).
+fn acl_log(port: u16) -> Vec<(String, String, String, String)> {
+    let mut con = common::client_for(port);
+    let entries: Vec<std::collections::HashMap<String, redis::Value>> = redis::cmd("ACL")
+        .arg("LOG")
+        .query(&mut con)
+        .expect("ACL LOG");
+    let text = |e: &std::collections::HashMap<String, redis::Value>, k: &str| match e.get(k) {
+        Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+        Some(redis::Value::SimpleString(s)) => s.clone(),
+        other => format!("{other:?}"),
+    };
+    entries
+        .iter()
+        .map(|e| {
+            (
+                text(e, "reason"),
+                text(e, "context"),
+                text(e, "object"),
+                text(e, "username"),
+            )
+        })
+        .collect()
+}
+
+/// `redis.call` and `redis.pcall` run as the calling user: a command, key
+/// or channel the user may not use is redis's "The user executing the
+/// script ..." error (before the read-only script check, as in redis),
+/// logged in the ACL LOG with the context `lua`; `redis.acl_check_cmd`
+/// answers for that user.
+#[test]
+fn acl_inside_scripts_differential() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let setup: &[&[&str]] = &[
+        &["FLUSHALL"],
+        &["ACL", "LOG", "RESET"],
+        &["FUNCTION", "FLUSH"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=acllib\nredis.register_function('setit', function(keys, args) return redis.call('set', keys[1], args[1]) end)\nredis.register_function{function_name='getit', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}",
+        ],
+        &[
+            "ACL", "SETUSER", "lim", "on", ">pw", "+@all", "-set", "~k*", "&ch*",
+        ],
+        &["SET", "k1", "v1"],
+    ];
+    let lines = &[
+        "AUTH | lim | pw",
+        "EVAL | return redis.call('set', 'k1', 'v') | 0",
+        "EVAL | return redis.pcall('set', 'k1', 'v') | 0",
+        "EVAL | local r = redis.pcall('set', 'k1', 'v'); return r['err'] | 0",
+        "EVAL | return redis.call('get', 'other') | 0",
+        "EVAL | return redis.call('get', 'k1') | 0",
+        "EVAL | return redis.call('incr', 'other') | 0",
+        "EVAL | return redis.call('publish', 'other', 'm') | 0",
+        "EVAL | return redis.call('publish', 'ch1', 'm') | 0",
+        "EVAL | return redis.acl_check_cmd('set', 'k1', 'v') | 0",
+        "EVAL | return redis.acl_check_cmd('get', 'k1') | 0",
+        "EVAL | return redis.acl_check_cmd('get', 'other') | 0",
+        "EVAL | return redis.acl_check_cmd('nosuch') | 0",
+        "EVAL | return redis.acl_check_cmd('object', 'nosuch') | 0",
+        "EVAL | return redis.acl_check_cmd() | 0",
+        "EVAL_RO | return redis.call('set', 'k1', 'v') | 0",
+        "EVAL_RO | return redis.call('get', 'other') | 0",
+        "EVAL_RO | return redis.call('incr', 'k1') | 0",
+        "EVAL | #!lua flags=no-writes\nreturn redis.call('get', 'other') | 0",
+        "FCALL | setit | 1 | k1 | v",
+        "FCALL | getit | 1 | other",
+        "FCALL_RO | getit | 1 | other",
+        "FCALL_RO | getit | 1 | k1",
+        "EVAL | return redis.call('get', 'other') | 1 | other",
+    ];
+    let failures = differences(redis.port, respite.port, setup, lines);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let (theirs, ours) = (acl_log(redis.port), acl_log(respite.port));
+    assert!(!theirs.is_empty());
+    assert_eq!(theirs, ours);
+}
+
+/// A read-only script runs on the read pool: while one loops for a
+/// second and a half, past `busy-reply-threshold`, another client's
+/// writes and reads are answered at once (no BUSY), and SCRIPT KILL
+/// still stops it.
+#[test]
+fn read_only_scripts_do_not_block_writes() {
+    let respite = Respited::start(&[]);
+    let port = respite.port;
+    let mut c = Conn::open(port, 2);
+    assert_eq!(
+        c.command(&["CONFIG", "SET", "busy-reply-threshold", "100"]),
+        b"+OK\r\n"
+    );
+    c.command(&["SET", "k", "0"]);
+    // Loops until TIME says 1.5 s have passed.
+    // Reads the key first (its snapshot starts there) and last.
+    let spin = "local first = redis.call('get', KEYS[1]); local t0 = redis.call('time'); \
+        while true do local t = redis.call('time'); \
+        if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 1500000 then break end end; \
+        return {first, redis.call('get', KEYS[1])}";
+    for (command, body) in [
+        ("EVAL_RO", spin.to_string()),
+        ("EVAL", format!("#!lua flags=no-writes\n{spin}")),
+    ] {
+        let body2 = body.clone();
+        let reader = std::thread::spawn(move || {
+            let mut r = Conn::open(port, 2);
+            r.command(&[command, body2.as_str(), "1", "k"])
+        });
+        std::thread::sleep(Duration::from_millis(400));
+        let started = std::time::Instant::now();
+        for i in 0..20 {
+            assert_eq!(
+                c.command(&["SET", "k", &i.to_string()]),
+                b"+OK\r\n",
+                "{command}"
+            );
+            assert_eq!(c.command(&["INCR", "n"])[0], b':');
+        }
+        assert!(
+            started.elapsed() < Duration::from_millis(600),
+            "{command}: writes waited {:?} for a read-only script",
+            started.elapsed()
+        );
+        // The script's snapshot began before those writes.
+        assert_eq!(
+            reader.join().expect("reader"),
+            b"*2\r\n$1\r\n0\r\n$1\r\n0\r\n",
+            "{command}"
+        );
+        c.command(&["SET", "k", "0"]);
+    }
+    // SCRIPT KILL reaches a read-only script on the read pool.
+    let reader = std::thread::spawn(move || {
+        let mut r = Conn::open(port, 2);
+        r.command(&["EVAL_RO", "while true do end", "0"])
+    });
+    let mut killed = false;
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(25));
+        let r = c.command(&["SCRIPT", "KILL"]);
+        if r == b"+OK\r\n" {
+            killed = true;
+            break;
+        }
+        assert_eq!(r, b"-NOTBUSY No scripts in execution right now.\r\n");
+    }
+    assert!(killed);
+    let text = String::from_utf8_lossy(&reader.join().expect("reader")).into_owned();
+    assert!(
+        text.starts_with("-ERR Script killed by user with SCRIPT KILL..."),
+        "{text}"
+    );
+    assert_eq!(c.command(&["PING"]), b"+PONG\r\n");
+}
+
+/// Reads what a subscribed connection has been sent, until it has been
+/// quiet for a moment.
+fn drain(c: &mut Conn) -> Vec<u8> {
+    c.stream
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let mut chunk = [0u8; 65536];
+    while let Ok(n) = c.stream.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        c.buf.extend_from_slice(&chunk[..n]);
+    }
+    std::mem::take(&mut c.buf)
+}
+
+/// PUBLISH, SPUBLISH and PUBSUB from scripts and functions, against
+/// redis-server: the replies (receivers counted), and what subscribers
+/// receive, in order.
+#[test]
+fn publish_from_scripts_differential() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let mut received = Vec::new();
+    for port in [redis.port, respite.port] {
+        let mut sub = Conn::open(port, 2);
+        sub.command(&["SUBSCRIBE", "ch"]);
+        sub.command(&["PSUBSCRIBE", "c*"]);
+        sub.command(&["SSUBSCRIBE", "sh"]);
+        let mut c = Conn::open(port, 2);
+        let mut replies = Vec::new();
+        for args in [
+            vec!["EVAL", "redis.call('set', 'k', 'v'); local a = redis.call('publish', 'ch', 'one'); local b = redis.call('PUBLISH', 'cx', 'two'); local d = redis.call('spublish', 'sh', 'three'); return {a, b, d}", "0"],
+            vec!["EVAL", "return redis.call('pubsub', 'numsub', 'ch', 'none')", "0"],
+            vec!["EVAL", "return redis.call('pubsub', 'channels', 'c*')", "0"],
+            vec!["EVAL", "return redis.call('pubsub', 'numpat')", "0"],
+            vec!["EVAL", "return redis.call('pubsub', 'shardchannels')", "0"],
+            vec!["EVAL", "return redis.call('pubsub', 'bad')", "0"],
+            vec!["EVAL", "local c = ARGV[1]; return redis.call(c, 'ch', 'dynamic')", "0", "publish"],
+            vec!["EVAL", "redis.call('publish', 'ch', 'before-error'); error('late')", "0"],
+            vec!["EVAL_RO", "return redis.call('publish', 'ch', 'ro')", "0"],
+            vec!["FUNCTION", "LOAD", "REPLACE", "#!lua name=pub\nredis.register_function('p', function(keys, args) return redis.call('publish', keys[1], args[1]) end)"],
+            vec!["FCALL", "p", "1", "ch", "from-function"],
+            vec!["MULTI"],
+            vec!["EVAL", "return redis.call('publish', 'ch', 'in-multi')", "0"],
+            vec!["PUBLISH", "ch", "after-in-multi"],
+            vec!["EXEC"],
+        ] {
+            replies.push(String::from_utf8_lossy(&c.command(&args)).into_owned());
+        }
+        received.push((
+            replies,
+            String::from_utf8_lossy(&drain(&mut sub)).into_owned(),
+        ));
+    }
+    assert_eq!(received[0], received[1]);
+}

@@ -35,13 +35,37 @@ impl View<'_, '_> {
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+
+    /// The libraries' generation: a number every change to them raises,
+    /// in the same transaction, so a copy of the libraries known to be of
+    /// this generation is the stored set (a change whose group was rolled
+    /// back leaves the number where it was). 0 before the first change.
+    pub fn function_generation(&self) -> Result<i64> {
+        let mut stmt = self.stmt("SELECT value FROM meta WHERE name = 'function_generation'")?;
+        let mut rows = stmt.query([])?;
+        Ok(match rows.next()? {
+            Some(row) => row.get(0)?,
+            None => 0,
+        })
+    }
 }
 
 impl Txn<'_, '_> {
+    /// Raises the generation (see [`View::function_generation`]).
+    fn function_changed(&mut self) -> Result<()> {
+        self.changes += 1;
+        self.stmt(
+            "INSERT INTO meta (name, value) VALUES ('function_generation', 1)
+             ON CONFLICT (name) DO UPDATE SET value = value + 1",
+        )?
+        .execute([])?;
+        Ok(())
+    }
+
     /// Stores a library, replacing one of the same name (which keeps its
     /// place in the order).
     pub fn function_put(&mut self, name: &[u8], code: &[u8]) -> Result<()> {
-        self.changes += 1;
+        self.function_changed()?;
         self.stmt(
             "INSERT INTO function_libraries (name, code) VALUES (?1, ?2)
              ON CONFLICT (name) DO UPDATE SET code = excluded.code",
@@ -52,7 +76,7 @@ impl Txn<'_, '_> {
 
     /// Deletes a library; whether there was one.
     pub fn function_delete(&mut self, name: &[u8]) -> Result<bool> {
-        self.changes += 1;
+        self.function_changed()?;
         let n = self
             .stmt("DELETE FROM function_libraries WHERE name = ?1")?
             .execute([name])?;
@@ -61,7 +85,7 @@ impl Txn<'_, '_> {
 
     /// Deletes every library (FUNCTION FLUSH, FUNCTION RESTORE FLUSH).
     pub fn function_clear(&mut self) -> Result<()> {
-        self.changes += 1;
+        self.function_changed()?;
         self.stmt("DELETE FROM function_libraries")?.execute([])?;
         Ok(())
     }

@@ -14,7 +14,7 @@
 //! [`areas`] picks, as `geohashCalculateAreasByShapeWGS84` does, a step
 //! (cell size) from the radius, the cell around the centre and its eight
 //! neighbours, and drops the neighbours the shape's bounding box does not
-//! reach; [`View::geo_box`] then reads each cell's score range
+//! reach; [`View::geo_search`] then reads each cell's score range
 //! `[min, max)` off the sorted set's score index (`zsets_by_score`), and
 //! [`Search::within`] keeps the points inside the circle or box with their
 //! distance. A search returning 50 points of a million reads those 9
@@ -448,12 +448,16 @@ impl Search {
     /// from the centre (in meters), if it lies in the shape.
     pub fn within(&self, score: f64) -> Option<([f64; 2], f64)> {
         let xy = decode_score(score);
+        self.within_point(xy).map(|d| (xy, d))
+    }
+
+    /// [`Search::within`] of a decoded point: its distance, if inside.
+    fn within_point(&self, [x2, y2]: [f64; 2]) -> Option<f64> {
         let [x1, y1] = self.centre;
-        let [x2, y2] = xy;
         match self.shape {
             Shape::Radius(r) => {
                 let d = distance(x1, y1, x2, y2);
-                (d <= r * self.conversion || d.is_nan()).then_some((xy, d))
+                (d <= r * self.conversion || d.is_nan()).then_some(d)
             }
             Shape::Box { width, height } => {
                 let (width_m, height_m) = (width * self.conversion, height * self.conversion);
@@ -463,10 +467,56 @@ impl Search {
                 if distance(x2, y2, x1, y2) > width_m / 2.0 {
                     return None;
                 }
-                Some((xy, distance(x1, y1, x2, y2)))
+                Some(distance(x1, y1, x2, y2))
             }
         }
     }
+
+    /// `[min_lon, min_lat, max_lon, max_lat]` outside which no point can
+    /// be in the shape, with a margin: a cheap test that spares most of a
+    /// cell's points the trigonometry of [`Search::within`], which still
+    /// decides every point inside it (so the answer is redis's, bit for
+    /// bit). Latitudes differ by at most the half-height over the earth's
+    /// radius (haversine's distance is at least that); longitudes by at
+    /// most the half-width over the radius, divided by the cosine of the
+    /// latitude farthest from the equator, to first order: the margin (1%
+    /// and a hair) covers the higher orders. `None` where that reasoning
+    /// is not held to (shapes over 100 km across, past 70 degrees of
+    /// latitude, or across the antimeridian): every point is measured.
+    fn prefilter(&self) -> Option<[f64; 4]> {
+        let (half_h, half_w) = match self.shape {
+            Shape::Radius(r) => (r, r),
+            Shape::Box { width, height } => (height / 2.0, width / 2.0),
+        };
+        let (half_h, half_w) = (half_h * self.conversion, half_w * self.conversion);
+        // (NaN fails these comparisons, and so gets no prefilter.)
+        let within_limits = |v: f64, limit: f64| v <= limit;
+        if !within_limits(half_h, 100_000.0) || !within_limits(half_w, 100_000.0) {
+            return None;
+        }
+        let [lon, lat] = self.centre;
+        let lat_delta = rad_deg(half_h / EARTH_RADIUS_IN_METERS) * 1.01 + 1e-9;
+        let far = lat.abs() + lat_delta;
+        if !within_limits(far, 70.0) {
+            return None;
+        }
+        let lon_delta = rad_deg(half_w / EARTH_RADIUS_IN_METERS / deg_rad(far).cos()) * 1.01 + 1e-9;
+        if !within_limits(LONG_MIN, lon - lon_delta) || !within_limits(lon + lon_delta, LONG_MAX) {
+            return None;
+        }
+        Some([
+            lon - lon_delta,
+            lat - lat_delta,
+            lon + lon_delta,
+            lat + lat_delta,
+        ])
+    }
+}
+
+/// Whether `xy` lies outside the [`Search::prefilter`] box (a NaN never
+/// does: it goes on to be measured).
+fn outside([min_lon, min_lat, max_lon, max_lat]: &[f64; 4], [x, y]: [f64; 2]) -> bool {
+    x < *min_lon || x > *max_lon || y < *min_lat || y > *max_lat
 }
 
 /// `geohashCalculateAreasByShapeWGS84` with `membersOfAllNeighbors`'s
@@ -563,34 +613,14 @@ pub struct Point {
 }
 
 impl View<'_, '_> {
-    /// The members of the sorted set under `id` with a score in `[min,
-    /// max)`, in the set's order, handed to `visit` until it answers
-    /// `false`: one range of the score index, read as far as needed.
-    pub fn geo_box(
-        &self,
-        id: i64,
-        min: f64,
-        max: f64,
-        mut visit: impl FnMut(Vec<u8>, f64) -> bool,
-    ) -> Result<()> {
-        let mut stmt = self.stmt(
-            "SELECT member, score FROM zsets WHERE id = ?1 AND score >= ?2 AND score < ?3
-             ORDER BY score, member",
-        )?;
-        let mut rows = stmt.query(params![id, min, max])?;
-        while let Some(r) = rows.next()? {
-            if !visit(r.get(0)?, r.get(1)?) {
-                break;
-            }
-        }
-        Ok(())
-    }
-
     /// `membersOfAllNeighbors`: the points of the set under `id` inside
     /// the search, cell by cell in [`areas`]' order, each cell in score
-    /// order; with a `limit` (COUNT ... ANY), it stops as soon as it has
-    /// that many. Also says how many members it read (the cells' members,
-    /// in or out of the shape): never the whole set.
+    /// order (one range `[min, max)` of the score index per cell); with a
+    /// `limit` (COUNT ... ANY), it stops as soon as it has that many. Also
+    /// says how many members it read (the cells' members, in or out of the
+    /// shape): never the whole set. A row's member is read only for a
+    /// point inside the shape, and a point outside the search's
+    /// [`Search::prefilter`] box is not measured.
     pub fn geo_search(
         &self,
         id: i64,
@@ -598,9 +628,14 @@ impl View<'_, '_> {
         limit: usize,
     ) -> Result<(Vec<Point>, usize)> {
         let cells = areas(search);
+        let prefilter = search.prefilter();
         let mut found: Vec<Point> = Vec::new();
         let mut examined = 0;
         let full = |found: &Vec<Point>| limit > 0 && found.len() >= limit;
+        let mut stmt = self.stmt(
+            "SELECT score, member FROM zsets WHERE id = ?1 AND score >= ?2 AND score < ?3
+             ORDER BY score, member",
+        )?;
         // redis compares a cell with the last one it read, skipping a
         // repeat (huge radii make neighbours coincide); "none yet" is its
         // index 0, so the north cell is never compared with the centre's.
@@ -616,18 +651,27 @@ impl View<'_, '_> {
                 break;
             }
             let (min, max) = box_scores(*cell);
-            self.geo_box(id, min, max, |member, score| {
+            let mut rows = stmt.query(params![id, min, max])?;
+            while let Some(r) = rows.next()? {
                 examined += 1;
-                if let Some((xy, dist)) = search.within(score) {
-                    found.push(Point {
-                        member,
-                        score,
-                        xy,
-                        dist,
-                    });
+                let score: f64 = r.get(0)?;
+                let xy = decode_score(score);
+                if prefilter.is_some_and(|b| outside(&b, xy)) {
+                    continue;
                 }
-                !full(&found)
-            })?;
+                let Some(dist) = search.within_point(xy) else {
+                    continue;
+                };
+                found.push(Point {
+                    member: r.get(1)?,
+                    score,
+                    xy,
+                    dist,
+                });
+                if full(&found) {
+                    break;
+                }
+            }
             last_processed = i;
         }
         Ok((found, examined))
@@ -637,6 +681,57 @@ impl View<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The prefilter never drops a point the exact test keeps: random
+    /// circles and boxes up to 100 km across, up to 70 degrees of
+    /// latitude, against points around and just past their edges.
+    #[test]
+    fn prefilter_keeps_every_point_within() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (mut checked, mut dropped) = (0u64, 0u64);
+        for _ in 0..2000 {
+            let centre = [next() * 340.0 - 170.0, next() * 140.0 - 70.0];
+            let size = next() * 100_000.0 + 1.0;
+            let shape = if next() < 0.5 {
+                Shape::Radius(size / 2.0)
+            } else {
+                Shape::Box {
+                    width: size,
+                    height: next() * 100_000.0 + 1.0,
+                }
+            };
+            let search = Search {
+                centre,
+                shape,
+                conversion: 1.0,
+            };
+            let Some(b) = search.prefilter() else {
+                continue;
+            };
+            let (w, h) = (b[2] - b[0], b[3] - b[1]);
+            for _ in 0..200 {
+                let xy = [
+                    b[0] - w * 0.02 + next() * w * 1.04,
+                    b[1] - h * 0.02 + next() * h * 1.04,
+                ];
+                checked += 1;
+                if outside(&b, xy) {
+                    dropped += 1;
+                    assert!(
+                        search.within_point(xy).is_none(),
+                        "{search:?} keeps {xy:?}, outside {b:?}"
+                    );
+                }
+            }
+        }
+        assert!(checked > 100_000 && dropped > 1000, "{checked} {dropped}");
+    }
 
     #[test]
     fn interleaving_round_trips() {

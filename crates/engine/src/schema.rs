@@ -431,8 +431,14 @@ pub(crate) fn open_writer(
     conn.pragma_update(None, "page_size", page_size)?;
     // Likewise only on a new file: pages can then be moved, so the writer
     // can give the free pages of deleted keys back a step at a time (see
-    // vacuum.rs). On an existing file without it this changes nothing.
-    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+    // vacuum.rs). Set only while the file has no table: on a file that has
+    // some, setting it would change nothing (without auto_vacuum) or write
+    // the header again, one WAL frame at every start (with it), before a
+    // WAL left by a crash is recovered.
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+    if tables == 0 {
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+    }
     // WAL lets the read pool read while the writer writes.
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL in WAL mode fsyncs the WAL at every commit: that is `always`.

@@ -63,6 +63,11 @@ const MAX_STEP: u64 = 8192;
 /// How often the free pages are counted while no vacuum is under way.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
 
+/// How long the vacuum rests after a step failed (a full disk: the step's
+/// WAL frames did not fit), so that it does not fail, and log, twice a
+/// second.
+const AFTER_FAILURE: Duration = Duration::from_secs(30);
+
 /// The writer's incremental vacuum.
 #[derive(Debug)]
 pub(crate) struct Vacuum {
@@ -73,6 +78,8 @@ pub(crate) struct Vacuum {
     active: bool,
     step_pages: u64,
     last: Instant,
+    /// The wait before the next look when no vacuum is under way.
+    rest: Duration,
 }
 
 /// What one step did.
@@ -118,6 +125,7 @@ impl Vacuum {
             active: false,
             step_pages: FIRST_STEP,
             last: Instant::now(),
+            rest: LOOK_EVERY,
         }
     }
 
@@ -133,7 +141,7 @@ impl Vacuum {
         if !self.enabled {
             return Ok(None);
         }
-        let every = if self.active { STEP_EVERY } else { LOOK_EVERY };
+        let every = if self.active { STEP_EVERY } else { self.rest };
         if self.last.elapsed() < every {
             return Ok(None);
         }
@@ -163,6 +171,7 @@ impl Vacuum {
         self.last = Instant::now();
         match result {
             Ok(()) => {
+                self.rest = LOOK_EVERY;
                 self.step_pages = next_step(n.max(self.step_pages), took);
                 Ok(Some(Step { pages: n, took }))
             }
@@ -171,6 +180,7 @@ impl Vacuum {
                 // again later, from the start thresholds.
                 self.active = false;
                 self.step_pages = FIRST_STEP;
+                self.rest = AFTER_FAILURE;
                 Err(e)
             }
         }

@@ -1058,7 +1058,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             }
             Ok(None) => {}
             // A full disk (the step's WAL frames did not fit) or a lock
-            // held by another process: the next look tries again.
+            // held by another process: tried again in 30 s (vacuum.rs).
             Err(e) => tracing::warn!(error = %e, "incremental vacuum step failed"),
         }
     }

@@ -554,6 +554,27 @@ impl Registry {
         receivers
     }
 
+    /// How many subscribers a message on `channel` would reach now (a
+    /// PUBLISH from a script answers this; its message goes out once the
+    /// script's group has committed).
+    pub fn receivers(&self, channel: &[u8], shard: bool) -> i64 {
+        let tables = self.read();
+        let exact = if shard {
+            &tables.shard
+        } else {
+            &tables.channels
+        };
+        let mut n = exact.get(channel).map_or(0, |s| s.len());
+        if !shard {
+            for (pattern, subs) in &tables.patterns {
+                if glob_match(pattern, channel) {
+                    n += subs.len();
+                }
+            }
+        }
+        n as i64
+    }
+
     /// PUBSUB CHANNELS / SHARDCHANNELS: the channels with a subscriber,
     /// matching `pattern` if given.
     pub fn channels(&self, shard: bool, pattern: Option<&[u8]>) -> Vec<Bytes> {

@@ -40,57 +40,60 @@ pub struct Settings {
 /// Swaps the process's log filter (tracing's `EnvFilter` syntax).
 pub type LogFilter = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
-/// Everything connections share.
+/// Everything connections share: the composition root, which holds one of
+/// each service and hands each caller the part it needs. Its fields are
+/// the crate's own; an embedder (the daemon) reaches only the
+/// configuration, the ACL users, the TLS state and the log filter.
 pub struct Shared {
     /// The storage engine.
-    pub engine: Engine<Reply>,
+    pub(crate) engine: Engine<Reply>,
     /// The configuration the server started with.
     pub config: Config,
     /// Settings changeable at run time.
-    pub settings: Settings,
+    pub(crate) settings: Settings,
     /// Connected clients by id.
-    pub clients: crate::clients::Registry,
+    pub(crate) clients: crate::clients::Registry,
     /// Next client id.
-    pub next_client_id: AtomicU64,
+    pub(crate) next_client_id: AtomicU64,
     /// Write operations allowed in flight (backpressure).
-    pub write_permits: Arc<Semaphore>,
+    pub(crate) write_permits: Arc<Semaphore>,
     /// INFO counters.
-    pub counters: crate::stats::Counters,
+    pub(crate) counters: crate::stats::Counters,
     /// Per-command statistics, the slow log and latency events.
-    pub stats: crate::stats::CommandStats,
+    pub(crate) stats: crate::stats::CommandStats,
     /// CONFIG's stored parameters.
-    pub params: crate::params::Params,
+    pub(crate) params: crate::params::Params,
     /// Swaps the log filter (set by the daemon once logging is up; CONFIG
     /// SET loglevel uses it, as SIGHUP does for `log_level`).
     pub log_filter: std::sync::OnceLock<LogFilter>,
     /// `timeout`: seconds a client may stay idle (0: forever).
-    pub idle_timeout_secs: AtomicU64,
+    pub(crate) idle_timeout_secs: AtomicU64,
     /// CLIENT PAUSE.
-    pub pause: Pause,
+    pub(crate) pause: Pause,
     /// MONITOR's channel.
-    pub monitors: crate::monitor::Monitors,
+    pub(crate) monitors: crate::monitor::Monitors,
     /// Pub/sub channels and patterns.
-    pub pubsub: crate::pubsub::Registry,
+    pub(crate) pubsub: crate::pubsub::Registry,
     /// When the server started.
-    pub started: Instant,
+    pub(crate) started: Instant,
     /// Resident memory once the engine was open (INFO's
     /// `used_memory_startup`).
-    pub startup_rss: u64,
+    pub(crate) startup_rss: u64,
     /// `min-replicas-to-write` and `min-replicas-max-lag` are both above
     /// 0: with no replicas, every write is refused (NOREPLICAS).
-    pub wants_replicas: AtomicBool,
+    pub(crate) wants_replicas: AtomicBool,
     /// Set once shutdown begins: a lock-free copy of the `shutdown` watch
     /// value, read by every connection after every turn.
-    pub shutting_down: AtomicBool,
+    pub(crate) shutting_down: AtomicBool,
     /// Flips to true once, when shutdown begins; listeners and the daemon's
     /// main wait on it.
-    pub shutdown: tokio::sync::watch::Sender<bool>,
+    pub(crate) shutdown: tokio::sync::watch::Sender<bool>,
     /// The TCP address actually bound (port 0 resolved), for INFO.
-    pub tcp_port: AtomicU32,
+    pub(crate) tcp_port: AtomicU32,
     /// The listeners of `bind` and `port`, for CONFIG SET.
-    pub binding: crate::binding::Binding,
+    pub(crate) binding: crate::binding::Binding,
     /// When protected mode last logged a refusal, per source address.
-    pub protected_log: crate::protected::RefusalLog,
+    pub(crate) protected_log: crate::protected::RefusalLog,
     /// The ACL users, log and counters.
     pub acl: crate::acl::Acl,
     /// The TLS configuration new handshakes use (reloaded on SIGHUP).

@@ -123,6 +123,19 @@ pub(super) fn key_positions(req: &Request<'_>) -> Vec<(usize, (bool, bool))> {
             return numkeys(1, false)
         }
         "blmpop" | "bzmpop" => return numkeys(2, false),
+        // Scripts' declared keys: read and written (redis's RW spec),
+        // read only by the _RO forms.
+        "eval" | "evalsha" | "fcall" | "eval_ro" | "evalsha_ro" | "fcall_ro" => {
+            let access = if req.command.name.ends_with("_ro") {
+                r
+            } else {
+                (true, true)
+            };
+            return numkeys(2, false)
+                .into_iter()
+                .map(|(i, _)| (i, access))
+                .collect();
+        }
         // The first half of what follows STREAMS.
         "xread" | "xreadgroup" => {
             let at = request

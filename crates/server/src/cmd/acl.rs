@@ -365,9 +365,9 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
     vec![
         Spec::local::<AclCmd>("acl")
             .with_subcommands("ACL", &[
-                ("cat", -2), ("deluser", -3), ("dryrun", -4), ("genpass", -2), ("getuser", 3),
-                ("help", 2), ("list", 2), ("load", 2), ("log", -2), ("save", 2),
-                ("setuser", -3), ("users", 2), ("whoami", 2),
+                "cat", "deluser", "dryrun", "genpass", "getuser",
+                "help", "list", "load", "log", "save",
+                "setuser", "users", "whoami",
             ]),
     ]
 }

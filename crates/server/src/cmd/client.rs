@@ -476,6 +476,6 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
         Spec::local::<Client>("client")
-            .with_subcommands("CLIENT", &[("getname", 2), ("getredir", 2), ("help", 2), ("id", 2), ("info", 2), ("kill", -3), ("list", -2), ("no-evict", 3), ("no-touch", 3), ("pause", -3), ("reply", 3), ("setinfo", 4), ("setname", 3), ("unblock", -3), ("unpause", 2)]),
+            .with_subcommands("CLIENT", &["getname", "getredir", "help", "id", "info", "kill", "list", "no-evict", "no-touch", "pause", "reply", "setinfo", "setname", "unblock", "unpause"]),
     ]
 }

@@ -93,6 +93,6 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
         Spec::local::<Config>("config")
-            .with_subcommands("CONFIG", &[("get", -3), ("help", 2), ("resetstat", 2), ("rewrite", 2), ("set", -4)]),
+            .with_subcommands("CONFIG", &["get", "help", "resetstat", "rewrite", "set"]),
     ]
 }

@@ -12,10 +12,9 @@
 //! Two copies of the set of libraries (a [`Registry`]: the libraries with
 //! their functions' names, flags and descriptions) are kept in memory:
 //!
-//! - the writer's, the libraries as of the writer's transaction, which
+//! - the writer's, the libraries as of the writer's last change, which
 //!   each change checks against (a library of that name, a function of
-//!   that name in another library) and replaces, and which FCALL calls
-//!   through (FCALL runs on the writer, as EVAL does);
+//!   that name in another library) and replaces;
 //! - the published one, which FUNCTION LIST, DUMP and STATS answer from,
 //!   replaced once a change has committed (by the step the connection
 //!   runs after the commit), so a client never sees a library that is not
@@ -25,12 +24,18 @@
 //! Each change first reads the stored libraries back in its transaction,
 //! so it checks against what is really in the file (a group whose commit
 //! failed leaves no trace there), reusing the writer's registry for the
-//! functions of libraries whose code it already knows.
+//! functions of libraries whose code it already knows. Every change also
+//! raises the libraries' generation, stored with them in the same
+//! transaction; each registry knows its generation. FCALL (on the writer,
+//! or FCALL_RO and `no-writes` functions on a reader) reads the stored
+//! generation where it runs and uses the registry of that generation,
+//! reading the libraries back when neither copy is (after a rolled-back
+//! change, or in a reader's older snapshot).
 //!
 //! A library's code runs in a fresh function engine to be checked (its
-//! header, then its code: redis's errors in redis's order); the writer's
-//! own function engine, which FCALL uses, is rebuilt from the writer's
-//! registry when that changes. At start-up the stored libraries are read
+//! header, then its code: redis's errors in redis's order); each thread's
+//! own function engine, which FCALL uses, is rebuilt when the registry it
+//! calls through changes. At start-up the stored libraries are read
 //! and loaded (with no time limit, as redis loads them from its RDB).
 
 use std::cell::RefCell;
@@ -42,9 +47,10 @@ use respite_engine::{Txn, View};
 use respite_script::{Engine, Function, RunOptions};
 
 use super::common::help;
-use super::scripting::{begin_run, end_run, kill, running_function, to_reply, ServerHost};
+use super::scripting::{kill, running_function, to_reply, Launch, ServerHost};
 use crate::args::{subcommand, upper, Args};
-use crate::command::{Ctx, LocalCommand, Plan, Session};
+use crate::command::call::Target;
+use crate::command::{LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -68,6 +74,9 @@ pub(crate) struct Library {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Registry {
     libraries: Vec<Library>,
+    /// The stored libraries' generation this set is (see
+    /// `View::function_generation`).
+    generation: i64,
 }
 
 impl Registry {
@@ -106,10 +115,9 @@ impl Registry {
 
 /// The two registries (see the module's doc).
 struct Registries {
-    /// The writer's, and its version (bumped at each change, so the
-    /// writer's function engine knows to rebuild).
+    /// The writer's: the libraries as of the last change the writer made
+    /// (which a failed commit may have taken back: its generation says).
     writer: Arc<Registry>,
-    writer_version: u64,
     /// The published one, and the sequence number of the change that made
     /// it.
     published: Arc<Registry>,
@@ -120,7 +128,6 @@ fn registries() -> MutexGuard<'static, Registries> {
     static R: std::sync::LazyLock<Mutex<Registries>> = std::sync::LazyLock::new(|| {
         Mutex::new(Registries {
             writer: Arc::default(),
-            writer_version: 0,
             published: Arc::default(),
             published_seq: 0,
         })
@@ -168,8 +175,9 @@ pub(crate) fn memory() -> (u64, usize, usize, usize) {
 }
 
 thread_local! {
-    /// The writer's function engine, and the registry version it holds.
-    static FUNCTIONS: RefCell<Option<(u64, Engine)>> = const { RefCell::new(None) };
+    /// This thread's function engine (the writer's, or a reader's for
+    /// FCALL_RO), and the registry it holds.
+    static FUNCTIONS: RefCell<Option<(Arc<Registry>, Engine)>> = const { RefCell::new(None) };
 }
 
 /// A fresh function engine holding `registry`'s libraries.
@@ -238,7 +246,10 @@ fn registry_from(stored: Vec<respite_engine::StoredLibrary>, known: &Registry) -
             ),
         }
     }
-    Registry { libraries }
+    Registry {
+        libraries,
+        generation: 0,
+    }
 }
 
 /// The writer's registry as of this transaction.
@@ -253,10 +264,35 @@ fn writer_registry(txn: &Txn<'_, '_>) -> Result<Registry, CommandError> {
 fn changed(registry: Registry) -> (u64, Arc<Registry>) {
     let registry = Arc::new(registry);
     let seq = SEQ.fetch_add(1, Ordering::AcqRel) + 1;
-    let mut r = registries();
-    r.writer = registry.clone();
-    r.writer_version += 1;
+    registries().writer = registry.clone();
     (seq, registry)
+}
+
+/// The libraries as of `view` (the writer's transaction, or a reader's
+/// snapshot): the writer's or the published registry when its generation
+/// is the stored one, else read back from the view (after a group whose
+/// change was rolled back, or on a reader whose snapshot is older than
+/// the writer's registry). On the writer (`writer`), what is read back
+/// becomes the writer's registry.
+fn registry_at(view: &View<'_, '_>, writer: bool) -> Result<Arc<Registry>, CommandError> {
+    let generation = view.function_generation()?;
+    let (current, published) = {
+        let r = registries();
+        (r.writer.clone(), r.published.clone())
+    };
+    if current.generation == generation {
+        return Ok(current);
+    }
+    if published.generation == generation {
+        return Ok(published);
+    }
+    let mut registry = registry_from(view.function_libraries()?, &current);
+    registry.generation = generation;
+    let registry = Arc::new(registry);
+    if writer {
+        registries().writer = registry.clone();
+    }
+    Ok(registry)
 }
 
 /// Publishes a committed change (unless a newer one already is).
@@ -285,7 +321,8 @@ fn change_plan(
         let before = txn.changes();
         match op(txn) {
             Ok((reply, registry)) => {
-                if let Some(registry) = registry {
+                if let Some(mut registry) = registry {
+                    registry.generation = txn.function_generation()?;
                     *mine.lock().unwrap_or_else(|p| p.into_inner()) = Some(changed(registry));
                 }
                 Ok(reply)
@@ -311,7 +348,9 @@ fn change_plan(
 pub(crate) async fn restore_at_start(shared: &crate::Shared) {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job: respite_engine::ReadJob = Box::new(move |view: &View<'_, '_>| {
-        let stored = view.function_libraries();
+        let stored = view
+            .function_libraries()
+            .and_then(|l| Ok((l, view.function_generation()?)));
         Box::new(move || {
             let _ = tx.send(stored);
         })
@@ -323,7 +362,7 @@ pub(crate) async fn restore_at_start(shared: &crate::Shared) {
     if shared.engine.submit_read(job, needs).is_err() {
         return;
     }
-    let stored = match rx.await {
+    let (stored, generation) = match rx.await {
         Ok(Ok(stored)) => stored,
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "could not read the stored function libraries");
@@ -334,9 +373,11 @@ pub(crate) async fn restore_at_start(shared: &crate::Shared) {
     if stored.is_empty() {
         return;
     }
-    let registry = tokio::task::spawn_blocking(move || registry_from(stored, &Registry::default()))
-        .await
-        .unwrap_or_default();
+    let mut registry =
+        tokio::task::spawn_blocking(move || registry_from(stored, &Registry::default()))
+            .await
+            .unwrap_or_default();
+    registry.generation = generation;
     tracing::info!(
         libraries = registry.libraries.len(),
         functions = registry.function_count(),
@@ -774,30 +815,46 @@ pub struct Fcall {
 }
 
 impl Fcall {
+    /// Plans the call where the function runs: FCALL_RO and a
+    /// `no-writes` function on the read pool, any other on the writer
+    /// (the function's flags and code as the writer's registry has them
+    /// now; the call itself finds the function again where it runs).
     fn plan(self, s: &mut Session) -> Plan {
-        let shared = s.shared.clone();
-        let (db, resp3, touches) = (s.db(), s.resp3(), s.touches());
         let ro = self.read_only;
         let command = self.command;
-        Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
-            let before = txn.changes();
-            let result = fcall(txn, Ctx::new(&shared, db, resp3, touches), command, ro);
-            crate::command::command_result(result, txn, before)
-        }))
+        let (no_writes, publishes, name) = {
+            let registry = registries().writer.clone();
+            match command.get(1).and_then(|n| registry.function(n)) {
+                Some((library, function)) => (
+                    function.flags.no_writes,
+                    super::scripting::may_publish(&library.code),
+                    function.name.clone(),
+                ),
+                None => (false, false, String::new()),
+            }
+        };
+        let launch = Launch {
+            eval: false,
+            name,
+            command: command.clone(),
+            read_only: ro || no_writes,
+            may_publish: publishes,
+        };
+        launch.plan(s, move |host| fcall(host, command, ro))
     }
 }
 
-/// FCALL on the writer: finds the function (redis's checks in redis's
-/// order), then runs it in the writer's function engine.
+/// FCALL where it runs (the writer, or a reader for a read-only call):
+/// finds the function in the libraries as of there (redis's checks in
+/// redis's order), then runs it in this thread's function engine.
 fn fcall(
-    txn: &mut Txn<'_, '_>,
-    ctx: Ctx<'_>,
+    host: &mut ServerHost<'_, '_, '_, '_>,
     command: Vec<Bytes>,
     ro: bool,
 ) -> Result<Reply, CommandError> {
-    let (registry, version) = {
-        let r = registries();
-        (r.writer.clone(), r.writer_version)
+    let registry = match &host.target {
+        Target::Writer(txn) => registry_at(txn, true)?,
+        Target::Reader(view) => registry_at(view, false)?,
     };
     let Some((_, function)) = registry.function(&command[1]) else {
         return Err(CommandError::Other("Function not found".into()));
@@ -819,36 +876,32 @@ fn fcall(
             "Can not execute a script with write flag using *_ro command.".into(),
         ));
     }
-    let read_only = ro || function.flags.no_writes;
+    if matches!(host.target, Target::Writer(_)) && function.flags.no_writes {
+        // Planned for the writer before the library changed: run it as the
+        // read-only function it now is.
+        host.read_only = true;
+    }
     let name = function.name.clone();
     let split = 3 + numkeys as usize;
     let keys: Vec<&[u8]> = command[3..split].iter().map(|k| k.as_ref()).collect();
     let args: Vec<&[u8]> = command[split..].iter().map(|a| a.as_ref()).collect();
-    let mut host = ServerHost {
-        ctx,
-        txn,
-        read_only,
-        fatal: None,
-    };
-    begin_run(false, name.clone(), command.clone());
     let value = FUNCTIONS.with(|cell| {
         let mut slot = cell.borrow_mut();
-        if slot.as_ref().is_none_or(|(v, _)| *v != version) {
-            *slot = Some((version, build_engine(&registry)?));
+        if slot
+            .as_ref()
+            .is_none_or(|(r, _)| !Arc::ptr_eq(r, &registry))
+        {
+            *slot = Some((registry.clone(), build_engine(&registry)?));
         }
         match slot.as_mut() {
             Some((_, engine)) => {
-                let v = engine.call_function(&name, &keys, &args, &mut host, RunOptions::default());
+                let v = engine.call_function(&name, &keys, &args, host, RunOptions::default());
                 VM_BYTES.store(engine.used_memory() as u64, Ordering::Relaxed);
                 Ok(v)
             }
             None => Err("function engine unavailable".to_string()),
         }
     });
-    end_run();
-    if let Some(e) = host.fatal.take() {
-        return Err(CommandError::Engine(e));
-    }
     match value {
         Ok(v) => Ok(to_reply(v)),
         Err(e) => Err(CommandError::Other(e)),
@@ -900,6 +953,86 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
         Spec::local::<FcallCmd>("fcall"),
         Spec::local::<FcallRoCmd>("fcall_ro"),
         Spec::local::<FunctionCmd>("function")
-            .with_subcommands("FUNCTION", &[("delete", 3), ("dump", 2), ("flush", -2), ("help", 2), ("kill", 2), ("list", -2), ("load", -3), ("restore", -3), ("stats", 2)]),
+            .with_subcommands("FUNCTION", &["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"]),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use respite_engine::{EngineError, Txn, WriteItem, WriteOp};
+
+    use super::*;
+
+    /// Runs `ops` as one group on the writer; answers each one's result
+    /// as the writer delivered it.
+    fn group(session: &Session, ops: Vec<WriteOp<Reply>>) -> Vec<Result<Reply, String>> {
+        let (tx, rx) = mpsc::channel();
+        let item = WriteItem {
+            ops,
+            done: Box::new(move |results| {
+                let _ = tx.send(
+                    results
+                        .into_iter()
+                        .map(|r| r.map_err(|e| e.to_string()))
+                        .collect::<Vec<_>>(),
+                );
+            }),
+        };
+        assert!(session.shared.engine.submit_write(item).is_ok());
+        rx.recv().expect("the group ran")
+    }
+
+    /// A FUNCTION LOAD whose group is rolled back leaves no trace where
+    /// FCALL looks (the writer's registry is checked against the stored
+    /// generation), while one that commits is found.
+    #[test]
+    fn a_rolled_back_load_is_not_called() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let session = crate::command::session::test_session(dir.path());
+        let load_op = |code: &'static str| {
+            let Plan::After(Some(op), _) =
+                change_plan(move |txn| load(txn, Bytes::from_static(code.as_bytes()), false))
+            else {
+                panic!("FUNCTION LOAD plans a write");
+            };
+            op
+        };
+        let poison: WriteOp<Reply> = Box::new(|txn: &mut Txn<'_, '_>| {
+            txn.function_put(b"other", b"#!lua name=other\n")?;
+            Err(EngineError::Internal("fails after writing".into()))
+        });
+        let results = group(
+            &session,
+            vec![
+                load_op("#!lua name=gone\nredis.register_function('f1', function() return 1 end)"),
+                poison,
+            ],
+        );
+        assert!(
+            results.iter().all(|r| r.is_err()),
+            "the group rolls back: {results:?}"
+        );
+        let find = |name: &'static str| -> WriteOp<Reply> {
+            Box::new(move |txn: &mut Txn<'_, '_>| {
+                let registry =
+                    registry_at(txn, true).map_err(|e| EngineError::Internal(e.to_string()))?;
+                Ok(Reply::Int(
+                    registry.function(name.as_bytes()).is_some() as i64
+                ))
+            })
+        };
+        assert_eq!(group(&session, vec![find("f1")]), vec![Ok(Reply::Int(0))]);
+        let results = group(
+            &session,
+            vec![
+                load_op("#!lua name=kept\nredis.register_function('f2', function() return 2 end)"),
+                find("f2"),
+            ],
+        );
+        assert_eq!(results[1], Ok(Reply::Int(1)));
+        assert_eq!(group(&session, vec![find("f2")]), vec![Ok(Reply::Int(1))]);
+        assert_eq!(group(&session, vec![find("f1")]), vec![Ok(Reply::Int(0))]);
+    }
 }

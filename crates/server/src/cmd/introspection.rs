@@ -39,7 +39,7 @@ fn implemented_subs(spec: &Spec) -> Vec<&'static Meta> {
     meta_of(spec).map_or(Vec::new(), |m| {
         m.subcommands()
             .iter()
-            .filter(|s| subs.iter().any(|(name, _)| Some(*name) == s.sub))
+            .filter(|s| subs.iter().any(|name| Some(*name) == s.sub))
             .collect()
     })
 }
@@ -631,6 +631,6 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
         Spec::local::<Command>("command")
-            .with_subcommands("COMMAND", &[("count", 2), ("docs", -2), ("getkeys", -4), ("getkeysandflags", -4), ("help", 2), ("info", -2), ("list", -2)]),
+            .with_subcommands("COMMAND", &["count", "docs", "getkeys", "getkeysandflags", "help", "info", "list"]),
     ]
 }

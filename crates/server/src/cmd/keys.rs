@@ -820,7 +820,7 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
         Spec::read::<PExpireTime>("pexpiretime"),
         Spec::read::<PTtl>("pttl"),
         Spec::read::<Object>("object").with_keys([2, 2, 1])
-            .with_subcommands("OBJECT", &[("encoding", 3), ("freq", 3), ("help", 2), ("idletime", 3), ("refcount", 3)]),
+            .with_subcommands("OBJECT", &["encoding", "freq", "help", "idletime", "refcount"]),
         Spec::read::<RandomKey>("randomkey"),
         Spec::write::<Rename>("rename"),
         Spec::write::<RenameNx>("renamenx"),

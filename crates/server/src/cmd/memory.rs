@@ -314,6 +314,6 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
         Spec::local::<Memory>("memory")
-            .with_subcommands("MEMORY", &[("doctor", 2), ("help", 2), ("malloc-stats", 2), ("purge", 2), ("stats", 2), ("usage", -3)]),
+            .with_subcommands("MEMORY", &["doctor", "help", "malloc-stats", "purge", "stats", "usage"]),
     ]
 }

@@ -13,7 +13,8 @@
 use bytes::Bytes;
 
 use crate::args::Args;
-use crate::command::{LocalCommand, Plan, Session};
+use crate::command::call::Target;
+use crate::command::{Ctx, LocalCommand, Plan, Session};
 use crate::error::CommandError;
 use crate::pubsub::Kind;
 use crate::reply::Reply;
@@ -109,6 +110,49 @@ impl<const SHARDED: bool> LocalCommand for Publish<SHARDED> {
     }
 }
 
+/// PUBLISH and SPUBLISH from a script: the reply is the number of
+/// subscribers the message reaches now; the message is delivered once
+/// the script's group has committed (see [`crate::command::Published`]).
+fn script_publish<const SHARDED: bool>(
+    ctx: &mut Ctx<'_>,
+    mut args: Args,
+    _target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let channel = args.next()?;
+    let message = args.next()?;
+    if args.remaining() > 0 {
+        return Err(CommandError::Syntax);
+    }
+    let n = ctx.pubsub().receivers(&channel, SHARDED);
+    ctx.published.push(crate::command::Published {
+        channel,
+        message,
+        shard: SHARDED,
+    });
+    Ok(Reply::Int(n))
+}
+
+/// PUBSUB from a script: the registry's answer, as for a client.
+fn script_pubsub(
+    ctx: &mut Ctx<'_>,
+    mut args: Args,
+    _target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let sub = crate::args::subcommand(&mut args)?;
+    let left = args.remaining();
+    let registry = ctx.pubsub();
+    let query = match sub.name.as_str() {
+        "HELP" if left == 0 => Pubsub::Help,
+        "CHANNELS" if left <= 1 => Pubsub::Channels(false, args.next_opt()),
+        "SHARDCHANNELS" if left <= 1 => Pubsub::Channels(true, args.next_opt()),
+        "NUMSUB" => Pubsub::Numsub(false, rest(&mut args)),
+        "SHARDNUMSUB" => Pubsub::Numsub(true, rest(&mut args)),
+        "NUMPAT" if left == 0 => Pubsub::Numpat,
+        _ => return Err(sub.syntax("PUBSUB")),
+    };
+    Ok(query.answer(registry))
+}
+
 /// `PUBSUB CHANNELS [pattern]`, `NUMSUB [channel ...]`, `NUMPAT`,
 /// `SHARDCHANNELS [pattern]`, `SHARDNUMSUB [shardchannel ...]`, `HELP`.
 pub enum Pubsub {
@@ -137,8 +181,13 @@ impl LocalCommand for Pubsub {
         })
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        let registry = &s.shared.pubsub;
-        Ok(Plan::Reply(match self {
+        Ok(Plan::Reply(self.answer(&s.shared.pubsub)))
+    }
+}
+
+impl Pubsub {
+    fn answer(self, registry: &crate::pubsub::Registry) -> Reply {
+        match self {
             Pubsub::Help => super::common::help(
                 "PUBSUB",
                 &[
@@ -172,7 +221,7 @@ impl LocalCommand for Pubsub {
                     .collect(),
             ),
             Pubsub::Numpat => Reply::Int(registry.sizes().1 as i64),
-        }))
+        }
     }
 }
 
@@ -182,11 +231,11 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
         Spec::local::<Subscribe<PATTERN>>("psubscribe"),
-        Spec::local::<Publish<false>>("publish"),
-        Spec::local::<Pubsub>("pubsub")
-            .with_subcommands("PUBSUB", &[("channels", -2), ("help", 2), ("numpat", 2), ("numsub", -2), ("shardchannels", -2), ("shardnumsub", -2)]),
+        Spec::local::<Publish<false>>("publish").with_call(script_publish::<false>),
+        Spec::local::<Pubsub>("pubsub").with_call(script_pubsub)
+            .with_subcommands("PUBSUB", &["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"]),
         Spec::local::<Unsubscribe<PATTERN>>("punsubscribe"),
-        Spec::local::<Publish<true>>("spublish"),
+        Spec::local::<Publish<true>>("spublish").with_call(script_publish::<true>),
         Spec::local::<Subscribe<SHARD>>("ssubscribe"),
         Spec::local::<Subscribe<CHANNEL>>("subscribe"),
         Spec::local::<Unsubscribe<SHARD>>("sunsubscribe"),

@@ -1,29 +1,35 @@
 //! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, as
 //! redis-server 7.0 runs them, over the interpreter in `respite-script`.
 //!
-//! A script runs on the writer thread as one write operation, inside the
-//! group commit, exactly like an EXEC: no other client's command lands
-//! between its calls, its calls see its own writes, and its writes commit
-//! with the group, so its reply is sent only once they are durable. A
-//! script that fails half-way keeps what it wrote before the error (redis
-//! does not roll a script back either). Each `redis.call` goes through
-//! [`crate::command::call`], the same command table and checks a client's
-//! command meets, with redis's script-only refusals; a read-only script
-//! (EVAL_RO, EVALSHA_RO, or `#!lua flags=no-writes`) calls through
-//! [`crate::command::call_read`], which refuses writes with redis's text.
+//! A script that may write runs on the writer thread as one write
+//! operation, inside the group commit, exactly like an EXEC: no other
+//! client's command lands between its calls, its calls see its own
+//! writes, and its writes commit with the group, so its reply is sent only
+//! once they are durable. A script that fails half-way keeps what it wrote
+//! before the error (redis does not roll a script back either). Each
+//! `redis.call` goes through [`crate::command::call`], the same command
+//! table and checks a client's command meets, with redis's script-only
+//! refusals and the calling client's ACL check ([`ScriptAcl`]).
+//!
+//! A read-only script (EVAL_RO, EVALSHA_RO, or `#!lua flags=no-writes`)
+//! runs on the read pool instead, as a read job in one snapshot, calling
+//! through [`crate::command::call_read`], which refuses writes with
+//! redis's text: it never waits for the writer nor holds it up.
+//!
+//! PUBLISH and SPUBLISH from a script are held in its context and sent
+//! once its group has committed ([`Launch::plan`]).
 //!
 //! The interpreter lives in a thread-local on the thread that runs the
-//! script (the writer), created on first use; the script cache (bodies by
-//! SHA1, as SCRIPT LOAD and EVAL fill it) is shared by every connection and
-//! lost on restart, as in redis. SCRIPT FLUSH empties the cache and makes
-//! every interpreter start afresh (redis recreates its Lua state too).
+//! script (the writer, or a reader), created on first use; the script
+//! cache (bodies by SHA1, as SCRIPT LOAD and EVAL fill it) is shared by
+//! every connection and lost on restart, as in redis. SCRIPT FLUSH
+//! empties the cache and makes every interpreter start afresh (redis
+//! recreates its Lua state too).
 //!
 //! SCRIPT KILL stops a script that has not written (the interpreter checks
 //! back every 100,000 instructions), answers UNKILLABLE once it has, and
-//! NOTBUSY when none runs. Not done yet: other clients get no `-BUSY` while
-//! a script runs (their commands wait for the writer), `redis.call` is not
-//! checked against the caller's ACL permissions, and read-only scripts run
-//! on the writer rather than the read pool.
+//! NOTBUSY when none runs. Past `busy-reply-threshold`, a script on the
+//! writer makes other clients' commands BUSY (see `busy`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -31,12 +37,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{Bytes, BytesMut};
-use respite_engine::{EngineError, Txn};
+use respite_engine::{EngineError, Txn, View};
 use respite_script::{Engine, Host, Interrupt, LogLevel, RunOptions, Script, Value};
 
 use super::common::help;
 use crate::args::{subcommand, upper, Args};
-use crate::command::{call, call_read, is_fatal, Ctx, LocalCommand, Plan, Session};
+use crate::command::call::Target;
+use crate::command::{
+    call, call_read, is_fatal, Ctx, LocalCommand, Plan, Published, ScriptAcl, Session,
+};
 use crate::error::CommandError;
 use crate::reply::Reply;
 
@@ -140,7 +149,15 @@ pub(crate) fn end_run() {
 #[allow(clippy::result_unit_err)]
 pub(crate) fn running_function() -> Result<Option<(String, Vec<Bytes>, u64)>, ()> {
     match run_info().as_ref() {
-        None => Ok(None),
+        None => match reader_runs().iter().min_by_key(|r| r.start) {
+            None => Ok(None),
+            Some(r) if r.eval => Err(()),
+            Some(r) => Ok(Some((
+                r.name.clone(),
+                r.command.clone(),
+                r.start.elapsed().as_millis() as u64,
+            ))),
+        },
         Some(info) if info.eval => Err(()),
         Some(info) => Ok(Some((
             info.name.clone(),
@@ -157,12 +174,32 @@ pub(crate) const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
 /// SCRIPT KILL (`eval`) or FUNCTION KILL (`scriptKill`).
+///
+/// The writer's script is the one killed; with none there, the longest
+/// running read-only script on the read pool (which never writes, so it
+/// can always be killed).
 pub(crate) fn kill(eval: bool) -> Result<Reply, CommandError> {
     let info = run_info();
     let Some(running) = info.as_ref().filter(|_| RUNNING.load(Ordering::Acquire)) else {
-        return Err(CommandError::Raw(
-            "NOTBUSY No scripts in execution right now.".into(),
-        ));
+        drop(info);
+        let readers = reader_runs();
+        let Some(oldest) = readers.iter().min_by_key(|r| r.start) else {
+            return Err(CommandError::Raw(
+                "NOTBUSY No scripts in execution right now.".into(),
+            ));
+        };
+        if eval != oldest.eval {
+            return Err(CommandError::Raw(
+                if oldest.eval {
+                    BUSY_SCRIPT
+                } else {
+                    BUSY_FUNCTION
+                }
+                .into(),
+            ));
+        }
+        oldest.kill.store(true, Ordering::Release);
+        return Ok(Reply::Ok);
     };
     if WROTE.load(Ordering::Acquire) {
         return Err(CommandError::Raw(
@@ -235,13 +272,41 @@ fn load(body: Bytes) -> Result<Arc<Script>, CommandError> {
 }
 
 /// The server side of a running script: its `redis.call`s run against the
-/// writer's transaction.
+/// writer's transaction, or a reader's view for a read-only script.
 pub(crate) struct ServerHost<'a, 't, 's, 'c> {
     pub(crate) ctx: Ctx<'a>,
-    pub(crate) txn: &'t mut Txn<'s, 'c>,
+    pub(crate) target: Target<'t, 's, 'c>,
+    /// The caller's ACL check (`None`: an unrestricted user).
+    pub(crate) acl: Option<&'a ScriptAcl>,
+    /// Writes are refused even on the writer (a function that became
+    /// `no-writes` after it was planned).
     pub(crate) read_only: bool,
+    /// The kill switch of a script on the read pool (`None`: on the
+    /// writer, where [`KILL`] is).
+    pub(crate) reader_kill: Option<Arc<AtomicBool>>,
     /// A storage failure inside a call: the whole group is taken back.
     pub(crate) fatal: Option<EngineError>,
+}
+
+impl<'a, 't, 's, 'c> ServerHost<'a, 't, 's, 'c> {
+    /// A host for a script the client of `ctx` runs against `target`.
+    pub(crate) fn new(
+        ctx: Ctx<'a>,
+        target: Target<'t, 's, 'c>,
+        acl: Option<&'a ScriptAcl>,
+        authorize: Option<&'a crate::command::Authorize<'a>>,
+    ) -> Self {
+        let mut ctx = ctx;
+        ctx.authorize = authorize;
+        ServerHost {
+            ctx,
+            target,
+            acl,
+            read_only: false,
+            reader_kill: None,
+            fatal: None,
+        }
+    }
 }
 
 impl Host for ServerHost<'_, '_, '_, '_> {
@@ -251,12 +316,12 @@ impl Host for ServerHost<'_, '_, '_, '_> {
         }
         self.ctx.resp3 = resp == 3;
         let request: Vec<Bytes> = argv.into_iter().map(Bytes::from).collect();
-        let result = if self.read_only {
-            call_read(&mut self.ctx, request, self.txn)
-        } else {
-            call(&mut self.ctx, request, self.txn)
+        let result = match &mut self.target {
+            Target::Writer(txn) if self.read_only => call_read(&mut self.ctx, request, txn),
+            Target::Writer(txn) => call(&mut self.ctx, request, txn),
+            Target::Reader(view) => call_read(&mut self.ctx, request, view),
         };
-        if self.ctx.wrote {
+        if self.ctx.wrote && self.reader_kill.is_none() {
             WROTE.store(true, Ordering::Release);
         }
         let reply = match result {
@@ -276,7 +341,9 @@ impl Host for ServerHost<'_, '_, '_, '_> {
     }
 
     fn acl_check(&mut self, argv: &[Vec<u8>]) -> Option<bool> {
-        crate::command::lookup_index(argv.first()?).map(|_| true)
+        let request: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let row = crate::command::call::resolve(&request)?;
+        Some(self.acl.is_none_or(|acl| acl.allows(row, &request)))
     }
 
     fn log(&mut self, level: LogLevel, message: &[u8]) {
@@ -290,6 +357,13 @@ impl Host for ServerHost<'_, '_, '_, '_> {
     }
 
     fn interrupt(&mut self) -> Interrupt {
+        if let Some(kill) = &self.reader_kill {
+            return if kill.load(Ordering::Acquire) {
+                Interrupt::Kill
+            } else {
+                Interrupt::Continue
+            };
+        }
         // A script that runs long is progress, for the watchdog: only a
         // writer stuck outside Lua (in a disk call) must get the daemon
         // restarted.
@@ -374,33 +448,189 @@ impl Eval {
                 "Can not execute a script with write flag using *_ro command.".into(),
             ));
         }
-        let read_only = self.read_only || (!flags.compat && flags.no_writes);
-        let shared = s.shared.clone();
-        let (db, resp3, touches) = (s.db(), s.resp3(), s.touches());
+        let launch = Launch {
+            eval: true,
+            name: script.sha.clone(),
+            command: Vec::new(),
+            read_only: self.read_only || (!flags.compat && flags.no_writes),
+            may_publish: may_publish(&script.body),
+        };
         let (keys, args) = (self.keys, self.args);
-        Ok(Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
-            let mut host = ServerHost {
-                ctx: Ctx::new(&shared, db, resp3, touches),
-                txn,
-                read_only,
-                fatal: None,
-            };
+        Ok(launch.plan(s, move |host| {
             let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
             let args: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
-            begin_run(true, script.sha.clone(), Vec::new());
             let value = with_engine(|engine| {
-                engine.run(&script, &keys, &args, &mut host, RunOptions::default())
+                engine.run(&script, &keys, &args, host, RunOptions::default())
+            })?;
+            Ok(to_reply(value))
+        }))
+    }
+}
+
+/// Whether a script's code may publish (names PUBLISH or SPUBLISH, in any
+/// case): its messages are then held until its group has committed, and
+/// its reply waits for them. A script that publishes through a command
+/// name it builds at run time has its messages delivered by the writer as
+/// it runs instead, before its group commits.
+pub(crate) fn may_publish(code: &[u8]) -> bool {
+    code.windows(7).any(|w| w.eq_ignore_ascii_case(b"publish"))
+}
+
+/// Where and how a script or function runs, decided when it is planned.
+pub(crate) struct Launch {
+    /// An EVAL script (not a function).
+    pub(crate) eval: bool,
+    /// Its SHA1 or the function's name.
+    pub(crate) name: String,
+    /// The FCALL that called the function (empty for EVAL).
+    pub(crate) command: Vec<Bytes>,
+    /// EVAL_RO, EVALSHA_RO, FCALL_RO or a `no-writes` script: runs on the
+    /// read pool.
+    pub(crate) read_only: bool,
+    /// See [`may_publish`].
+    pub(crate) may_publish: bool,
+}
+
+/// What runs the script once its host is set up: its reply, or an error
+/// found before it ran.
+pub(crate) type RunFn = Box<
+    dyn for<'h, 'a, 't, 's, 'c> FnOnce(
+            &'h mut ServerHost<'a, 't, 's, 'c>,
+        ) -> Result<Reply, CommandError>
+        + Send,
+>;
+
+/// Whether a reply is the writer's "commit failed" error: the group the
+/// script ran in was taken back, and so are its messages.
+fn rolled_back(reply: &Reply) -> bool {
+    matches!(reply, Reply::Error(text) if text.starts_with(b"ERR commit failed"))
+}
+
+impl Launch {
+    /// The plan of a script the client of `s` runs: a read-only one on the
+    /// read pool, in one snapshot, with an interpreter per reader thread;
+    /// any other on the writer, inside the group commit, with its
+    /// messages delivered once the group has committed. Its `redis.call`s
+    /// are checked against the client's ACL user.
+    pub(crate) fn plan(
+        self,
+        s: &Session,
+        run: impl for<'h, 'a, 't, 's2, 'c> FnOnce(
+                &'h mut ServerHost<'a, 't, 's2, 'c>,
+            ) -> Result<Reply, CommandError>
+            + Send
+            + 'static,
+    ) -> Plan {
+        self.plan_boxed(s, Box::new(run))
+    }
+
+    fn plan_boxed(self, s: &Session, run: RunFn) -> Plan {
+        let shared = s.shared.clone();
+        let (db, resp3, touches) = (s.db(), s.resp3(), s.touches());
+        let acl = ScriptAcl::of(s);
+        if self.read_only {
+            let read: crate::command::ReadFn = Box::new(move |view: &View<'_, '_>| {
+                let check = acl
+                    .as_ref()
+                    .map(|a| move |row: usize, req: &[Bytes]| a.check(row, req));
+                let authorize = check.as_ref().map(|c| c as &crate::command::Authorize<'_>);
+                let ctx = Ctx::new(&shared, db, resp3, touches);
+                let mut host = ServerHost::new(ctx, Target::Reader(view), acl.as_ref(), authorize);
+                let (id, kill) = begin_reader_run(self.eval, self.name, self.command);
+                host.reader_kill = Some(kill);
+                let result = run(&mut host);
+                end_reader_run(id);
+                result.unwrap_or_else(Reply::from)
             });
-            end_run();
-            if let Some(e) = host.fatal.take() {
+            let needs = crate::command::ReadNeeds {
+                snapshot: true,
+                quick: false,
+            };
+            return Plan::Read(read, needs);
+        }
+        let held: Arc<Mutex<Vec<Published>>> = Arc::default();
+        let mine = held.clone();
+        let may_publish = self.may_publish;
+        let deliverer = shared.clone();
+        let op: respite_engine::WriteOp<Reply> = Box::new(move |txn: &mut Txn<'_, '_>| {
+            let before = txn.changes();
+            let (result, fatal, published) = {
+                let check = acl
+                    .as_ref()
+                    .map(|a| move |row: usize, req: &[Bytes]| a.check(row, req));
+                let authorize = check.as_ref().map(|c| c as &crate::command::Authorize<'_>);
+                let ctx = Ctx::new(&shared, db, resp3, touches);
+                let mut host = ServerHost::new(ctx, Target::Writer(txn), acl.as_ref(), authorize);
+                begin_run(self.eval, self.name, self.command);
+                let result = run(&mut host);
+                end_run();
+                let published = std::mem::take(&mut host.ctx.published);
+                (result, host.fatal.take(), published)
+            };
+            if let Some(e) = fatal {
                 return Err(e);
             }
-            Ok(match value {
-                Ok(v) => to_reply(v),
-                Err(e) => Reply::from(e),
-            })
-        })))
+            if !published.is_empty() {
+                if may_publish {
+                    *mine.lock().unwrap_or_else(|p| p.into_inner()) = published;
+                } else {
+                    Ctx::deliver(&shared, published);
+                }
+            }
+            crate::command::command_result(result, txn, before)
+        });
+        if !may_publish {
+            return Plan::Write(op);
+        }
+        Plan::After(
+            Some(op),
+            Box::new(move |reply| {
+                let reply = reply.unwrap_or(Reply::Nil);
+                let published =
+                    std::mem::take(&mut *held.lock().unwrap_or_else(|p| p.into_inner()));
+                if !rolled_back(&reply) {
+                    Ctx::deliver(&deliverer, published);
+                }
+                reply
+            }),
+        )
     }
+}
+
+/// A read-only script or function running on the read pool.
+struct ReaderRun {
+    id: u64,
+    eval: bool,
+    name: String,
+    command: Vec<Bytes>,
+    start: std::time::Instant,
+    kill: Arc<AtomicBool>,
+}
+
+fn reader_runs() -> std::sync::MutexGuard<'static, Vec<ReaderRun>> {
+    static RUNS: Mutex<Vec<ReaderRun>> = Mutex::new(Vec::new());
+    RUNS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Marks a read-only script running on a reader: its id, and the switch
+/// SCRIPT KILL or FUNCTION KILL turns to stop it.
+fn begin_reader_run(eval: bool, name: String, command: Vec<Bytes>) -> (u64, Arc<AtomicBool>) {
+    static IDS: AtomicU64 = AtomicU64::new(0);
+    let id = IDS.fetch_add(1, Ordering::Relaxed);
+    let kill = Arc::new(AtomicBool::new(false));
+    reader_runs().push(ReaderRun {
+        id,
+        eval,
+        name,
+        command,
+        start: std::time::Instant::now(),
+        kill: kill.clone(),
+    });
+    (id, kill)
+}
+
+fn end_reader_run(id: u64) {
+    reader_runs().retain(|r| r.id != id);
 }
 
 macro_rules! eval_command {
@@ -537,6 +767,6 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
         Spec::local::<EvalRoCmd>("eval_ro"),
         Spec::local::<EvalShaRoCmd>("evalsha_ro"),
         Spec::local::<ScriptCmd>("script")
-            .with_subcommands("SCRIPT", &[("exists", -3), ("flush", -2), ("help", 2), ("kill", 2), ("load", 3)]),
+            .with_subcommands("SCRIPT", &["exists", "flush", "help", "kill", "load"]),
     ]
 }

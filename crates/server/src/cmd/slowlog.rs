@@ -292,15 +292,13 @@ fn histogram(sh: &Shared, names: &[Bytes]) -> Reply {
             let subs = spec.subcommands.map_or(&[][..], |(_, subs)| subs);
             match sub {
                 Some(sub) => {
-                    if let Some((sub, _)) = subs
-                        .iter()
-                        .find(|(s, _)| s.as_bytes().eq_ignore_ascii_case(sub))
+                    if let Some(sub) = subs.iter().find(|s| s.as_bytes().eq_ignore_ascii_case(sub))
                     {
                         rows.push(format!("{}|{sub}", spec.name));
                     }
                 }
                 None if subs.is_empty() => rows.push(spec.name.to_string()),
-                None => rows.extend(subs.iter().map(|(sub, _)| format!("{}|{sub}", spec.name))),
+                None => rows.extend(subs.iter().map(|sub| format!("{}|{sub}", spec.name))),
             }
         }
     }
@@ -334,8 +332,8 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
         Spec::local::<Slowlog>("slowlog")
-            .with_subcommands("SLOWLOG", &[("get", -2), ("help", 2), ("len", 2), ("reset", 2)]),
+            .with_subcommands("SLOWLOG", &["get", "help", "len", "reset"]),
         Spec::local::<Latency>("latency")
-            .with_subcommands("LATENCY", &[("doctor", 2), ("graph", 3), ("help", 2), ("histogram", -2), ("history", 3), ("latest", 2), ("reset", -2)]),
+            .with_subcommands("LATENCY", &["doctor", "graph", "help", "histogram", "history", "latest", "reset"]),
     ]
 }

@@ -837,31 +837,22 @@ impl ReadCommand for XRead {
     }
 }
 
-impl Blocker for XRead {
-    fn keys(&self) -> Vec<(u32, Bytes)> {
-        self.args
-            .keys
-            .iter()
-            .map(|k| (self.args.db, k.clone()))
-            .collect()
+impl StreamReader for XRead {
+    fn args(&self) -> &ReadArgs {
+        &self.args
     }
-    fn timeout(&self) -> Option<Duration> {
-        self.args.block.flatten()
+    fn first_try(&self, txn: &mut Txn<'_, '_>) -> Result<Option<Reply>, CommandError> {
+        self.serve(txn)
     }
-    fn try_pop(
+    fn woken(
         &self,
         txn: &mut Txn<'_, '_>,
-        ready: Option<(u32, &[u8])>,
+        i: usize,
+        count: usize,
     ) -> Result<Option<Reply>, CommandError> {
-        let Some((db, key)) = ready else {
-            return self.serve(txn);
-        };
         let a = &self.args;
-        let Some(i) = a.keys.iter().position(|k| db == a.db && &k[..] == key) else {
-            return Ok(None);
-        };
         // Another type now: stay blocked, as redis does for XREAD.
-        let Ok(Some(row)) = txn.live(db, key, Kind::Stream) else {
+        let Ok(Some(row)) = txn.live(a.db, &a.keys[i], Kind::Stream) else {
             return Ok(None);
         };
         let state = txn.stream_state(&row)?;
@@ -875,11 +866,8 @@ impl Blocker for XRead {
         let Some(start) = gt.next() else {
             return Ok(None);
         };
-        let count = if a.count == 0 { 1000 } else { a.count() };
         let entries = txn.stream_range(row.id, start, StreamId::MAX, count, false)?;
-        Ok(Some(
-            a.reply(vec![(a.keys[i].clone(), entries_reply(entries))]),
-        ))
+        Ok(Some(entries_reply(entries)))
     }
 }
 
@@ -1002,29 +990,20 @@ impl WriteCommand for XReadGroup {
     }
 }
 
-impl Blocker for XReadGroup {
-    fn keys(&self) -> Vec<(u32, Bytes)> {
-        self.args
-            .keys
-            .iter()
-            .map(|k| (self.args.db, k.clone()))
-            .collect()
+impl StreamReader for XReadGroup {
+    fn args(&self) -> &ReadArgs {
+        &self.args
     }
-    fn timeout(&self) -> Option<Duration> {
-        self.args.block.flatten()
+    fn first_try(&self, txn: &mut Txn<'_, '_>) -> Result<Option<Reply>, CommandError> {
+        self.serve(txn)
     }
-    fn try_pop(
+    fn woken(
         &self,
         txn: &mut Txn<'_, '_>,
-        ready: Option<(u32, &[u8])>,
+        i: usize,
+        count: usize,
     ) -> Result<Option<Reply>, CommandError> {
-        let Some((db, key)) = ready else {
-            return self.serve(txn);
-        };
-        let a = &self.args;
-        let Some(i) = a.keys.iter().position(|k| db == a.db && &k[..] == key) else {
-            return Ok(None);
-        };
+        let (db, key) = (self.args.db, &self.args.keys[i]);
         let (gname, _) = self.group();
         let row = match txn.live(db, key, Kind::Stream) {
             Ok(Some(row)) => row,
@@ -1039,11 +1018,58 @@ impl Blocker for XReadGroup {
                 "NOGROUP the consumer group this client was blocked on no longer exists".into(),
             ));
         }
-        let count = if a.count == 0 { 1000 } else { a.count() };
-        let Some(r) = self.serve_one(txn, key, ReadFrom::New, count)? else {
+        self.serve_one(txn, key, ReadFrom::New, count)
+    }
+}
+
+/// What XREAD and XREADGROUP differ in as blocking commands; the one
+/// [`Blocker`] below serves both (keys, timeout, which stream a write
+/// woke, how many entries a woken read takes, the reply's shape).
+trait StreamReader: Send + Sync + 'static {
+    /// The parsed arguments.
+    fn args(&self) -> &ReadArgs;
+    /// The first try, over every stream in order: the command's own run.
+    fn first_try(&self, txn: &mut Txn<'_, '_>) -> Result<Option<Reply>, CommandError>;
+    /// Serves the `i`th stream, which a write has just changed, up to
+    /// `count` entries: its entries' reply, or `Ok(None)` to stay blocked.
+    fn woken(
+        &self,
+        txn: &mut Txn<'_, '_>,
+        i: usize,
+        count: usize,
+    ) -> Result<Option<Reply>, CommandError>;
+}
+
+/// XREAD or XREADGROUP as a blocking command.
+struct Blocking<R>(R);
+
+impl<R: StreamReader> Blocker for Blocking<R> {
+    fn keys(&self) -> Vec<(u32, Bytes)> {
+        let a = self.0.args();
+        a.keys.iter().map(|k| (a.db, k.clone())).collect()
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.0.args().block.flatten()
+    }
+    fn try_pop(
+        &self,
+        txn: &mut Txn<'_, '_>,
+        ready: Option<(u32, &[u8])>,
+    ) -> Result<Option<Reply>, CommandError> {
+        let Some((db, key)) = ready else {
+            return self.0.first_try(txn);
+        };
+        let a = self.0.args();
+        let Some(i) = a.keys.iter().position(|k| db == a.db && &k[..] == key) else {
             return Ok(None);
         };
-        Ok(Some(a.reply(vec![(a.keys[i].clone(), r)])))
+        // A woken read without COUNT takes at most 1000 entries (redis's
+        // XREAD_BLOCKED_DEFAULT_COUNT).
+        let count = if a.count == 0 { 1000 } else { a.count() };
+        Ok(self
+            .0
+            .woken(txn, i, count)?
+            .map(|r| a.reply(vec![(a.keys[i].clone(), r)])))
     }
 }
 
@@ -1051,7 +1077,7 @@ impl Blocker for XReadGroup {
 fn plan_xread(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     let cmd = crate::command::parse_all(args, &s.ctx(), XRead::parse)?;
     if cmd.args.block.is_some() {
-        return Ok(Plan::Block(std::sync::Arc::new(cmd)));
+        return Ok(Plan::Block(std::sync::Arc::new(Blocking(cmd))));
     }
     let (f, needs) = crate::command::read_job(cmd, s);
     Ok(Plan::Read(f, needs))
@@ -1061,7 +1087,7 @@ fn plan_xread(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
 fn plan_xreadgroup(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     let cmd = crate::command::parse_all(args, &s.ctx(), XReadGroup::parse)?;
     if cmd.args.block.is_some() {
-        return Ok(Plan::Block(std::sync::Arc::new(cmd)));
+        return Ok(Plan::Block(std::sync::Arc::new(Blocking(cmd))));
     }
     Ok(Plan::Write(crate::command::write_op(cmd)))
 }
@@ -1357,24 +1383,52 @@ impl ReadCommand for XPending {
     }
 }
 
-/// Hands a pending entry to `consumer`: the delivery time and count move
-/// as XCLAIM and XAUTOCLAIM move them.
-fn claim(
-    txn: &mut Txn<'_, '_>,
-    slot: &mut Slot<'_>,
-    group: &[u8],
-    mut nack: Nack,
-    consumer: &[u8],
+/// The pending entries one XCLAIM or XAUTOCLAIM hands to its consumer:
+/// the consumer is created on the first entry claimed, each claim moves
+/// the entry's delivery time and count as both commands move them, and
+/// each answers as its ID (JUSTID) or the whole entry.
+struct Claimer<'a> {
+    group: &'a [u8],
+    consumer: &'a [u8],
+    justid: bool,
+    /// XCLAIM's RETRYCOUNT: the delivery count to set.
+    retry: Option<i64>,
+    /// When the entries count as delivered.
     delivered: i64,
-    count: Option<i64>,
-) -> Result<(), CommandError> {
-    nack.consumer = consumer.to_vec();
-    nack.delivered = delivered;
-    if let Some(c) = count {
-        nack.count = c;
+    /// Whether the consumer has been seen (created) yet.
+    seen: bool,
+    claimed: Vec<Reply>,
+}
+
+impl Claimer<'_> {
+    fn take(
+        &mut self,
+        txn: &mut Txn<'_, '_>,
+        slot: &mut Slot<'_>,
+        mut nack: Nack,
+        fields: Fields,
+    ) -> Result<(), CommandError> {
+        if !self.seen {
+            txn.stream_see_consumer(slot, self.group, self.consumer)?;
+            self.seen = true;
+        }
+        // RETRYCOUNT sets the count; otherwise a claim counts as a
+        // delivery, except with JUSTID.
+        match self.retry {
+            Some(r) => nack.count = r,
+            None if !self.justid => nack.count += 1,
+            None => {}
+        }
+        nack.consumer = self.consumer.to_vec();
+        nack.delivered = self.delivered;
+        txn.stream_put_nack(slot, self.group, &nack)?;
+        self.claimed.push(if self.justid {
+            id_reply(nack.id)
+        } else {
+            entry_reply((nack.id, fields))
+        });
+        Ok(())
     }
-    txn.stream_put_nack(slot, group, &nack)?;
-    Ok(())
 }
 
 /// `XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME
@@ -1458,9 +1512,15 @@ impl WriteCommand for XClaim {
             Some(d) => d,
             None => now,
         };
-        let retry = retry.filter(|r| *r >= 0);
-        let mut out = Vec::new();
-        let mut seen = false;
+        let mut claimer = Claimer {
+            group: gname,
+            consumer: name,
+            justid,
+            retry: retry.filter(|r| *r >= 0),
+            delivered,
+            seen: false,
+            claimed: Vec::new(),
+        };
         for id in ids {
             let nack = txn.stream_nack(sid, gname, id)?;
             let Some(fields) = txn.stream_entry(sid, id)? else {
@@ -1484,23 +1544,9 @@ impl WriteCommand for XClaim {
                 },
                 None => continue,
             };
-            if !seen {
-                txn.stream_see_consumer(&mut slot, gname, name)?;
-                seen = true;
-            }
-            let count = match retry {
-                Some(r) => Some(r),
-                None if !justid => Some(nack.count + 1),
-                None => None,
-            };
-            claim(txn, &mut slot, gname, nack, name, delivered, count)?;
-            out.push(if justid {
-                id_reply(id)
-            } else {
-                entry_reply((id, fields))
-            });
+            claimer.take(txn, &mut slot, nack, fields)?;
         }
-        Ok(Reply::Array(out))
+        Ok(Reply::Array(claimer.claimed))
     }
 }
 
@@ -1574,8 +1620,16 @@ impl WriteCommand for XAutoClaim {
         // What the scan may examine, and the entry after it (the cursor).
         let want = usize::try_from(attempts.saturating_add(1)).unwrap_or(usize::MAX);
         let page = txn.stream_pending(sid, &self.group, self.start, StreamId::MAX, want, None)?;
-        let (mut claimed, mut deleted) = (Vec::new(), Vec::new());
-        let mut seen = false;
+        let mut claimer = Claimer {
+            group: &self.group,
+            consumer: &self.consumer,
+            justid: self.justid,
+            retry: None,
+            delivered: now,
+            seen: false,
+            claimed: Vec::new(),
+        };
+        let mut deleted = Vec::new();
         let mut next_id = StreamId::MIN;
         for (i, nack) in page.into_iter().enumerate() {
             if i as i64 >= attempts || count == 0 {
@@ -1592,34 +1646,12 @@ impl WriteCommand for XAutoClaim {
             if self.minidle != 0 && now - nack.delivered < self.minidle {
                 continue;
             }
-            if !seen {
-                txn.stream_see_consumer(&mut slot, &self.group, &self.consumer)?;
-                seen = true;
-            }
-            let retry = if self.justid {
-                None
-            } else {
-                Some(nack.count + 1)
-            };
-            claim(
-                txn,
-                &mut slot,
-                &self.group,
-                nack,
-                &self.consumer,
-                now,
-                retry,
-            )?;
-            claimed.push(if self.justid {
-                id_reply(id)
-            } else {
-                entry_reply((id, fields))
-            });
+            claimer.take(txn, &mut slot, nack, fields)?;
             count -= 1;
         }
         Ok(Reply::Array(vec![
             id_reply(next_id),
-            Reply::Array(claimed),
+            Reply::Array(claimer.claimed),
             Reply::Array(deleted.into_iter().map(id_reply).collect()),
         ]))
     }
@@ -1860,20 +1892,17 @@ pub(crate) fn commands() -> Vec<Spec> {
             .with_subcommands(
                 "XGROUP",
                 &[
-                    ("create", -5),
-                    ("createconsumer", 5),
-                    ("delconsumer", 5),
-                    ("destroy", 4),
-                    ("help", 2),
-                    ("setid", -5),
+                    "create",
+                    "createconsumer",
+                    "delconsumer",
+                    "destroy",
+                    "help",
+                    "setid",
                 ],
             ),
         Spec::read::<XInfo>("xinfo")
             .with_keys([2, 2, 1])
-            .with_subcommands(
-                "XINFO",
-                &[("consumers", 4), ("groups", 3), ("help", 2), ("stream", -3)],
-            ),
+            .with_subcommands("XINFO", &["consumers", "groups", "help", "stream"]),
         Spec::read::<XLen>("xlen"),
         Spec::read::<XPending>("xpending"),
         Spec::read::<XRange<false>>("xrange"),

@@ -8,8 +8,9 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{Session, TABLE};
-use crate::acl::{id_name, Acl, Denied, Reason};
+use crate::acl::{id_name, Acl, Denied, Reason, User};
 use crate::error::CommandError;
+use crate::state::Shared;
 
 /// The permission check of `dispatch`: passes unrestricted users at once;
 /// otherwise checks the command, its keys and channels, and on a refusal
@@ -68,4 +69,71 @@ pub fn authorize(session: &Session, row: usize, request: &[Bytes]) -> Result<(),
         super::track::client_line(&session.client, None, None),
     );
     Err(CommandError::Raw(text))
+}
+
+/// The ACL check of a script's `redis.call`s and `redis.acl_check_cmd`:
+/// the calling client's user as it was when the script was called, as
+/// redis runs a script's commands as its caller's user.
+pub struct ScriptAcl {
+    user: std::sync::Arc<User>,
+    shared: std::sync::Arc<Shared>,
+    /// The caller's CLIENT LIST line, for the ACL LOG's `client-info`.
+    client: String,
+}
+
+impl ScriptAcl {
+    /// The check for a script `session` calls: `None` for a user who may
+    /// run anything on anything.
+    pub fn of(session: &Session) -> Option<ScriptAcl> {
+        if session.acl.unrestricted() {
+            return None;
+        }
+        Some(ScriptAcl {
+            user: session.acl.user.clone(),
+            shared: session.shared.clone(),
+            client: super::session::client_line(&session.client, None, None),
+        })
+    }
+
+    /// `redis.call`'s check (redis's `scriptVerifyACL`): a refusal is
+    /// logged in the ACL LOG with the context `lua`, and is redis's
+    /// "The user executing the script ..." error.
+    pub fn check(&self, row: usize, request: &[Bytes]) -> Result<(), CommandError> {
+        let Err(denied) = Acl::check_user(&self.user, TABLE[row].acl_request(request)) else {
+            return Ok(());
+        };
+        let (reason, object, text) = match denied {
+            Denied::Command(id) => (
+                Reason::Command,
+                id_name(id).to_string(),
+                "can't run this command or subcommand",
+            ),
+            Denied::Key(pos) => (
+                Reason::Key,
+                String::from_utf8_lossy(&request[pos]).into_owned(),
+                "can't access at least one of the keys mentioned in the command arguments",
+            ),
+            Denied::Channel(pos) => (
+                Reason::Channel,
+                String::from_utf8_lossy(&request[pos]).into_owned(),
+                "can't publish to the channel mentioned in the command",
+            ),
+        };
+        self.shared.acl.log_denial(
+            reason,
+            "lua",
+            object,
+            self.user.name().to_string(),
+            self.client.clone(),
+        );
+        Err(CommandError::Other(format!(
+            "The user executing the script {text}"
+        )))
+    }
+
+    /// `redis.acl_check_cmd`: whether the user may run `request` (row
+    /// `row`), logging nothing.
+    pub fn allows(&self, row: usize, request: &[Bytes]) -> bool {
+        Acl::check_user(&self.user, TABLE[row].acl_request(request)).is_ok()
+    }
 }

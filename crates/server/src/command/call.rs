@@ -83,6 +83,21 @@ pub fn is_fatal(e: &CommandError) -> bool {
     )
 }
 
+/// The table row of `request` as redis's `lookupCommand` finds it for
+/// `redis.acl_check_cmd`: `None` for an unknown command, or an unknown
+/// subcommand of a container.
+pub fn resolve(request: &[Bytes]) -> Option<usize> {
+    let index = crate::command::lookup_index(request.first()?)?;
+    let spec = &crate::command::TABLE[index];
+    let described = meta::find(spec.name.as_bytes(), None)?;
+    if let Some(sub) = request.get(1) {
+        if !described.subcommands().is_empty() {
+            meta::find(spec.name.as_bytes(), Some(sub))?;
+        }
+    }
+    Some(index)
+}
+
 fn run(
     ctx: &mut Ctx<'_>,
     request: Vec<Bytes>,
@@ -117,14 +132,17 @@ fn run(
             "This Redis command is not allowed from script",
         ));
     }
+    if let Some(authorize) = ctx.authorize {
+        authorize(index, &request)?;
+    }
     let write = described.has_flag("write");
-    if matches!(target, Target::Reader(_)) && (write || described.has_flag("may_replicate")) {
+    // redis's `may_replicate` commands (COMMAND INFO does not show the
+    // flag): of those a script may call, PFCOUNT, PUBLISH and SPUBLISH.
+    let may_replicate = matches!(spec.name, "pfcount" | "publish" | "spublish");
+    if matches!(target, Target::Reader(_)) && (write || may_replicate) {
         return Err(script_error(
             "Write commands are not allowed from read-only scripts.",
         ));
-    }
-    if let Some(authorize) = ctx.authorize {
-        authorize(index, &request)?;
     }
     if write && !ctx.wrote {
         // Refused only before the script's first write: once it has

@@ -38,8 +38,24 @@ pub struct Ctx<'a> {
     /// arity and script checks (the table row's index and the request,
     /// name first): a refusal is the command's error. `None`: no check.
     pub authorize: Option<&'a Authorize<'a>>,
+    /// The messages a script published (PUBLISH, SPUBLISH through
+    /// [`call`](super::call)), in order: delivered once the script's
+    /// group has committed.
+    pub published: Vec<Published>,
     /// The server, read only through the methods below.
     server: &'a Shared,
+}
+
+/// A message a script published: its channel, its payload, and whether
+/// the channel is a shard channel (SPUBLISH).
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// The channel.
+    pub channel: bytes::Bytes,
+    /// The message.
+    pub message: bytes::Bytes,
+    /// SPUBLISH rather than PUBLISH.
+    pub shard: bool,
 }
 
 /// An ACL check for [`Ctx::authorize`].
@@ -58,6 +74,7 @@ impl<'a> Ctx<'a> {
             subscribed: false,
             wrote: false,
             authorize: None,
+            published: Vec::new(),
             server,
         }
     }
@@ -105,6 +122,26 @@ impl<'a> Ctx<'a> {
     /// When the last snapshot was saved, in Unix seconds (LASTSAVE).
     pub fn last_save_unix(&self) -> u64 {
         self.server.engine.snapshots().status().last_save_unix
+    }
+
+    /// The pub/sub registry (PUBLISH and PUBSUB from a script).
+    pub(crate) fn pubsub(&self) -> &'a crate::pubsub::Registry {
+        &self.server.pubsub
+    }
+
+    /// Delivers messages a script published once its group committed,
+    /// in order, as PUBLISH delivers them.
+    pub(crate) fn deliver(server: &Shared, published: Vec<Published>) {
+        let limit = crate::sync::lock(&server.settings.output_limits)[2];
+        for p in published {
+            server.pubsub.publish(
+                p.channel,
+                p.message,
+                p.shard,
+                limit,
+                &server.counters.output_limit_closes,
+            );
+        }
     }
 
     /// Tells the watchdog the writer is making progress (a long script

@@ -125,16 +125,17 @@ pub(crate) fn check(
         return Err(CommandError::WrongArity(spec.name.to_string()));
     }
     if let (Some((upper, subs)), Some(sub)) = (spec.subcommands, request.get(1)) {
-        let Some((name, arity)) = subs
-            .iter()
-            .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
-        else {
+        let Some(name) = subs.iter().find(|n| n.as_bytes().eq_ignore_ascii_case(sub)) else {
             return Err(CommandError::UnknownSubcommand {
                 cmd: upper,
                 sub: Lossy(sub.to_vec()),
             });
         };
-        if (*arity > 0 && argc != *arity) || argc < -arity {
+        // Every subcommand a row names has redis's description (a test of
+        // `meta` checks it).
+        let arity =
+            crate::meta::find(spec.name.as_bytes(), Some(name.as_bytes())).map_or(-2, |m| m.arity);
+        if (arity > 0 && argc != arity) || argc < -arity {
             return Err(CommandError::WrongArity(format!("{}|{name}", spec.name)));
         }
     }

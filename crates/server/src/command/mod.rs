@@ -50,8 +50,9 @@ pub mod track;
 pub mod traits;
 
 pub(crate) use crate::error::command_result;
+pub use authorize::ScriptAcl;
 pub use call::{call, call_read, is_fatal};
-pub use ctx::{Authorize, Ctx};
+pub use ctx::{Authorize, Ctx, Published};
 pub(crate) use dispatch::{check, try_dispatch};
 pub use dispatch::{dispatch, parse_only};
 pub use plan::{AfterFn, CachedRead, Plan, ReadFn, ReadNeeds, ReadOrWriteFn, QUICK_READ_LIMIT};

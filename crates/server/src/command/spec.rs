@@ -112,8 +112,9 @@ pub struct Spec {
     /// Runs it without a connection (see [`crate::command::call`]).
     pub(crate) call: CallFn,
     /// For a container command whose subcommands Redis checks before
-    /// queueing (OBJECT): its upper-case name and each subcommand's arity.
-    pub subcommands: Option<(&'static str, &'static [(&'static str, i32)])>,
+    /// queueing (OBJECT): its upper-case name and the subcommands respite
+    /// has (each one's arity is redis's, from [`crate::meta`]).
+    pub subcommands: Option<(&'static str, &'static [&'static str])>,
 }
 
 impl Spec {
@@ -188,12 +189,19 @@ impl Spec {
         )
     }
 
-    /// The same row, with subcommands whose names and arities are checked
-    /// with the command's own (so inside MULTI too, as in Redis).
+    /// The same row, run from a script by `call` instead of refused as a
+    /// connection command (PUBLISH, PUBSUB).
+    pub(crate) fn with_call(self, call: CallFn) -> Spec {
+        Spec { call, ..self }
+    }
+
+    /// The same row, with the subcommands it has, whose names and arities
+    /// (redis's, from [`crate::meta`]) are checked with the command's own
+    /// (so inside MULTI too, as in Redis).
     pub(crate) fn with_subcommands(
         self,
         upper: &'static str,
-        subs: &'static [(&'static str, i32)],
+        subs: &'static [&'static str],
     ) -> Spec {
         Spec {
             subcommands: Some((upper, subs)),
@@ -250,10 +258,7 @@ impl Spec {
     /// it has; else the row's own.
     pub fn described(&self, sub: Option<&[u8]>) -> &'static Meta {
         if let (Some((_, subs)), Some(sub)) = (self.subcommands, sub) {
-            if let Some((name, _)) = subs
-                .iter()
-                .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(sub))
-            {
+            if let Some(name) = subs.iter().find(|n| n.as_bytes().eq_ignore_ascii_case(sub)) {
                 return meta::find(self.name.as_bytes(), Some(name.as_bytes()))
                     .unwrap_or(self.meta);
             }
