@@ -106,7 +106,6 @@ for mode in $modes; do
     [ -n "$fpid" ] && { kill -TERM "$fpid"; wait "$fpid" || true; }
     if [ -n "$lpid" ]; then
         kill -TERM "$lpid"; wait "$lpid" || true
-        echo "litestream_checkpoints: $(grep -c 'msg=checkpoint\|"checkpoint"' "$d/litestream.log" || true) logged, $(grep -c 'forcing truncate' "$d/litestream.log" || true) forced truncates, $(grep -c 'snapshot' "$d/litestream.log" || true) snapshot lines"
         echo "waits over 100 ms logged by respited: $(grep -c 'waited for the write lock' "$d/respited.log" || true)"
         size=$(stat -c %s "$d/respite.db")
         t0=$(date +%s%N)
