@@ -19,32 +19,47 @@
 # SET, the read replica's lag (a probe key set on the primary once a
 # second, timed until the replica shows it), and the seconds a
 # `litestream restore` of the final state takes, per 100 MB of database.
+#
+# Environment (for tuning runs): MODES (default "alone litestream"; also
+# "litestream-only": Litestream without the read replica following it),
+# LS_MIN_PAGES (min-checkpoint-page-count, default 8192), LS_TRUNCATE_PAGES
+# (truncate-page-n, default 131072), LS_CHECKPOINT_INTERVAL (default 1m,
+# Litestream's own), LS_MONITOR_INTERVAL (monitor-interval, how often it
+# reads the WAL and considers a checkpoint; default 1s, its own).
 set -euo pipefail
 bin=${1:?respited binary}
 secs=${2:-60}
+modes=${MODES:-alone litestream}
+min_pages=${LS_MIN_PAGES:-8192}
+truncate_pages=${LS_TRUNCATE_PAGES:-131072}
+interval=${LS_CHECKPOINT_INTERVAL:-1m}
+monitor=${LS_MONITOR_INTERVAL:-1s}
 clk=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 write_bytes() { awk '/^write_bytes/ {print $2}' "/proc/$1/io"; }
 wait_port() { for _ in $(seq 100); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
-for mode in alone litestream; do
+for mode in $modes; do
     d=$(mktemp -d /var/tmp/bench-litestream.XXXXXX)
     port=$((20000 + RANDOM % 20000))
     ck=auto
-    [ "$mode" = litestream ] && ck=external
+    [ "$mode" != alone ] && ck=external
     "$bin" --port "$port" --db "$d/respite.db" --checkpoint "$ck" \
         --unixsocket "$d/respite.sock" >"$d/respited.log" 2>&1 &
     rpid=$!
     wait_port "$port"
     lpid= fpid= rrpid= probe=
-    if [ "$mode" = litestream ]; then
+    if [ "$mode" != alone ]; then
         mkdir -p "$d/replica" "$d/follower"
-        printf 'dbs:\n  - path: %s\n    min-checkpoint-page-count: 8192\n    truncate-page-n: 131072\n    busy-timeout: 5s\n    replica:\n      type: file\n      path: %s\n      sync-interval: 1s\n' \
-            "$d/respite.db" "$d/replica" >"$d/litestream.yml"
+        printf 'dbs:\n  - path: %s\n    min-checkpoint-page-count: %s\n    truncate-page-n: %s\n    checkpoint-interval: %s\n    monitor-interval: %s\n    busy-timeout: 5s\n    replica:\n      type: file\n      path: %s\n      sync-interval: 1s\n' \
+            "$d/respite.db" "$min_pages" "$truncate_pages" "$interval" "$monitor" "$d/replica" >"$d/litestream.yml"
+        echo "litestream: min-checkpoint-page-count $min_pages, truncate-page-n $truncate_pages, checkpoint-interval $interval, monitor-interval $monitor"
         litestream replicate -config "$d/litestream.yml" >"$d/litestream.log" 2>&1 &
         lpid=$!
         redis-cli -p "$port" SET probe 0 >/dev/null
         for _ in $(seq 300); do [ -n "$(ls -A "$d/replica" 2>/dev/null)" ] && break; sleep 0.1; done
         sleep 2
+    fi
+    if [ "$mode" = litestream ]; then
         litestream restore -f -o "$d/follower/respite.db" "file://$d/replica" >"$d/follower.log" 2>&1 &
         fpid=$!
         for _ in $(seq 300); do [ -e "$d/follower/respite.db-txid" ] && break; sleep 0.1; done
@@ -91,6 +106,7 @@ for mode in alone litestream; do
     [ -n "$fpid" ] && { kill -TERM "$fpid"; wait "$fpid" || true; }
     if [ -n "$lpid" ]; then
         kill -TERM "$lpid"; wait "$lpid" || true
+        echo "waits over 100 ms logged by respited: $(grep -c 'waited for the write lock' "$d/respited.log" || true)"
         size=$(stat -c %s "$d/respite.db")
         t0=$(date +%s%N)
         litestream restore -o "$d/restored.db" "file://$d/replica" >/dev/null 2>&1
