@@ -46,6 +46,7 @@ pub mod state;
 pub mod stats;
 pub mod sync;
 pub mod tls;
+pub mod tracking;
 
 use std::sync::Arc;
 
@@ -61,6 +62,7 @@ pub use state::Shared;
 /// drain runs (see [`service`]).
 pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     pubsub::install_notifications(&shared);
+    tracking::install(&shared);
     shared.tls.set(listeners.tls_config());
     if let Some(port) = listeners.tcp_port() {
         shared

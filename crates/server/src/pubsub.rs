@@ -54,6 +54,8 @@ pub enum Push {
     Message(Arc<Message>, Kind),
     /// `pmessage`: a message on a channel that matched the pattern.
     PMessage(Bytes, Arc<Message>),
+    /// A CLIENT TRACKING invalidation (see `crate::tracking`).
+    Tracking(crate::tracking::Payload),
 }
 
 impl Push {
@@ -81,6 +83,7 @@ impl Push {
                 bulk(out, &m.channel);
                 bulk(out, &m.payload);
             }
+            Push::Tracking(payload) => payload.encode(out, resp3),
         }
     }
 
@@ -89,6 +92,7 @@ impl Push {
         let (pattern, m) = match self {
             Push::Message(m, _) => (0, m),
             Push::PMessage(p, m) => (p.len(), m),
+            Push::Tracking(payload) => return payload.cost(),
         };
         (pattern + m.channel.len() + m.payload.len() + 48) as u64
     }
@@ -200,8 +204,14 @@ pub struct Subscriptions {
     count: AtomicUsize,
     /// Shard channels.
     shard_count: AtomicUsize,
-    /// This client as the registry holds it, once it subscribed.
+    /// This client as the registry holds it, once it subscribed (or
+    /// tracking gave it a queue).
     me: Mutex<Option<Arc<Subscriber>>>,
+    /// Whether the queue exists (so the connection takes it).
+    queued: std::sync::atomic::AtomicBool,
+    /// Wakes an idle connection when its queue is made by another
+    /// client's command (a tracking redirect to it).
+    pub made: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -231,6 +241,11 @@ impl Subscriptions {
     /// The queue of pushes, for the connection to stream from (taken once).
     pub fn take_queue(&self) -> Option<mpsc::UnboundedReceiver<Push>> {
         lock(&self.own).rx.take()
+    }
+
+    /// Whether the queue was made (by a subscription or tracking).
+    pub fn queued(&self) -> bool {
+        self.queued.load(Ordering::Acquire)
     }
 
     /// The connection wrote pushes worth `cost`.
@@ -313,24 +328,51 @@ impl Registry {
             .as_millis() as u64
     }
 
+    /// The client's queue of pushes, made on first use.
+    pub fn ensure_queue(&self, client: &Arc<ClientHandle>) -> Arc<Subscriber> {
+        let subs = &client.pubsub;
+        let mut me = lock(&subs.me);
+        if let Some(me) = me.as_ref() {
+            return me.clone();
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&subs.own).rx = Some(rx);
+        let made = Arc::new(Subscriber {
+            id: client.id,
+            tx,
+            pending: AtomicU64::new(0),
+            over_soft_since: AtomicU64::new(0),
+            client: Arc::downgrade(client),
+        });
+        *me = Some(made.clone());
+        subs.queued.store(true, Ordering::Release);
+        subs.made.notify_one();
+        made
+    }
+
+    /// Queues a push for one client (a CLIENT TRACKING message), under its
+    /// output limit: `pubsub`'s while it is subscribed, else `normal`'s.
+    pub fn push_to(&self, shared: &crate::state::Shared, client: &Arc<ClientHandle>, push: Push) {
+        let me = self.ensure_queue(client);
+        let limits = *lock(&shared.settings.output_limits);
+        let limit = if client.pubsub.active() {
+            limits[2]
+        } else {
+            limits[0]
+        };
+        me.deliver(
+            push,
+            limit,
+            self.now_ms(),
+            &shared.counters.output_limit_closes,
+        );
+    }
+
     /// Subscribes `client` to each name, answering redis's confirmations.
     pub fn subscribe(&self, client: &Arc<ClientHandle>, kind: Kind, names: Vec<Bytes>) -> Reply {
         let subs = &client.pubsub;
-        let mut me = lock(&subs.me);
+        let me = self.ensure_queue(client);
         let mut own = lock(&subs.own);
-        let me = me
-            .get_or_insert_with(|| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                own.rx = Some(rx);
-                Arc::new(Subscriber {
-                    id: client.id,
-                    tx,
-                    pending: AtomicU64::new(0),
-                    over_soft_since: AtomicU64::new(0),
-                    client: Arc::downgrade(client),
-                })
-            })
-            .clone();
         let mut tables = self.write();
         let mut replies = Vec::with_capacity(names.len());
         for name in names {

@@ -71,6 +71,8 @@ pub struct Shared {
     pub monitors: crate::monitor::Monitors,
     /// Pub/sub channels and patterns.
     pub pubsub: crate::pubsub::Registry,
+    /// CLIENT TRACKING's table.
+    pub tracking: crate::tracking::Tracking,
     /// When the server started.
     pub started: Instant,
     /// Resident memory once the engine was open (INFO's
@@ -124,6 +126,7 @@ impl Shared {
             pause: Default::default(),
             monitors: Default::default(),
             pubsub: Default::default(),
+            tracking: Default::default(),
             started: Instant::now(),
             startup_rss: crate::process::resident_bytes(),
             wants_replicas: AtomicBool::new(false),

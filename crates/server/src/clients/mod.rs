@@ -90,6 +90,8 @@ pub struct ClientHandle {
     pub state: ClientState,
     /// Its pub/sub subscriptions.
     pub pubsub: crate::pubsub::Subscriptions,
+    /// CLIENT TRACKING's settings for it.
+    pub tracking: crate::tracking::ClientTracking,
 }
 
 impl ClientHandle {
@@ -113,6 +115,7 @@ impl ClientHandle {
             user: Mutex::new("default".into()),
             state: Default::default(),
             pubsub: Default::default(),
+            tracking: Default::default(),
         }
     }
 
@@ -339,6 +342,8 @@ pub fn info_line(
     if lock(&c.blocked).is_some() {
         flags.push('b');
     }
+    let (tracking_flags, redir) = c.tracking.list_flags();
+    flags.push_str(&tracking_flags);
     if matches!(c.peer, Peer::Unix(_)) {
         flags.push('U');
     }
@@ -358,7 +363,7 @@ pub fn info_line(
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={tot_mem} events=r cmd={cmd} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={tot_mem} events=r cmd={cmd} user={} redir={redir} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr(),
         c.laddr(),

@@ -376,6 +376,7 @@ impl Eval {
         }
         let read_only = self.read_only || (!flags.compat && flags.no_writes);
         let shared = s.shared.clone();
+        let caller = s.client.clone();
         let (db, resp3, touches) = (s.db, s.resp3, s.touches());
         let (keys, args) = (self.keys, self.args);
         Ok(Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
@@ -392,6 +393,16 @@ impl Eval {
                 engine.run(&script, &keys, &args, &mut host, RunOptions::default())
             });
             end_run();
+            // CLIENT TRACKING: a script that called a read command has its
+            // declared keys remembered for its caller (redis's `call`
+            // remembers the caller's command's keys), here on the writer,
+            // before the group that ran it commits.
+            if host.ctx.read && caller.tracking.is_on() {
+                shared
+                    .tracking
+                    .remember(&caller, keys.iter().map(|k| Bytes::copy_from_slice(k)));
+                shared.tracking.limit(&shared);
+            }
             if let Some(e) = host.fatal.take() {
                 return Err(e);
             }
