@@ -12,7 +12,11 @@
 # and CPU microseconds per write during the load (/proc/PID/io write_bytes,
 # /proc/PID/stat utime+stime), the WAL's peak size (sampled every 100 ms),
 # the database's size after a clean stop (with any WAL the stop left; for
-# redis the AOF directory), and the random SET and GET rates with their p99.
+# redis the AOF directory), the random SET rate with its p99 and bytes
+# written per SET, and the random GET rate with its p99. The random SETs
+# use --distinct-client-seed: each connection writes its own random value,
+# so a SET changes the value it overwrites (memtier's random value is fixed
+# per seed, and SQLite writes nothing for a row overwritten with itself).
 # For respited, INFO's commit latency (p99, max) and WAL figures over the
 # whole run follow its row. LOAD_TIMEOUT (seconds, default 240) stops a
 # load that takes longer. `just growth N SECS` is the long run (10 minutes
@@ -29,8 +33,8 @@ cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # totals FILE: memtier's Totals line: ops/sec and p99 (ms).
 totals() { awk '/^Totals/ {printf "%d %s\n", $2, $7}' "$1"; }
 
-echo "| server | keys | load ops/s | load s | bytes/write | CPU µs/write | WAL peak MB | db MB | SET/s (p99 ms) | GET/s (p99 ms) |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| server | keys | load ops/s | load s | bytes/write | CPU µs/write | WAL peak MB | db MB | SET/s (p99 ms) | bytes/SET | GET/s (p99 ms) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for spec in "$@"; do
     name=${spec%%=*}; cmd=${spec#*=}
     dir="$root/$name"; mkdir -p "$dir"
@@ -54,9 +58,11 @@ for spec in "$@"; do
         --requests=allkeys -d 100 -R --hide-histogram >"$dir/load" 2>/dev/null || true
     t1=$(date +%s.%N); w1=$(io $pid); c1=$(cpu $pid)
     keys=$(redis-cli -p $port dbsize)
+    w2=$(io $pid)
     memtier_benchmark -p $port --protocol=redis -t 2 -c 25 --ratio=1:0 --key-pattern=R:R \
-        --key-minimum=1 --key-maximum="$n" --test-time="$secs" -d 100 -R \
+        --key-minimum=1 --key-maximum="$n" --test-time="$secs" -d 100 -R --distinct-client-seed \
         --hide-histogram >"$dir/set" 2>/dev/null
+    w3=$(io $pid)
     memtier_benchmark -p $port --protocol=redis -t 2 -c 25 --ratio=0:1 --key-pattern=R:R \
         --key-minimum=1 --key-maximum="$n" --test-time="$secs" \
         --hide-histogram >"$dir/get" 2>/dev/null
@@ -72,10 +78,10 @@ for spec in "$@"; do
     read -r sr sp < <(totals "$dir/set"); read -r gr gp < <(totals "$dir/get")
     awk -v name="$name" -v keys="$keys" -v t="$(echo "$t1 - $t0" | bc)" -v w=$((w1 - w0)) \
         -v c=$((c1 - c0)) -v tick="$tick" -v walpeak="$(cat "$dir/walpeak" 2>/dev/null || echo 0)" \
-        -v size="$size" -v sr="$sr" -v sp="$sp" -v gr="$gr" -v gp="$gp" 'BEGIN {
-        printf "| %s | %d | %d | %.1f | %d | %.1f | %.1f | %.0f | %d (%s) | %d (%s) |\n",
+        -v size="$size" -v sr="$sr" -v sp="$sp" -v gr="$gr" -v gp="$gp" -v ws=$((w3 - w2)) -v secs="$secs" 'BEGIN {
+        printf "| %s | %d | %d | %.1f | %d | %.1f | %.1f | %.0f | %d (%s) | %d | %d (%s) |\n",
             name, keys, keys / t, t, w / keys, c * 1e6 / tick / keys, walpeak / 1e6,
-            size / 1e6, sr, sp, gr, gp }'
+            size / 1e6, sr, sp, ws / (sr * secs), gr, gp }'
     [ -s "$dir/info" ] && { cat "$dir/info"; echo; }
     grep -E "recover|stopped cleanly|emptied" "$dir/log" | sed 's/^/    log: /' | cut -c1-160 || true
 done

@@ -156,11 +156,11 @@ fn one(u: &mut Unstructured<'_>, s: &mut Session) -> Result<()> {
     for _ in 0..count {
         request.push(arg(u)?);
     }
-    s.db = u.int_in_range(0..=15)?;
-    s.resp3 = u.arbitrary()?;
+    s.select(u.int_in_range(0..=15)?);
+    s.set_resp3(u.arbitrary()?);
     if let Err(e) = parse_only(s, request) {
         let mut out = BytesMut::new();
-        Reply::from(e).encode(&mut out, s.resp3);
+        Reply::from(e).encode(&mut out, s.resp3());
         assert_eq!(out.first(), Some(&b'-'), "{out:?}");
         assert!(out.ends_with(b"\r\n"), "{out:?}");
         let body = &out[1..out.len() - 2];

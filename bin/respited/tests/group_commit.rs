@@ -203,7 +203,7 @@ fn bytes_written_per_write_are_reported_in_info() {
     let server = Respited::start_in(tmp.path(), &[]);
     let mut con = server.client();
     // A new file gets the small pages of docs/storage.md.
-    assert_eq!(info_field(&mut con, "persistence", "page_size"), 512.0);
+    assert_eq!(info_field(&mut con, "persistence", "page_size"), 1024.0);
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query(&mut con)

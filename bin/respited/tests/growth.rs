@@ -247,3 +247,177 @@ fn info_memory_counts_what_the_process_holds() {
         "{total} against {used}..{used_after}"
     );
 }
+
+/// The database file's size in `dir`.
+fn db_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::metadata(dir.join("respite.db")).map_or(0, |m| m.len())
+}
+
+/// DEL of keys `prefix:c:i` for `i` in `range`, `c` in `0..clients`, in
+/// pipelines of 500.
+fn delete(
+    con: &mut redis::Connection,
+    clients: usize,
+    range: std::ops::Range<usize>,
+    prefix: &str,
+) {
+    for c in 0..clients {
+        let keys: Vec<String> = range
+            .clone()
+            .map(|i| format!("{prefix}:{c}:{i:08}"))
+            .collect();
+        for chunk in keys.chunks(500) {
+            let mut pipe = redis::pipe();
+            for k in chunk {
+                pipe.cmd("DEL").arg(k).ignore();
+            }
+            let _: () = pipe.query(con).expect("pipelined DELs");
+        }
+    }
+}
+
+#[test]
+fn deleting_keys_gives_their_space_back_to_the_file_system() {
+    // The WAL is copied from 256 KiB on, so that the file follows the
+    // deletions while the server runs (SQLite cuts the file's tail when a
+    // copy takes in the transactions that freed it).
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let conf = tmp.path().join("respite.toml");
+    std::fs::write(&conf, "checkpoint_wal_bytes = 262144\n").unwrap();
+    let mut server = Respited::start_in(tmp.path(), &["--config", conf.to_str().unwrap()]);
+    let dir = tmp.path().to_path_buf();
+    load(&server, 2, 40_000, 200, "shrink");
+    let mut con = server.client();
+    // Everything copied into the file: a copy is due at every 256 KiB.
+    let filler = vec![b'f'; 1000];
+    for i in 0..300 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("filler:{i}"))
+            .arg(&filler)
+            .query(&mut con)
+            .unwrap();
+    }
+    let full = db_bytes(&dir);
+    assert!(full > 8_000_000, "{full}");
+    // Three quarters of the keys go.
+    delete(&mut con, 2, 0..15_000, "shrink");
+    let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(n, 10_300);
+    // The writer gives the free pages back a step at a time; each copy of
+    // the WAL cuts the file. A few writes keep the copies coming.
+    let started = Instant::now();
+    let mut i = 0;
+    while db_bytes(&dir) > full / 2 && started.elapsed() < Duration::from_secs(30) {
+        let _: () = redis::cmd("SET")
+            .arg(format!("poke:{}", i % 50))
+            .arg(&filler)
+            .query(&mut con)
+            .unwrap();
+        i += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let shrunk = db_bytes(&dir);
+    let freed = info_field(&mut con, "persistence", "vacuum_freed_pages");
+    let step = info_field(&mut con, "persistence", "vacuum_step_max_us");
+    eprintln!(
+        "file {full} -> {shrunk} bytes in {:?}, {freed} pages freed, longest step {step} us",
+        started.elapsed()
+    );
+    assert!(shrunk <= full / 2, "{full} -> {shrunk}");
+    assert!(freed > 0.0);
+    // The steps are small: a loaded test machine may stretch one, but not
+    // into a long stall.
+    assert!(step < 50_000.0, "longest vacuum step {step} us");
+    // The keys left are all there, whole.
+    for c in 0..2 {
+        for i in (15_000..20_000).step_by(97) {
+            let v: Vec<u8> = redis::cmd("GET")
+                .arg(format!("shrink:{c}:{i:08}"))
+                .query(&mut con)
+                .unwrap();
+            assert_eq!(v, vec![b'v'; 200]);
+        }
+    }
+    let gone: Option<Vec<u8>> = redis::cmd("GET")
+        .arg("shrink:0:00000001")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(gone, None);
+    drop(con);
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
+    let conn = rusqlite::Connection::open(dir.join("respite.db")).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+}
+
+#[test]
+fn a_file_made_before_the_defaults_changed_keeps_its_layout() {
+    // A file of 512-byte pages without auto_vacuum: what earlier builds
+    // made (turned into one by a VACUUM with auto_vacuum off).
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tmp.path().to_path_buf();
+    let mut server = Respited::start_in(&dir, &["--page-size", "512"]);
+    load(&server, 2, 10_000, 100, "old");
+    assert!(server.terminate().success());
+    {
+        let conn = rusqlite::Connection::open(dir.join("respite.db")).unwrap();
+        conn.execute_batch("PRAGMA auto_vacuum = NONE; VACUUM;")
+            .unwrap();
+        let mode: i64 = conn
+            .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, 0);
+    }
+    // Opened with the defaults (1,024-byte pages for new files).
+    let mut server = Respited::start_in(&dir, &[]);
+    let mut con = server.client();
+    assert_eq!(info_field(&mut con, "persistence", "page_size"), 512.0);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(n, 10_000);
+    let v: Vec<u8> = redis::cmd("GET")
+        .arg("old:1:00004999")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(v, vec![b'v'; 100]);
+    // Its free pages are reused, never moved: the file has no pointer map.
+    delete(&mut con, 2, 0..4_000, "old");
+    let _: () = redis::cmd("SET")
+        .arg("new")
+        .arg("value")
+        .query(&mut con)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        info_field(&mut con, "persistence", "vacuum_freed_pages"),
+        0.0
+    );
+    common::assert_still_serves(&mut con);
+    drop(con);
+    assert!(server.terminate().success());
+    let conn = rusqlite::Connection::open(dir.join("respite.db")).unwrap();
+    let mode: i64 = conn
+        .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
+        .unwrap();
+    let page: i64 = conn
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!((mode, page), (0, 512));
+}
+
+#[test]
+fn a_new_file_gets_the_default_layout() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut server = Respited::start_in(tmp.path(), &[]);
+    let mut con = server.client();
+    assert_eq!(info_field(&mut con, "persistence", "page_size"), 1024.0);
+    drop(con);
+    assert!(server.terminate().success());
+    let conn = rusqlite::Connection::open(tmp.path().join("respite.db")).unwrap();
+    let mode: i64 = conn
+        .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, 2, "auto_vacuum = INCREMENTAL");
+}

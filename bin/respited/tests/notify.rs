@@ -395,6 +395,125 @@ fn stream_commands_emit_what_redis_emits() {
 }
 
 #[test]
+fn geo_and_hyperloglog_commands_emit_what_redis_emits() {
+    compare(
+        &[
+            (
+                &[],
+                &[
+                    &["GEOADD", "g", "13.361389", "38.115556", "Palermo"],
+                    &["GEOADD", "g", "13.361389", "38.115556", "Palermo"],
+                    &["GEOADD", "g", "XX", "15.087269", "37.502669", "Catania"],
+                    &["GEOADD", "g", "NX", "15.087269", "37.502669", "Catania"],
+                    &["GEOADD", "g", "NX", "15", "37", "Catania"],
+                    &["GEOADD", "g", "CH", "XX", "15.1", "37.5", "Catania"],
+                    &["GEOADD", "g", "91", "0", "bad"],
+                    &[
+                        "GEOSEARCHSTORE",
+                        "d",
+                        "g",
+                        "FROMLONLAT",
+                        "15",
+                        "37",
+                        "BYRADIUS",
+                        "200",
+                        "km",
+                    ],
+                    &[
+                        "GEOSEARCHSTORE",
+                        "d",
+                        "g",
+                        "FROMLONLAT",
+                        "0",
+                        "0",
+                        "BYRADIUS",
+                        "1",
+                        "m",
+                    ],
+                    &[
+                        "GEOSEARCHSTORE",
+                        "d",
+                        "g",
+                        "FROMLONLAT",
+                        "0",
+                        "0",
+                        "BYRADIUS",
+                        "1",
+                        "m",
+                    ],
+                    &[
+                        "GEOSEARCHSTORE",
+                        "d",
+                        "g",
+                        "FROMMEMBER",
+                        "Palermo",
+                        "BYBOX",
+                        "400",
+                        "400",
+                        "km",
+                        "STOREDIST",
+                    ],
+                    &[
+                        "GEOSEARCHSTORE",
+                        "d",
+                        "nokey",
+                        "FROMLONLAT",
+                        "0",
+                        "0",
+                        "BYRADIUS",
+                        "1",
+                        "m",
+                    ],
+                    &["GEORADIUS", "g", "15", "37", "200", "km", "STORE", "r"],
+                    &[
+                        "GEORADIUSBYMEMBER",
+                        "g",
+                        "Palermo",
+                        "200",
+                        "km",
+                        "STOREDIST",
+                        "r",
+                    ],
+                    &["GEORADIUS", "g", "0", "0", "1", "m", "STORE", "r"],
+                    &["GEORADIUS", "nokey", "0", "0", "1", "m", "STORE", "g"],
+                    &[
+                        "GEOSEARCH",
+                        "g",
+                        "FROMLONLAT",
+                        "0",
+                        "0",
+                        "BYRADIUS",
+                        "1",
+                        "m",
+                    ],
+                ],
+            ),
+            (
+                &[&["SET", "s", "text"]],
+                &[
+                    &["PFADD", "h", "a", "b", "c"],
+                    &["PFADD", "h", "a", "b"],
+                    &["PFADD", "h"],
+                    &["PFADD", "h2"],
+                    &["PFADD", "h2", "z"],
+                    &["PFCOUNT", "h"],
+                    &["PFCOUNT", "h", "h2"],
+                    &["PFMERGE", "h3", "h", "h2"],
+                    &["PFMERGE", "h3", "h", "h2"],
+                    &["PFMERGE", "h"],
+                    &["PFMERGE", "h4"],
+                    &["PFMERGE", "h", "s"],
+                    &["PFADD", "s", "x"],
+                    &["PFDEBUG", "TODENSE", "h"],
+                    &["PFADD", "h", "d"],
+                ],
+            ),
+        ],
+        MODES,
+    );
+}
+
+#[test]
 fn transactions_and_scripts_emit_in_order_after_they_commit() {
     compare(
         &[

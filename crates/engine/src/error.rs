@@ -91,10 +91,11 @@ pub enum EngineError {
     /// A replica was started on a file that does not exist (yet).
     #[error("the replica's database file {} does not exist; start the follower first (litestream restore -f -o FILE REPLICA)", .0.display())]
     ReplicaMissing(std::path::PathBuf),
-    /// A replica's file has another layout version than this build's: a
-    /// replica cannot migrate a file it may not write.
-    #[error("the replica's database file has layout version {0}, and this build serves only version {v}: run the same respite version on the primary and the replica", v = crate::schema::VERSION)]
-    ReplicaLayout(i64),
+    /// A replica's file has another layout version (the first) than this
+    /// build's (the second): a replica cannot migrate a file it may not
+    /// write.
+    #[error("the replica's database file has layout version {0}, and this build serves only version {1}: run the same respite version on the primary and the replica")]
+    ReplicaLayout(i64, i64),
     /// The engine is shutting down and takes no more work.
     #[error("ERR server is shutting down")]
     ShuttingDown,

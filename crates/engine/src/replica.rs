@@ -64,7 +64,7 @@ pub(crate) fn prepare(path: &Path) -> Result<u32> {
     conn.busy_timeout(Duration::from_secs(5))?;
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if version != crate::schema::VERSION {
-        return Err(EngineError::ReplicaLayout(version));
+        return Err(EngineError::ReplicaLayout(version, crate::schema::VERSION));
     }
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if mode.eq_ignore_ascii_case("wal") {
@@ -181,6 +181,9 @@ mod tests {
         conn.pragma_update(None, "user_version", 1)
             .expect("version");
         drop(conn);
-        assert!(matches!(prepare(&db), Err(EngineError::ReplicaLayout(1))));
+        assert!(matches!(
+            prepare(&db),
+            Err(EngineError::ReplicaLayout(1, _))
+        ));
     }
 }

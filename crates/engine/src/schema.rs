@@ -408,7 +408,17 @@ pub(crate) fn open_writer(
     journal_size_limit: i64,
     page_size: u32,
 ) -> Result<Connection> {
-    let conn = Connection::open(path)?;
+    // Through the WAL-gathering VFS: a commit's frames in one write (see
+    // `wal_gather.rs`).
+    let conn = if crate::wal_gather::register() {
+        Connection::open_with_flags_and_vfs(
+            path,
+            OpenFlags::default(),
+            crate::wal_gather::vfs_name(),
+        )?
+    } else {
+        Connection::open(path)?
+    };
     common_settings(&conn)?;
     // A file from a newer build is refused before anything is written to
     // it, not even the switch to WAL mode below.
@@ -419,6 +429,10 @@ pub(crate) fn open_writer(
     // Only takes effect on a new, empty file, and only before it turns to
     // WAL mode: an existing database keeps the page size it was made with.
     conn.pragma_update(None, "page_size", page_size)?;
+    // Likewise only on a new file: pages can then be moved, so the writer
+    // can give the free pages of deleted keys back a step at a time (see
+    // vacuum.rs). On an existing file without it this changes nothing.
+    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
     // WAL lets the read pool read while the writer writes.
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL in WAL mode fsyncs the WAL at every commit: that is `always`.
@@ -438,6 +452,7 @@ pub(crate) fn open_writer(
     conn.busy_timeout(Duration::from_secs(2))?;
     conn.set_prepared_statement_cache_capacity(128);
     prepare(&conn)?;
+    crate::wal_gather::set_gathering(&conn, fsync == AppendFsync::Always);
     Ok(conn)
 }
 

@@ -22,7 +22,11 @@ struct Inner {
     expired_keys: u64,
     checkpoints: u64,
     wal_pause_us_max: u64,
+    wal_restart_us_max: u64,
     wal_peak_bytes: u64,
+    vacuum_pages: u64,
+    vacuum_step_us_max: u64,
+    evict_step_us_max: u64,
     lock_waits: u64,
     lock_wait_us_max: u64,
     checkpoint_seen: Option<std::time::Instant>,
@@ -64,6 +68,16 @@ pub struct StatsSnapshot {
     /// (waiting for the checkpointer to catch up, or starting the WAL over),
     /// in microseconds.
     pub wal_pause_us_max: u64,
+    /// The longest RESTART checkpoint the writer ran (part of a pause), in
+    /// microseconds.
+    pub wal_restart_us_max: u64,
+    /// Pages the incremental vacuum gave back to the file system.
+    pub vacuum_pages: u64,
+    /// The longest incremental vacuum step, in microseconds.
+    pub vacuum_step_us_max: u64,
+    /// The longest eviction step (its transaction and commit included), in
+    /// microseconds.
+    pub evict_step_us_max: u64,
     /// The largest size the WAL file was seen at, in bytes.
     pub wal_peak_bytes: u64,
     /// Times the writer found the write lock taken by another process (an
@@ -90,7 +104,11 @@ impl Stats {
                 expired_keys: 0,
                 checkpoints: 0,
                 wal_pause_us_max: 0,
+                wal_restart_us_max: 0,
                 wal_peak_bytes: 0,
+                vacuum_pages: 0,
+                vacuum_step_us_max: 0,
+                evict_step_us_max: 0,
                 lock_waits: 0,
                 lock_wait_us_max: 0,
                 checkpoint_seen: None,
@@ -137,6 +155,24 @@ impl Stats {
         self.with(|s| s.wal_pause_us_max = s.wal_pause_us_max.max(us));
     }
 
+    /// A RESTART checkpoint the writer ran, of `us` microseconds.
+    pub(crate) fn record_wal_restart(&self, us: u64) {
+        self.with(|s| s.wal_restart_us_max = s.wal_restart_us_max.max(us));
+    }
+
+    /// An incremental vacuum step that freed `pages` in `us` microseconds.
+    pub(crate) fn record_vacuum(&self, pages: u64, us: u64) {
+        self.with(|s| {
+            s.vacuum_pages += pages;
+            s.vacuum_step_us_max = s.vacuum_step_us_max.max(us);
+        });
+    }
+
+    /// An eviction step of `us` microseconds.
+    pub(crate) fn record_evict_step(&self, us: u64) {
+        self.with(|s| s.evict_step_us_max = s.evict_step_us_max.max(us));
+    }
+
     /// A wait of the writer for the write lock another process held.
     pub(crate) fn record_lock_wait(&self, us: u64) {
         self.with(|s| {
@@ -165,7 +201,10 @@ impl Stats {
             s.expired_keys = 0;
             s.checkpoints = 0;
             s.wal_pause_us_max = 0;
+            s.wal_restart_us_max = 0;
             s.wal_peak_bytes = 0;
+            s.vacuum_step_us_max = 0;
+            s.evict_step_us_max = 0;
             s.lock_waits = 0;
             s.lock_wait_us_max = 0;
             s.ops_per_batch.reset();
@@ -190,7 +229,11 @@ impl Stats {
             commit_us_p99: s.commit_us.value_at_quantile(0.99),
             commit_us_max: s.commit_us.max(),
             wal_pause_us_max: s.wal_pause_us_max,
+            wal_restart_us_max: s.wal_restart_us_max,
             wal_peak_bytes: s.wal_peak_bytes,
+            vacuum_pages: s.vacuum_pages,
+            vacuum_step_us_max: s.vacuum_step_us_max,
+            evict_step_us_max: s.evict_step_us_max,
             lock_waits: s.lock_waits,
             lock_wait_us_max: s.lock_wait_us_max,
             checkpoint_seen_ago: s.checkpoint_seen.map(|t| t.elapsed()),

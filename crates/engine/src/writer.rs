@@ -317,6 +317,8 @@ struct Writer<'s, 'c, R> {
     evict_again: bool,
     /// When the last eviction step ran.
     last_evict: Instant,
+    /// Gives free pages back to the file system (see `vacuum.rs`).
+    vacuum: crate::vacuum::Vacuum,
 }
 
 /// The writer thread's body. Returns when the queue is closed or a shutdown
@@ -344,6 +346,8 @@ pub(crate) fn run<R: Send + 'static>(
             tracing::warn!(error = %e, "could not turn off the checkpoint on close");
         }
     }
+    let vacuum =
+        crate::vacuum::Vacuum::new(!settings.external && crate::vacuum::incremental(&conn));
     let stmts = Statements::new(&conn);
     // `<db>-wal` -> `<db>-shm`.
     let shm_path = {
@@ -379,6 +383,7 @@ pub(crate) fn run<R: Send + 'static>(
         evictor: crate::evict::Evictor::default(),
         evict_again: false,
         last_evict: Instant::now(),
+        vacuum,
     };
     w.measure_disk();
     loop {
@@ -782,7 +787,10 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             AppendFsync::Everysec | AppendFsync::No => "NORMAL",
         };
         match self.conn().pragma_update(None, "synchronous", sync) {
-            Ok(()) => self.settings.fsync = mode,
+            Ok(()) => {
+                crate::wal_gather::set_gathering(self.conn(), mode == AppendFsync::Always);
+                self.settings.fsync = mode;
+            }
             Err(e) => tracing::error!(error = %e, "could not change appendfsync"),
         }
     }
@@ -854,6 +862,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             self.evict_again = false;
         }
         self.evict();
+        self.vacuum_step();
         if self.settings.fsync == AppendFsync::Everysec
             && self.unsynced
             && self.last_sync.elapsed() >= Duration::from_secs(1)
@@ -954,7 +963,10 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     fn restart_wal(&mut self) {
         let conn = self.conn();
         let _ = conn.busy_timeout(Duration::from_millis(5));
+        let started = Instant::now();
         let result = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0));
+        self.stats
+            .record_wal_restart(started.elapsed().as_micros() as u64);
         let _ = conn.busy_timeout(Duration::from_secs(2));
         match result {
             Ok(0) => self.stats.record_checkpoint(),
@@ -1031,6 +1043,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             return;
         }
         self.last_evict = Instant::now();
+        let started = Instant::now();
         let watches = self.settings.watches.clone();
         let thresholds = self.settings.thresholds.clone();
         let access = self.settings.access.clone();
@@ -1066,6 +1079,8 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         match result {
             Ok(step) => {
                 let n = step.evicted.len() as u64;
+                self.stats
+                    .record_evict_step(started.elapsed().as_micros() as u64);
                 if n > 0 {
                     memory.count_evicted(n);
                     self.unsynced = true;
@@ -1106,6 +1121,34 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             })
             .collect();
         notifier.publish(events);
+    }
+
+    /// One step of the incremental vacuum, when one is due (see
+    /// `vacuum.rs`): a small transaction of its own between two groups.
+    fn vacuum_step(&mut self) {
+        let stmts = self.stmts;
+        let count = |pragma: &'static str| {
+            stmts
+                .get(pragma)
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+                .unwrap_or(0)
+                .max(0) as u64
+        };
+        let counts = || (count("PRAGMA freelist_count"), count("PRAGMA page_count"));
+        match self
+            .vacuum
+            .maybe_step(self.conn(), self.settings.page_size, counts)
+        {
+            Ok(Some(step)) => {
+                self.unsynced = true;
+                self.stats
+                    .record_vacuum(step.pages, step.took.as_micros() as u64);
+            }
+            Ok(None) => {}
+            // A full disk (the step's WAL frames did not fit) or a lock
+            // held by another process: the next look tries again.
+            Err(e) => tracing::warn!(error = %e, "incremental vacuum step failed"),
+        }
     }
 
     fn wal_size(&self) -> u64 {

@@ -10,7 +10,8 @@
 //! Like Redis, bytes left over between the object and the footer are not
 //! an error.
 
-use crate::object::{self, Decoded, Input};
+use crate::object::{self, Decoded};
+use crate::wire::Input;
 use crate::{crc64, Error, Value, RDB_VERSION};
 
 /// The RDB version DUMP writes into its footer (redis-server 7.0's).

@@ -20,7 +20,8 @@
 
 use std::io::{Read, Write};
 
-use crate::object::{self, Decoded, Input};
+use crate::object::{self, Decoded};
+use crate::wire::{self, Input};
 
 use crate::{Crc64, Error, Value, RDB_VERSION};
 
@@ -266,8 +267,8 @@ impl<W: Write> RdbWriter<W> {
             .extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
         for (k, v) in aux {
             w.buf.push(OP_AUX);
-            object::put_string(&mut w.buf, k);
-            object::put_string(&mut w.buf, v);
+            wire::put_string(&mut w.buf, k);
+            wire::put_string(&mut w.buf, v);
         }
         w.flush_buf()?;
         Ok(w)
@@ -284,10 +285,10 @@ impl<W: Write> RdbWriter<W> {
     /// expiry), which Redis uses to size its tables up front.
     pub fn select_db(&mut self, db: u64, keys: u64, expires: u64) -> Result<(), Error> {
         self.buf.push(OP_SELECTDB);
-        object::put_len(&mut self.buf, db);
+        wire::put_len(&mut self.buf, db);
         self.buf.push(OP_RESIZEDB);
-        object::put_len(&mut self.buf, keys);
-        object::put_len(&mut self.buf, expires);
+        wire::put_len(&mut self.buf, keys);
+        wire::put_len(&mut self.buf, expires);
         self.db = Some(db);
         Ok(())
     }
@@ -303,7 +304,7 @@ impl<W: Write> RdbWriter<W> {
     ) -> Result<(), Error> {
         if self.db != Some(db) {
             self.buf.push(OP_SELECTDB);
-            object::put_len(&mut self.buf, db);
+            wire::put_len(&mut self.buf, db);
             self.db = Some(db);
         }
         if let Some(at) = expire_ms {
@@ -311,7 +312,7 @@ impl<W: Write> RdbWriter<W> {
             self.buf.extend_from_slice(&at.to_le_bytes());
         }
         self.buf.push(object::type_of(value));
-        object::put_string(&mut self.buf, key);
+        wire::put_string(&mut self.buf, key);
         object::put_body(&mut self.buf, value);
         if self.buf.len() >= 64 * 1024 {
             self.flush_buf()?;
@@ -323,7 +324,7 @@ impl<W: Write> RdbWriter<W> {
     /// the databases.
     pub fn function(&mut self, code: &[u8]) -> Result<(), Error> {
         self.buf.push(OP_FUNCTION2);
-        object::put_string(&mut self.buf, code);
+        wire::put_string(&mut self.buf, code);
         Ok(())
     }
 

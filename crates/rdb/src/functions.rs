@@ -7,7 +7,7 @@
 //! 246: name, engine, an optional description and the code without its
 //! header, made into `#!<engine> name=<name>\n<code>` as redis does).
 
-use crate::object::{self, Input};
+use crate::wire::{self, Input};
 use crate::{crc64, RDB_VERSION};
 
 const OP_FUNCTION2: u8 = 245;
@@ -19,7 +19,7 @@ pub fn encode_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8
     let mut out = Vec::new();
     for code in codes {
         out.push(OP_FUNCTION2);
-        object::put_string(&mut out, code);
+        wire::put_string(&mut out, code);
     }
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(&out);
@@ -118,11 +118,11 @@ mod tests {
     fn release_candidate_records() {
         let mut body = vec![OP_FUNCTION];
         for s in [b"lib".as_slice(), b"LUA"] {
-            object::put_string(&mut body, s);
+            wire::put_string(&mut body, s);
         }
-        object::put_len(&mut body, 1);
-        object::put_string(&mut body, b"desc");
-        object::put_string(&mut body, b"return 1");
+        wire::put_len(&mut body, 1);
+        wire::put_string(&mut body, b"desc");
+        wire::put_string(&mut body, b"return 1");
         body.extend_from_slice(&RDB_VERSION.to_le_bytes());
         let crc = crc64(&body);
         body.extend_from_slice(&crc.to_le_bytes());

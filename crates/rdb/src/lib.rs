@@ -45,6 +45,7 @@ pub mod lzf;
 mod object;
 mod packed;
 mod stream;
+mod wire;
 
 pub use crc64::{crc64, Crc64};
 pub use dump::{decode_dump, encode_dump, encode_dump_with_version, DUMP_RDB_VERSION};

@@ -27,8 +27,8 @@ use std::io::Read;
 
 use std::collections::HashSet;
 
-use crate::object::{put_len, put_string, Input};
 use crate::packed::{self, Elem, ListpackWriter};
+use crate::wire::{put_len, put_string, Input};
 use crate::Error;
 
 const FLAG_DELETED: i64 = 1;

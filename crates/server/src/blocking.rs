@@ -29,7 +29,7 @@ use bytes::Bytes;
 use respite_engine::{Blocking, EngineError, Txn, Waiter, WriteOp};
 use tokio::sync::Notify;
 
-use crate::command::command_result;
+use crate::error::command_result;
 use crate::error::CommandError;
 use crate::reply::Reply;
 use crate::sync::lock;

@@ -119,7 +119,7 @@ pub struct Config {
     /// The CA that signs client certificates, PEM.
     pub tls_ca_cert_file: Option<PathBuf>,
     /// Whether TLS clients must present a certificate: yes, optional, no.
-    pub tls_auth_clients: crate::tls::AuthClients,
+    pub tls_auth_clients: AuthClients,
     /// Redis parameters without a key of their own, under their
     /// redis.conf names (`slowlog-log-slower-than = 0`), as CONFIG SET
     /// takes them; CONFIG REWRITE writes here (see `crate::params`).
@@ -168,7 +168,7 @@ impl Default for Config {
             protected_mode: true,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
-            client_output_buffer_limit: crate::output::DEFAULT_LIMITS.into(),
+            client_output_buffer_limit: crate::limits::DEFAULT_LIMITS.into(),
             tcp_backlog: 511,
             maxdisk: 0,
             disk_reserve_bytes: engine.disk_reserve_bytes,
@@ -305,11 +305,11 @@ impl Config {
     }
 
     /// `client_output_buffer_limit`, parsed over Redis's defaults.
-    pub fn output_limits(&self) -> Result<[crate::output::ClassLimit; 3], ConfigError> {
+    pub fn output_limits(&self) -> Result<[crate::limits::ClassLimit; 3], ConfigError> {
         let defaults =
-            crate::output::parse_limits(crate::output::DEFAULT_LIMITS, Default::default())
+            crate::limits::parse_limits(crate::limits::DEFAULT_LIMITS, Default::default())
                 .map_err(|e| ConfigError::Invalid(e.into()))?;
-        crate::output::parse_limits(&self.client_output_buffer_limit, defaults)
+        crate::limits::parse_limits(&self.client_output_buffer_limit, defaults)
             .map_err(|e| ConfigError::Invalid(format!("client_output_buffer_limit: {e}")))
     }
 
@@ -348,6 +348,31 @@ pub fn parse_perm(text: &str) -> Result<u32, ConfigError> {
         .ok_or_else(|| {
             ConfigError::Invalid(format!("unixsocketperm '{text}' is not an octal mode"))
         })
+}
+
+/// Whether clients must present a certificate (`tls_auth_clients`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthClients {
+    /// A certificate signed by the CA is required (Redis's default).
+    #[default]
+    Yes,
+    /// Not required; one that is sent must verify.
+    Optional,
+    /// Not asked for.
+    No,
+}
+
+impl std::str::FromStr for AuthClients {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "yes" => Ok(AuthClients::Yes),
+            "optional" => Ok(AuthClients::Optional),
+            "no" => Ok(AuthClients::No),
+            _ => Err(format!("'{s}' is not yes, optional or no")),
+        }
+    }
 }
 
 #[cfg(test)]

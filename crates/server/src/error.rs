@@ -139,3 +139,22 @@ impl From<EngineError> for Reply {
         Reply::error(e.to_string())
     }
 }
+
+/// A command's result as the writer takes it. An engine error goes back
+/// as one: the writer (or EXEC) answers it, and takes the group back if
+/// the operation wrote. Any other error is the command's reply if the
+/// command changed nothing since `before` (its `Txn::changes` when it
+/// started; inside EXEC earlier commands may have written), else the group
+/// cannot be trusted and goes back.
+pub(crate) fn command_result(
+    result: Result<Reply, CommandError>,
+    txn: &respite_engine::Txn<'_, '_>,
+    before: u64,
+) -> respite_engine::Result<Reply> {
+    match result {
+        Ok(reply) => Ok(reply),
+        Err(CommandError::Engine(e)) => Err(e),
+        Err(e) if txn.changes() == before => Ok(Reply::from(e)),
+        Err(e) => Err(EngineError::Internal(e.to_string())),
+    }
+}

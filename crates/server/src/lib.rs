@@ -19,6 +19,7 @@
 
 pub mod acl;
 pub mod args;
+pub mod binding;
 pub mod blocking;
 pub mod clients;
 pub mod cmd;
@@ -28,6 +29,7 @@ pub mod connection;
 pub mod delivery;
 pub mod error;
 pub mod fdlimit;
+pub mod limits;
 pub mod listener;
 pub mod lolwut;
 pub mod long_double;
@@ -61,8 +63,8 @@ pub use state::Shared;
 /// listener bound by then), and its stop timeout is extended while the
 /// drain runs (see [`service`]).
 pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
-    pubsub::install_notifications(&shared);
-    tracking::install(&shared);
+    state::install_notifications(&shared);
+    state::install_tracking(&shared);
     shared.tls.set(listeners.tls_config());
     if let Some(port) = listeners.tcp_port() {
         shared

@@ -22,110 +22,28 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
 use crate::clients::ClientHandle;
-use crate::state::Shared;
+use crate::limits::NormalLimit;
+use crate::stats::Counters;
 
 /// Once a turn's encoded replies reach this many bytes they are written out
 /// before more are encoded.
 pub const STREAM_AT: usize = 64 * 1024;
 
-/// One class's `client-output-buffer-limit`: bytes and seconds, 0 for no
-/// limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ClassLimit {
-    /// Close the client as soon as its pending output is over this.
-    pub hard: u64,
-    /// Close the client when its pending output stays over this ...
-    pub soft: u64,
-    /// ... for this many seconds.
-    pub soft_seconds: u64,
-}
-
-/// The classes Redis names, in the order CONFIG GET prints them.
-pub const CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
-
-/// `client-output-buffer-limit` as Redis parses it: one or more
-/// `<class> <hard> <soft> <soft seconds>` groups, sizes with Redis's memory
-/// units (`32mb`), class `replica` as another name of `slave`.
-pub fn parse_limits(text: &str, current: [ClassLimit; 3]) -> Result<[ClassLimit; 3], &'static str> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    if !words.len().is_multiple_of(4) {
-        return Err("Wrong number of arguments in buffer limit configuration.");
-    }
-    let mut limits = current;
-    for group in words.chunks(4) {
-        let class = match group[0].to_ascii_lowercase().as_str() {
-            "normal" => 0,
-            "slave" | "replica" => 1,
-            "pubsub" => 2,
-            _ => return Err("Invalid client class specified in buffer limit configuration."),
-        };
-        let memory = |s: &str| crate::params::parse_memory(s);
-        let (Some(hard), Some(soft)) = (memory(group[1]), memory(group[2])) else {
-            return Err(
-                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
-            );
-        };
-        let Ok(soft_seconds) = group[3].parse::<u64>() else {
-            return Err(
-                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
-            );
-        };
-        limits[class] = ClassLimit {
-            hard,
-            soft,
-            soft_seconds,
-        };
-    }
-    Ok(limits)
-}
-
-/// The limits as CONFIG GET prints them (`normal 0 0 0 slave ...`).
-pub fn format_limits(limits: &[ClassLimit; 3]) -> String {
-    CLASSES
-        .iter()
-        .zip(limits)
-        .map(|(class, l)| format!("{class} {} {} {}", l.hard, l.soft, l.soft_seconds))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Redis's defaults: no limit for normal clients, 256mb/64mb/60 for
-/// replicas, 32mb/8mb/60 for pub/sub.
-pub const DEFAULT_LIMITS: &str =
-    "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
-
-/// The normal class's limit, as the connection loops read it: atomics, so
-/// CONFIG SET takes effect on the next write of every client.
-#[derive(Debug, Default)]
-pub struct NormalLimit {
-    hard: AtomicU64,
-    soft: AtomicU64,
-    soft_seconds: AtomicU64,
-}
-
-impl NormalLimit {
-    /// Sets the limit.
-    pub fn store(&self, l: ClassLimit) {
-        self.hard.store(l.hard, Ordering::Relaxed);
-        self.soft.store(l.soft, Ordering::Relaxed);
-        self.soft_seconds.store(l.soft_seconds, Ordering::Relaxed);
-    }
-
-    /// The limit in force.
-    pub fn load(&self) -> ClassLimit {
-        ClassLimit {
-            hard: self.hard.load(Ordering::Relaxed),
-            soft: self.soft.load(Ordering::Relaxed),
-            soft_seconds: self.soft_seconds.load(Ordering::Relaxed),
-        }
-    }
+/// Counts one read from or write to a client, for INFO stats.
+pub(crate) fn count_io(
+    bytes: &std::sync::atomic::AtomicU64,
+    calls: &std::sync::atomic::AtomicU64,
+    n: usize,
+) {
+    bytes.fetch_add(n as u64, Ordering::Relaxed);
+    calls.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Why a write to the client was given up: the connection closes.
@@ -149,8 +67,10 @@ pub struct Sender<'a, S, K> {
     pub killed: Pin<&'a mut K>,
     /// The client, for `omem`.
     pub client: &'a ClientHandle,
-    /// The server, for the limits.
-    pub shared: &'a Shared,
+    /// The normal class's output limit in force.
+    pub limit: &'a NormalLimit,
+    /// The server's counters (bytes written, writes, closes for the limit).
+    pub counters: &'a Counters,
     /// Since when the pending output has been over the soft limit; kept by
     /// the connection across turns, as Redis keeps it per client.
     pub over_soft_since: &'a mut Option<Instant>,
@@ -201,9 +121,9 @@ where
                     Ok(0) | Err(_) => return Err(self.abandon(Abandoned::Gone)),
                     Ok(n) => {
                         written += n;
-                        crate::connection::count_io(
-                            &self.shared.counters.net_output_bytes,
-                            &self.shared.counters.writes_processed,
+                        count_io(
+                            &self.counters.net_output_bytes,
+                            &self.counters.writes_processed,
                             n,
                         );
                     }
@@ -226,7 +146,7 @@ where
     /// Applies the limits to `pending` bytes. `Ok(Some(at))`: over the soft
     /// limit, which closes the client at `at` if still over then.
     fn check_limits(&mut self, pending: u64) -> Result<Option<Instant>, Abandoned> {
-        let limit = self.shared.settings.output_limit.load();
+        let limit = self.limit.load();
         if limit.hard > 0 && pending > limit.hard {
             return Err(self.abandon(Abandoned::OverLimit));
         }
@@ -245,7 +165,7 @@ where
     /// Logs and counts why the write was given up.
     fn abandon(&self, why: Abandoned) -> Abandoned {
         if why == Abandoned::OverLimit {
-            let limit = self.shared.settings.output_limit.load();
+            let limit = self.limit.load();
             tracing::warn!(
                 client = self.client.id,
                 addr = %self.client.addr(),
@@ -256,39 +176,12 @@ where
                 limit.soft,
                 limit.soft_seconds,
             );
-            self.shared
-                .counters
+            self.counters
                 .output_limit_closes
                 .fetch_add(1, Ordering::Relaxed);
         }
         self.client.output_bytes.store(0, Ordering::Relaxed);
         self.client.state.buffers.pending(0, 0);
         why
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn limits_parse_as_redis() {
-        let defaults = parse_limits(DEFAULT_LIMITS, [ClassLimit::default(); 3]).unwrap();
-        assert_eq!(format_limits(&defaults), DEFAULT_LIMITS);
-        let set = parse_limits("normal 10mb 1mb 5 replica 0 0 0", defaults).unwrap();
-        assert_eq!(
-            set[0],
-            ClassLimit {
-                hard: 10 << 20,
-                soft: 1 << 20,
-                soft_seconds: 5
-            }
-        );
-        assert_eq!(set[1], ClassLimit::default());
-        assert_eq!(set[2], defaults[2]);
-        assert!(parse_limits("normal 1 2", defaults).is_err());
-        assert!(parse_limits("master 1 2 3", defaults).is_err());
-        assert!(parse_limits("normal x 2 3", defaults).is_err());
-        assert!(parse_limits("normal 1 2 -3", defaults).is_err());
     }
 }

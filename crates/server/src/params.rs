@@ -38,6 +38,7 @@ use respite_engine::glob::glob_match;
 use respite_engine::AppendFsync;
 
 use crate::error::{CommandError, Lossy};
+use crate::limits::parse_memory;
 use crate::reply::Reply;
 use crate::state::Shared;
 use crate::sync::lock;
@@ -281,7 +282,7 @@ static PARAMS: &[Param] = &[
         "client-output-buffer-limit",
         Kind::OutputLimits,
         Access::Mutable,
-        |s| crate::output::format_limits(&lock(&s.settings.output_limits)),
+        |s| crate::limits::format_limits(&lock(&s.settings.output_limits)),
     ),
     live(
         "tcp-backlog",
@@ -733,26 +734,6 @@ pub fn value(sh: &Shared, name: &str) -> String {
     }
 }
 
-/// Parses a size with redis's memory units (`1gb`, `512mb`, `100k`), as
-/// its `memtoull`.
-pub(crate) fn parse_memory(text: &str) -> Option<u64> {
-    let t = text.to_ascii_lowercase();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mul: u64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    n.checked_mul(mul)
-}
-
 /// Formats a percentile as redis's `%f` then trimmed (`99.9`, `50`).
 fn trim_double(p: f64) -> String {
     let s = format!("{p:.6}");
@@ -935,9 +916,9 @@ fn validate(p: &Param, raw: &str) -> Result<String, String> {
             // Over redis's defaults; CONFIG SET parses it again over the
             // limits in force (a group not named keeps its value).
             let defaults =
-                crate::output::parse_limits(crate::output::DEFAULT_LIMITS, Default::default())?;
-            let limits = crate::output::parse_limits(raw, defaults)?;
-            Ok(crate::output::format_limits(&limits))
+                crate::limits::parse_limits(crate::limits::DEFAULT_LIMITS, Default::default())?;
+            let limits = crate::limits::parse_limits(raw, defaults)?;
+            Ok(crate::limits::format_limits(&limits))
         }
         Kind::Percentiles => {
             let mut out = Vec::new();
@@ -971,7 +952,7 @@ pub(crate) enum Change {
     MaxClients(usize),
     ProtoMaxBulkLen(usize),
     QueryBufferLimit(usize),
-    OutputLimits([crate::output::ClassLimit; 3]),
+    OutputLimits([crate::limits::ClassLimit; 3]),
     MaxBatch(usize),
     RequirePass(Option<String>),
     ProtectedMode(bool),
@@ -1026,7 +1007,7 @@ fn apply(sh: &Shared, p: &'static Param, value: String) {
                 "maxdisk" => Change::MaxDisk(num()),
                 "client-output-buffer-limit" => {
                     let current = *lock(&sh.settings.output_limits);
-                    match crate::output::parse_limits(&value, current) {
+                    match crate::limits::parse_limits(&value, current) {
                         Ok(limits) => Change::OutputLimits(limits),
                         Err(_) => return,
                     }
@@ -1273,8 +1254,8 @@ pub(crate) fn config_set(sh: &Shared, pairs: &[(Bytes, Bytes)]) -> Result<(), Co
         let v = match p.kind {
             // Groups not named keep the limits in force.
             Kind::OutputLimits => {
-                crate::output::parse_limits(&raw, *lock(&sh.settings.output_limits))
-                    .map(|l| crate::output::format_limits(&l))
+                crate::limits::parse_limits(&raw, *lock(&sh.settings.output_limits))
+                    .map(|l| crate::limits::format_limits(&l))
                     .map_err(String::from)
             }
             _ => validate(p, &raw),
@@ -1324,7 +1305,10 @@ pub(crate) fn config_set(sh: &Shared, pairs: &[(Bytes, Bytes)]) -> Result<(), Co
         }
     }
     if let Some(name) = blamed {
-        if let Err(e) = sh.binding.rebind(sh, &bind, port) {
+        if let Err(e) = sh
+            .binding
+            .rebind(sh.config.tcp_backlog, &sh.tcp_port, &bind, port)
+        {
             tracing::warn!("CONFIG SET {name}: {e}");
             let why = if name == "port" {
                 "Unable to listen on this port. Check server logs."

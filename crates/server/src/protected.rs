@@ -29,12 +29,12 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::acl::Acl;
 use crate::clients::Peer;
-use crate::state::Shared;
 use crate::sync::lock;
 
 /// Redis's DENIED reply, with respite in Redis's place.
@@ -100,31 +100,38 @@ fn is_local(ip: IpAddr) -> bool {
     }
 }
 
-/// Whether the default user lets a client in without a password: what
-/// protected mode guards against.
-fn open_to_anyone(shared: &Shared) -> bool {
-    shared.acl.default_user_open()
+/// What protected mode reads of the server: whether it is on, the users
+/// (does the default user let anyone in without a password?), the count
+/// of refusals (INFO's `rejected_connections`) and the refusals' log.
+pub struct Guard<'a> {
+    /// `protected-mode`.
+    pub enabled: bool,
+    /// The ACL users.
+    pub acl: &'a Acl,
+    /// INFO's `rejected_connections`.
+    pub rejected: &'a AtomicU64,
+    /// When a refusal was last logged, per source address.
+    pub log: &'a RefusalLog,
 }
 
 /// Whether a client that just connected from `peer`, on a listener that
 /// is (`exposed`) or is not bound beyond loopback, must be refused. Logs
 /// the refusal (rate-limited) and counts it.
-pub fn refuses(shared: &Shared, peer: &Peer, exposed: bool) -> bool {
+pub fn refuses(guard: Guard<'_>, peer: &Peer, exposed: bool) -> bool {
     let Peer::Tcp(addr, _) = peer else {
         return false;
     };
     if !exposed
         || is_local(addr.ip())
-        || !shared.settings.protected_mode.load(Ordering::Relaxed)
-        || !open_to_anyone(shared)
+        || !guard.enabled
+        // The default user lets a client in without a password: what
+        // protected mode guards against.
+        || !guard.acl.default_user_open()
     {
         return false;
     }
-    shared
-        .counters
-        .rejected_connections
-        .fetch_add(1, Ordering::Relaxed);
-    if shared.protected_log.should_log(addr.ip()) {
+    guard.rejected.fetch_add(1, Ordering::Relaxed);
+    if guard.log.should_log(addr.ip()) {
         tracing::warn!(
             source = %addr.ip(),
             "protected mode: refused a client from {}: no password is set for the default user \

@@ -34,8 +34,7 @@ use respite_engine::glob::glob_match;
 use respite_engine::notify::{self, Event, Notifier};
 use tokio::sync::mpsc;
 
-use crate::clients::ClientHandle;
-use crate::output::ClassLimit;
+use crate::limits::ClassLimit;
 use crate::reply::Reply;
 use crate::sync::lock;
 
@@ -55,7 +54,7 @@ pub enum Push {
     /// `pmessage`: a message on a channel that matched the pattern.
     PMessage(Bytes, Arc<Message>),
     /// A CLIENT TRACKING invalidation (see `crate::tracking`).
-    Tracking(crate::tracking::Payload),
+    Tracking(Invalidation),
 }
 
 impl Push {
@@ -95,6 +94,63 @@ impl Push {
             Push::Tracking(payload) => return payload.cost(),
         };
         (pattern + m.channel.len() + m.payload.len() + 48) as u64
+    }
+}
+
+/// A CLIENT TRACKING message (see `crate::tracking`): what it carries.
+#[derive(Clone)]
+pub enum Invalidation {
+    /// These keys.
+    Keys(Arc<[Bytes]>),
+    /// Every key (a flush): RESP3's null or RESP2's, after the protocol
+    /// of the tracking client (redis's `shared.null[c->resp]`).
+    Null(bool),
+    /// `tracking-redir-broken`: the redirect target is gone.
+    RedirBroken(u64),
+}
+
+impl Invalidation {
+    /// Appends the message as redis writes it to a receiver speaking
+    /// RESP3 (`resp3`) or RESP2 (then as a `message` on
+    /// `__redis__:invalidate`).
+    pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
+        if let Invalidation::RedirBroken(id) = self {
+            out.put_slice(if resp3 { b">2\r\n" } else { b"*2\r\n" });
+            out.put_slice(b"$21\r\ntracking-redir-broken\r\n:");
+            out.put_slice(id.to_string().as_bytes());
+            out.put_slice(b"\r\n");
+            return;
+        }
+        if resp3 {
+            out.put_slice(b">2\r\n$10\r\ninvalidate\r\n");
+        } else {
+            out.put_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
+        }
+        match self {
+            Invalidation::Keys(keys) => {
+                out.put_u8(b'*');
+                out.put_slice(keys.len().to_string().as_bytes());
+                out.put_slice(b"\r\n");
+                for k in keys.iter() {
+                    out.put_u8(b'$');
+                    out.put_slice(k.len().to_string().as_bytes());
+                    out.put_slice(b"\r\n");
+                    out.put_slice(k);
+                    out.put_slice(b"\r\n");
+                }
+            }
+            Invalidation::Null(true) => out.put_slice(b"_\r\n"),
+            Invalidation::Null(false) => out.put_slice(b"$-1\r\n"),
+            Invalidation::RedirBroken(_) => {}
+        }
+    }
+
+    /// About what it takes in an output buffer, for the limits.
+    pub fn cost(&self) -> u64 {
+        match self {
+            Invalidation::Keys(keys) => keys.iter().map(|k| k.len() as u64 + 16).sum::<u64>() + 48,
+            _ => 48,
+        }
     }
 }
 
@@ -147,7 +203,7 @@ pub struct Subscriber {
     /// Since when (ms on the registry's clock, 0: not) `pending` has been
     /// over the soft limit.
     over_soft_since: AtomicU64,
-    client: Weak<ClientHandle>,
+    client: Weak<dyn Member>,
 }
 
 impl Subscriber {
@@ -176,10 +232,10 @@ impl Subscriber {
         if close {
             self.pending.fetch_sub(cost, Ordering::Relaxed);
             if let Some(client) = self.client.upgrade() {
-                if !client.killed.swap(true, Ordering::Relaxed) {
+                if client.mark_closing() {
                     tracing::warn!(
-                        client = client.id,
-                        addr = %client.addr(),
+                        client = client.member_id(),
+                        addr = %client.peer_addr(),
                         "client scheduled to be closed ASAP for overcoming of output buffer limits \
                          (pubsub {} {} {})",
                         limit.hard,
@@ -187,13 +243,31 @@ impl Subscriber {
                         limit.soft_seconds,
                     );
                     closes.fetch_add(1, Ordering::Relaxed);
-                    client.kill_notify.notify_one();
+                    client.wake();
                 }
             }
             return false;
         }
         self.tx.send(push).is_ok()
     }
+}
+
+/// What the registry needs of a subscribed client: its id, its
+/// subscriptions, and a way to close it when it falls too far behind. The
+/// client registry's entry implements it (`crate::clients`), so this
+/// module names no client type and the registry's entries may name it.
+pub trait Member: Send + Sync {
+    /// The client id.
+    fn member_id(&self) -> u64;
+    /// Its subscriptions.
+    fn subscriptions(&self) -> &Subscriptions;
+    /// Marks it to be closed, as CLIENT KILL does: false if it was
+    /// marked already.
+    fn mark_closing(&self) -> bool;
+    /// Wakes its connection, which then closes.
+    fn wake(&self);
+    /// Its address, for the log.
+    fn peer_addr(&self) -> String;
 }
 
 /// One client's subscriptions (in its registry entry).
@@ -278,7 +352,7 @@ impl Subscriptions {
 pub struct Registry {
     tables: RwLock<Tables>,
     /// Told whether anyone could receive a keyspace event (see
-    /// [`install_notifications`]).
+    /// `crate::state::install_notifications`).
     notifier: std::sync::OnceLock<Arc<Notifier>>,
     /// The registry's clock for soft limits.
     started: std::sync::OnceLock<std::time::Instant>,
@@ -329,20 +403,22 @@ impl Registry {
     }
 
     /// The client's queue of pushes, made on first use.
-    pub fn ensure_queue(&self, client: &Arc<ClientHandle>) -> Arc<Subscriber> {
-        let subs = &client.pubsub;
+    pub fn ensure_queue<C: Member + 'static>(&self, client: &Arc<C>) -> Arc<Subscriber> {
+        let subs = client.subscriptions();
         let mut me = lock(&subs.me);
         if let Some(me) = me.as_ref() {
             return me.clone();
         }
+        let weak = Arc::downgrade(client);
+        let weak: Weak<dyn Member> = weak;
         let (tx, rx) = mpsc::unbounded_channel();
         lock(&subs.own).rx = Some(rx);
         let made = Arc::new(Subscriber {
-            id: client.id,
+            id: client.member_id(),
             tx,
             pending: AtomicU64::new(0),
             over_soft_since: AtomicU64::new(0),
-            client: Arc::downgrade(client),
+            client: weak,
         });
         *me = Some(made.clone());
         subs.queued.store(true, Ordering::Release);
@@ -350,27 +426,28 @@ impl Registry {
         made
     }
 
-    /// Queues a push for one client (a CLIENT TRACKING message), under its
-    /// output limit: `pubsub`'s while it is subscribed, else `normal`'s.
-    pub fn push_to(&self, shared: &crate::state::Shared, client: &Arc<ClientHandle>, push: Push) {
+    /// Queues a push for one client (a CLIENT TRACKING message), under
+    /// `limit` (its class's: `pubsub` while it is subscribed, else
+    /// `normal`); a close is counted in `closes`.
+    pub fn push_to<C: Member + 'static>(
+        &self,
+        client: &Arc<C>,
+        push: Push,
+        limit: ClassLimit,
+        closes: &AtomicU64,
+    ) {
         let me = self.ensure_queue(client);
-        let limits = *lock(&shared.settings.output_limits);
-        let limit = if client.pubsub.active() {
-            limits[2]
-        } else {
-            limits[0]
-        };
-        me.deliver(
-            push,
-            limit,
-            self.now_ms(),
-            &shared.counters.output_limit_closes,
-        );
+        me.deliver(push, limit, self.now_ms(), closes);
     }
 
     /// Subscribes `client` to each name, answering redis's confirmations.
-    pub fn subscribe(&self, client: &Arc<ClientHandle>, kind: Kind, names: Vec<Bytes>) -> Reply {
-        let subs = &client.pubsub;
+    pub fn subscribe<C: Member + 'static>(
+        &self,
+        client: &Arc<C>,
+        kind: Kind,
+        names: Vec<Bytes>,
+    ) -> Reply {
+        let subs = client.subscriptions();
         let me = self.ensure_queue(client);
         let mut own = lock(&subs.own);
         let mut tables = self.write();
@@ -411,12 +488,12 @@ impl Registry {
     /// when `notify` is false (RESET, a connection closing).
     pub fn unsubscribe(
         &self,
-        client: &ClientHandle,
+        client: &dyn Member,
         kind: Kind,
         names: Vec<Bytes>,
         notify: bool,
     ) -> Reply {
-        let subs = &client.pubsub;
+        let subs = client.subscriptions();
         let mut own = lock(&subs.own);
         let names = if names.is_empty() {
             match kind {
@@ -445,7 +522,7 @@ impl Registry {
             if removed {
                 let table = tables.of(kind);
                 if let Some(set) = table.get_mut(&name) {
-                    set.remove(&client.id);
+                    set.remove(&client.member_id());
                     if set.is_empty() {
                         table.remove(&name);
                     }
@@ -514,8 +591,8 @@ impl Registry {
 
     /// Drops every subscription of `client`, without a word (RESET, or its
     /// connection ended).
-    pub fn forget(&self, client: &ClientHandle) {
-        if !client.pubsub.active() {
+    pub fn forget(&self, client: &dyn Member) {
+        if !client.subscriptions().active() {
             return;
         }
         for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
@@ -611,23 +688,13 @@ impl Registry {
     }
 }
 
-/// Connects keyspace notifications to the registry: the engine's writer
-/// hands each committed group's events to [`Registry::publish_events`], and
-/// the registry keeps the engine told whether anyone is subscribed, so that
-/// nobody listening costs a write nothing (see `respite_engine::notify`).
-pub fn install_notifications(shared: &Arc<crate::state::Shared>) {
-    let notifier = shared.engine.notifier().clone();
-    let _ = shared.pubsub.notifier.set(notifier.clone());
-    shared.pubsub.listening_changed(&shared.pubsub.read());
-    // Weak: the engine (inside `Shared`) holds the sink. The writer only
-    // publishes before it acknowledges its shutdown, while `Shared` lives.
-    let weak = Arc::downgrade(shared);
-    notifier.set_sink(Box::new(move |events| {
-        if let Some(sh) = weak.upgrade() {
-            let flags = sh.engine.notifier().flags();
-            let limit = lock(&sh.settings.output_limits)[2];
-            sh.pubsub
-                .publish_events(events, flags, limit, &sh.counters.output_limit_closes);
-        }
-    }));
+impl Registry {
+    /// Keeps `notifier`, the engine's, told whether anyone is subscribed,
+    /// so that nobody listening costs a write nothing (see
+    /// `respite_engine::notify`); `crate::state::install_notifications`
+    /// connects the other way.
+    pub fn attach(&self, notifier: Arc<Notifier>) {
+        let _ = self.notifier.set(notifier);
+        self.listening_changed(&self.read());
+    }
 }

@@ -253,8 +253,8 @@ pub fn reload(
         if old != limits {
             out.applied.push(changed(
                 "client_output_buffer_limit",
-                crate::output::format_limits(&old),
-                crate::output::format_limits(&limits),
+                crate::limits::format_limits(&old),
+                crate::limits::format_limits(&limits),
             ));
             changes.push(Change::OutputLimits(limits));
         }

@@ -32,9 +32,9 @@ pub struct Settings {
     /// The log filter in force (changed by a reload).
     pub log_level: Mutex<String>,
     /// `client-output-buffer-limit` of every class, as CONFIG GET shows it.
-    pub output_limits: Mutex<[crate::output::ClassLimit; 3]>,
+    pub output_limits: Mutex<[crate::limits::ClassLimit; 3]>,
     /// The normal class's limit, which the connection loops apply.
-    pub output_limit: crate::output::NormalLimit,
+    pub output_limit: crate::limits::NormalLimit,
 }
 
 /// Swaps the process's log filter (tracing's `EnvFilter` syntax).
@@ -49,7 +49,7 @@ pub struct Shared {
     /// Settings changeable at run time.
     pub settings: Settings,
     /// Connected clients by id.
-    pub clients: Mutex<HashMap<u64, Arc<ClientHandle>>>,
+    pub clients: crate::clients::Registry,
     /// Next client id.
     pub next_client_id: AtomicU64,
     /// Write operations allowed in flight (backpressure).
@@ -90,7 +90,7 @@ pub struct Shared {
     /// The TCP address actually bound (port 0 resolved), for INFO.
     pub tcp_port: AtomicU32,
     /// The listeners of `bind` and `port`, for CONFIG SET.
-    pub binding: crate::listener::Binding,
+    pub binding: crate::binding::Binding,
     /// When protected mode last logged a refusal, per source address.
     pub protected_log: crate::protected::RefusalLog,
     /// The ACL users, log and counters.
@@ -133,7 +133,7 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             tcp_port: AtomicU32::new(config.port as u32),
-            binding: crate::listener::Binding::new(&config),
+            binding: crate::binding::Binding::new(&config),
             protected_log: Default::default(),
             tls: Default::default(),
             acl: crate::acl::Acl::new(config.requirepass.as_deref()),
@@ -162,7 +162,9 @@ impl Shared {
     /// STOPPING=1 at once, whoever asked (a signal or SHUTDOWN).
     pub fn begin_shutdown(&self) {
         if !self.shutting_down.swap(true, Ordering::SeqCst) {
-            crate::service::notify(&[sd_notify::NotifyState::Stopping]);
+            if let Err(e) = sd_notify::notify(&[sd_notify::NotifyState::Stopping]) {
+                tracing::debug!(error = %e, "cannot notify the service manager");
+            }
         }
         self.shutdown.send_replace(true);
     }
@@ -173,6 +175,77 @@ impl Shared {
     pub async fn wait_for_shutdown(&self) {
         let mut rx = self.shutdown.subscribe();
         let _ = rx.wait_for(|down| *down).await;
+    }
+}
+
+/// Connects keyspace notifications to the pub/sub registry: the engine's
+/// writer hands each committed group's events to
+/// [`crate::pubsub::Registry::publish_events`], and the registry keeps the
+/// engine told whether anyone is subscribed, so that nobody listening
+/// costs a write nothing (see `respite_engine::notify`).
+pub fn install_notifications(shared: &Arc<Shared>) {
+    let notifier = shared.engine.notifier().clone();
+    shared.pubsub.attach(notifier.clone());
+    // Weak: the engine (inside `Shared`) holds the sink. The writer only
+    // publishes before it acknowledges its shutdown, while `Shared` lives.
+    let weak = Arc::downgrade(shared);
+    notifier.set_sink(Box::new(move |events| {
+        if let Some(sh) = weak.upgrade() {
+            let flags = sh.engine.notifier().flags();
+            let limit = lock(&sh.settings.output_limits)[2];
+            sh.pubsub
+                .publish_events(events, flags, limit, &sh.counters.output_limit_closes);
+        }
+    }));
+}
+
+/// Connects the writer's committed changes to CLIENT TRACKING's table
+/// (see `respite_engine::notify::Change`).
+pub fn install_tracking(shared: &Arc<Shared>) {
+    // Weak, as for the keyspace events.
+    let weak = Arc::downgrade(shared);
+    shared
+        .engine
+        .notifier()
+        .set_change_sink(Box::new(move |changes| {
+            if let Some(sh) = weak.upgrade() {
+                sh.tracking.invalidate(sh.as_ref(), changes);
+            }
+        }));
+}
+
+/// CLIENT TRACKING reaches clients through the registry and their push
+/// queues.
+impl crate::tracking::Clients for Shared {
+    type Client = ClientHandle;
+
+    fn find(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        lock(&self.clients).get(&id).cloned()
+    }
+
+    fn tracking_clients(&self) -> Vec<Arc<ClientHandle>> {
+        let mut all: Vec<Arc<ClientHandle>> = lock(&self.clients)
+            .values()
+            .filter(|c| c.tracking.is_on())
+            .cloned()
+            .collect();
+        all.sort_by_key(|c| c.id);
+        all
+    }
+
+    fn push(&self, to: &Arc<ClientHandle>, message: crate::pubsub::Invalidation) {
+        let limits = *lock(&self.settings.output_limits);
+        let limit = if to.pubsub.active() {
+            limits[2]
+        } else {
+            limits[0]
+        };
+        self.pubsub.push_to(
+            to,
+            crate::pubsub::Push::Tracking(message),
+            limit,
+            &self.counters.output_limit_closes,
+        );
     }
 }
 

@@ -36,37 +36,13 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
-use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 
 /// How long a client has to finish its TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Whether clients must present a certificate (`tls_auth_clients`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AuthClients {
-    /// A certificate signed by the CA is required (Redis's default).
-    #[default]
-    Yes,
-    /// Not required; one that is sent must verify.
-    Optional,
-    /// Not asked for.
-    No,
-}
-
-impl std::str::FromStr for AuthClients {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "yes" => Ok(AuthClients::Yes),
-            "optional" => Ok(AuthClients::Optional),
-            "no" => Ok(AuthClients::No),
-            _ => Err(format!("'{s}' is not yes, optional or no")),
-        }
-    }
-}
+pub use crate::config::AuthClients;
 
 /// Why the TLS configuration could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -50,13 +50,36 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use respite_engine::notify::Change;
+use bytes::Bytes;
+use respite_engine::notify::{Change, Notifier};
 
-use crate::clients::ClientHandle;
-use crate::pubsub::Push;
-use crate::state::Shared;
+use crate::pubsub::Invalidation as Payload;
 use crate::sync::lock;
+
+/// What the table needs of a client (the registry's entry implements it).
+pub trait Tracker: Send + Sync {
+    /// The client id.
+    fn tracker_id(&self) -> u64;
+    /// Its tracking state.
+    fn tracking(&self) -> &ClientTracking;
+    /// Whether it speaks RESP3.
+    fn resp3(&self) -> bool;
+    /// Whether it is subscribed to anything (a RESP2 redirect target gets
+    /// messages only then).
+    fn subscribed(&self) -> bool;
+}
+
+/// Where the table reaches clients (the server's state implements it).
+pub trait Clients {
+    /// A client as the registry holds it.
+    type Client: Tracker;
+    /// The connected client with this id.
+    fn find(&self, id: u64) -> Option<Arc<Self::Client>>;
+    /// Every connected client that tracks, by id.
+    fn tracking_clients(&self) -> Vec<Arc<Self::Client>>;
+    /// Queues a message on a client's push queue.
+    fn push(&self, to: &Arc<Self::Client>, message: Payload);
+}
 
 /// The redirect channel of RESP2 invalidation messages.
 pub const CHANNEL: &[u8] = b"__redis__:invalidate";
@@ -178,63 +201,6 @@ impl Default for Tracking {
     }
 }
 
-/// What an invalidation message carries.
-#[derive(Clone)]
-pub enum Payload {
-    /// These keys.
-    Keys(Arc<[Bytes]>),
-    /// Every key (a flush): RESP3's null or RESP2's, after the protocol
-    /// of the tracking client (redis's `shared.null[c->resp]`).
-    Null(bool),
-    /// `tracking-redir-broken`: the redirect target is gone.
-    RedirBroken(u64),
-}
-
-impl Payload {
-    /// Appends the message as redis writes it to a receiver speaking
-    /// RESP3 (`resp3`) or RESP2 (then as a `message` on
-    /// `__redis__:invalidate`).
-    pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
-        if let Payload::RedirBroken(id) = self {
-            out.put_slice(if resp3 { b">2\r\n" } else { b"*2\r\n" });
-            out.put_slice(b"$21\r\ntracking-redir-broken\r\n:");
-            out.put_slice(id.to_string().as_bytes());
-            out.put_slice(b"\r\n");
-            return;
-        }
-        if resp3 {
-            out.put_slice(b">2\r\n$10\r\ninvalidate\r\n");
-        } else {
-            out.put_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
-        }
-        match self {
-            Payload::Keys(keys) => {
-                out.put_u8(b'*');
-                out.put_slice(keys.len().to_string().as_bytes());
-                out.put_slice(b"\r\n");
-                for k in keys.iter() {
-                    out.put_u8(b'$');
-                    out.put_slice(k.len().to_string().as_bytes());
-                    out.put_slice(b"\r\n");
-                    out.put_slice(k);
-                    out.put_slice(b"\r\n");
-                }
-            }
-            Payload::Null(true) => out.put_slice(b"_\r\n"),
-            Payload::Null(false) => out.put_slice(b"$-1\r\n"),
-            Payload::RedirBroken(_) => {}
-        }
-    }
-
-    /// About what it takes in an output buffer, for the limits.
-    pub fn cost(&self) -> u64 {
-        match self {
-            Payload::Keys(keys) => keys.iter().map(|k| k.len() as u64 + 16).sum::<u64>() + 48,
-            _ => 48,
-        }
-    }
-}
-
 /// Why CLIENT TRACKING ON refused its options (redis's texts).
 pub fn overlap_error(prefixes: &[Bytes], existing: &BTreeSet<Bytes>) -> Option<String> {
     let overlaps = |a: &[u8], b: &[u8]| {
@@ -271,12 +237,12 @@ impl Tracking {
     /// (arbitrary ones: the map's order), telling their clients as if the
     /// keys had changed, in rounds of 100 keys more than the last round
     /// that ended over the bound, until it is within.
-    pub fn limit(&self, shared: &Shared) {
-        while self.limit_round(shared) {}
+    pub fn limit<C: Clients>(&self, clients: &C) {
+        while self.limit_round(clients) {}
     }
 
     /// One round of [`Tracking::limit`]; answers whether more remain.
-    fn limit_round(&self, shared: &Shared) -> bool {
+    fn limit_round<C: Clients>(&self, clients: &C) -> bool {
         let max = self.max_keys.load(Ordering::Relaxed) as usize;
         if max == 0 {
             return false;
@@ -302,7 +268,7 @@ impl Tracking {
             .into_iter()
             .map(|key| Change::Key { origin: 0, key })
             .collect();
-        self.invalidate_keys(shared, changes, false);
+        self.invalidate_keys(clients, changes, false);
         true
     }
 
@@ -320,7 +286,7 @@ impl Tracking {
 
     /// CLIENT TRACKING ON with checked options (redis's `enableTracking`):
     /// a client already on keeps its BCAST prefixes and adds these.
-    pub fn enable(&self, shared: &Shared, client: &Arc<ClientHandle>, options: Settings) {
+    pub fn enable(&self, notifier: &Notifier, client: &impl Tracker, options: Settings) {
         let Settings {
             redirect,
             bcast,
@@ -331,7 +297,7 @@ impl Tracking {
             ..
         } = options;
         let mut table = lock(&self.table);
-        let mut s = lock(&client.tracking.settings);
+        let mut s = lock(&client.tracking().settings);
         if !s.on {
             self.clients.fetch_add(1, Ordering::SeqCst);
         }
@@ -339,7 +305,7 @@ impl Tracking {
         // before any key is registered (see the module documentation),
         // under the table's lock so that a concurrent last disable cannot
         // clear it after.
-        shared.engine.notifier().set_tracking(true);
+        notifier.set_tracking(true);
         s.on = true;
         s.broken = false;
         s.bcast = bcast;
@@ -355,43 +321,39 @@ impl Tracking {
             };
             for p in prefixes {
                 let entry = table.prefixes.entry(p.clone()).or_default();
-                if entry.clients.insert(client.id) {
+                if entry.clients.insert(client.tracker_id()) {
                     s.prefixes.insert(p);
                 }
             }
         }
-        client.tracking.on.store(true, Ordering::Relaxed);
+        client.tracking().on.store(true, Ordering::Relaxed);
         drop(s);
         drop(table);
-        // A RESP3 tracker gets its messages on its own connection.
-        if redirect == 0 {
-            shared.pubsub.ensure_queue(client);
-        }
     }
 
     /// CLIENT TRACKING OFF, RESET, or the connection closed (redis's
     /// `disableTracking`). Its keys stay in the table until they change,
     /// as in redis; they are skipped then.
-    pub fn disable(&self, shared: &Shared, client: &ClientHandle) {
-        if !client.tracking.is_on() {
+    pub fn disable(&self, notifier: &Notifier, client: &impl Tracker) {
+        if !client.tracking().is_on() {
             return;
         }
         let mut table = lock(&self.table);
-        let mut s = lock(&client.tracking.settings);
+        let mut s = lock(&client.tracking().settings);
         for p in std::mem::take(&mut s.prefixes) {
             if let Some(b) = table.prefixes.get_mut(&p) {
-                b.clients.remove(&client.id);
+                b.clients.remove(&client.tracker_id());
                 if b.clients.is_empty() {
                     table.prefixes.remove(&p);
                 }
             }
         }
         *s = Settings::default();
-        client.tracking.on.store(false, Ordering::Relaxed);
-        client.tracking.caching.store(false, Ordering::Relaxed);
+        client.tracking().on.store(false, Ordering::Relaxed);
+        client.tracking().caching.store(false, Ordering::Relaxed);
         if self.clients.fetch_sub(1, Ordering::SeqCst) == 1 {
             // Still under the table's lock (see `enable`).
-            shared.engine.notifier().set_tracking(false);
+            notifier.set_tracking(false);
         }
         drop(s);
         drop(table);
@@ -401,20 +363,25 @@ impl Tracking {
     /// its keys for `client` (redis's `trackingRememberKeys`), unless the
     /// client is in BCAST mode or OPTIN/OPTOUT and CACHING say no.
     /// `keys` are the command's key arguments.
-    pub fn remember(&self, client: &ClientHandle, keys: impl Iterator<Item = Bytes>) {
+    pub fn remember(&self, client: &impl Tracker, keys: impl Iterator<Item = Bytes>) {
         {
-            let s = lock(&client.tracking.settings);
+            let s = lock(&client.tracking().settings);
             if !s.on || s.bcast {
                 return;
             }
-            let caching = client.tracking.caching();
+            let caching = client.tracking().caching();
             if (s.optin && !caching) || (s.optout && caching) {
                 return;
             }
         }
         let mut table = lock(&self.table);
         for key in keys {
-            if table.keys.entry(key).or_default().insert(client.id) {
+            if table
+                .keys
+                .entry(key)
+                .or_default()
+                .insert(client.tracker_id())
+            {
                 table.items += 1;
             }
         }
@@ -424,13 +391,13 @@ impl Tracking {
     /// remembered clients are told and the key forgotten; a flush tells
     /// every tracking client and empties the table; then each BCAST
     /// prefix's clients get the group's keys under it.
-    pub fn invalidate(&self, shared: &Shared, changes: Vec<Change>) {
-        self.invalidate_keys(shared, changes, true);
+    pub fn invalidate<C: Clients>(&self, clients: &C, changes: Vec<Change>) {
+        self.invalidate_keys(clients, changes, true);
     }
 
     /// [`Tracking::invalidate`]; `bcast`: whether BCAST prefixes hear of
     /// the keys (not when the table is only trimmed).
-    fn invalidate_keys(&self, shared: &Shared, changes: Vec<Change>, bcast: bool) {
+    fn invalidate_keys<C: Clients>(&self, clients: &C, changes: Vec<Change>, bcast: bool) {
         let mut out: Vec<Out> = Vec::new();
         {
             let mut table = lock(&self.table);
@@ -475,36 +442,29 @@ impl Tracking {
                 }
             }
         }
-        let find = |id: u64| lock(&shared.clients).get(&id).cloned();
         for o in out {
             match o {
                 Out::Key(id, origin, keys) => {
-                    let Some(c) = find(id) else { continue };
+                    let Some(c) = clients.find(id) else { continue };
                     let (on, bcast, noloop) = {
-                        let s = lock(&c.tracking.settings);
+                        let s = lock(&c.tracking().settings);
                         (s.on, s.bcast, s.noloop)
                     };
                     if !on || bcast || (noloop && origin == id) {
                         continue;
                     }
-                    self.send(shared, &c, Payload::Keys(keys));
+                    self.send(clients, &c, Payload::Keys(keys));
                 }
                 Out::Flush => {
-                    let mut all: Vec<Arc<ClientHandle>> = lock(&shared.clients)
-                        .values()
-                        .filter(|c| c.tracking.is_on())
-                        .cloned()
-                        .collect();
-                    all.sort_by_key(|c| c.id);
-                    for c in all {
-                        let resp3 = c.resp.load(Ordering::Relaxed) == 3;
-                        self.send(shared, &c, Payload::Null(resp3));
+                    for c in clients.tracking_clients() {
+                        let resp3 = c.resp3();
+                        self.send(clients, &c, Payload::Null(resp3));
                     }
                 }
                 Out::Bcast(id, all, keys) => {
-                    let Some(c) = find(id) else { continue };
+                    let Some(c) = clients.find(id) else { continue };
                     let (on, bcast, noloop) = {
-                        let s = lock(&c.tracking.settings);
+                        let s = lock(&c.tracking().settings);
                         (s.on, s.bcast, s.noloop)
                     };
                     if !on || !bcast {
@@ -523,26 +483,22 @@ impl Tracking {
                     } else {
                         Payload::Keys(all)
                     };
-                    self.send(shared, &c, payload);
+                    self.send(clients, &c, payload);
                 }
             }
         }
     }
 
     /// Sends one message for `tracker` (redis's `sendTrackingMessage`).
-    fn send(&self, shared: &Shared, tracker: &Arc<ClientHandle>, payload: Payload) {
-        let redirect = lock(&tracker.tracking.settings).redirect;
+    fn send<C: Clients>(&self, clients: &C, tracker: &Arc<C::Client>, payload: Payload) {
+        let redirect = lock(&tracker.tracking().settings).redirect;
         let target = if redirect != 0 {
-            match lock(&shared.clients).get(&redirect).cloned() {
+            match clients.find(redirect) {
                 Some(t) => t,
                 None => {
-                    lock(&tracker.tracking.settings).broken = true;
-                    if tracker.resp.load(Ordering::Relaxed) == 3 {
-                        shared.pubsub.push_to(
-                            shared,
-                            tracker,
-                            Push::Tracking(Payload::RedirBroken(redirect)),
-                        );
+                    lock(&tracker.tracking().settings).broken = true;
+                    if tracker.resp3() {
+                        clients.push(tracker, Payload::RedirBroken(redirect));
                     }
                     return;
                 }
@@ -550,13 +506,10 @@ impl Tracking {
         } else {
             tracker.clone()
         };
-        let resp3 = target.resp.load(Ordering::Relaxed) == 3;
-        if !resp3 && !(redirect != 0 && target.pubsub.active()) {
+        if !target.resp3() && !(redirect != 0 && target.subscribed()) {
             return;
         }
-        shared
-            .pubsub
-            .push_to(shared, &target, Push::Tracking(payload));
+        clients.push(&target, payload);
     }
 }
 
@@ -569,18 +522,4 @@ enum Out {
     Flush,
     /// A BCAST prefix's keys, to client `id`, with who changed each.
     Bcast(u64, Arc<[Bytes]>, Arc<BTreeMap<Bytes, u64>>),
-}
-
-/// Connects the writer's committed changes to the table (see
-/// `respite_engine::notify::Change`).
-pub fn install(shared: &Arc<Shared>) {
-    let weak = Arc::downgrade(shared);
-    shared
-        .engine
-        .notifier()
-        .set_change_sink(Box::new(move |changes| {
-            if let Some(sh) = weak.upgrade() {
-                sh.tracking.invalidate(&sh, changes);
-            }
-        }));
 }

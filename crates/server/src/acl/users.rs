@@ -10,9 +10,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use respite_engine::glob::glob_match;
 
-use crate::clients::ClientHandle;
+use crate::clients::{ClientHandle, Registry};
 use crate::meta::{self, Meta};
-use crate::state::Shared;
 use crate::sync::lock;
 
 use super::rules::{has_spaces, merge_selectors, RuleError, User};
@@ -424,10 +423,9 @@ pub struct SessionAcl {
 
 impl SessionAcl {
     /// A connection's start: the default user.
-    pub fn default_user(shared: &Shared) -> SessionAcl {
-        let version = shared.acl.version();
-        let user = shared
-            .acl
+    pub fn default_user(acl: &Acl) -> SessionAcl {
+        let version = acl.version();
+        let user = acl
             .user("default")
             .unwrap_or_else(|| Arc::new(User::default_user()));
         SessionAcl {
@@ -444,9 +442,18 @@ impl SessionAcl {
         self.unrestricted
     }
 
-    /// Logs in as `user`.
-    pub fn switch(&mut self, shared: &Shared, user: Arc<User>, client: &ClientHandle) {
-        self.version = shared.acl.version();
+    /// Back to the `default` user (RESET).
+    pub fn log_out(&mut self, acl: &Acl, client: &ClientHandle) {
+        *self = SessionAcl::default_user(acl);
+        *lock(&client.user) = self.user.name.clone();
+    }
+
+    /// Logs in as `user`. This and [`SessionAcl::log_out`] are the only
+    /// writers of the registry entry's user name (CLIENT LIST `user=`,
+    /// CLIENT KILL USER), which always names the user whose rules the
+    /// session holds.
+    pub fn switch(&mut self, acl: &Acl, user: Arc<User>, client: &ClientHandle) {
+        self.version = acl.version();
         self.unrestricted = user.unrestricted();
         *lock(&client.user) = user.name.clone();
         self.user = user;
@@ -455,15 +462,15 @@ impl SessionAcl {
     /// Takes the user's current rules if the ACLs changed. A user that was
     /// deleted keeps no permission at all (its connections are closed by
     /// the deletion; this covers the commands already read).
-    pub fn refresh(&mut self, shared: &Shared) {
+    pub fn refresh(&mut self, acl: &Acl) {
         // Only EXEC's own planning is "in EXEC"; a command dispatched from
         // the connection never is, whatever an earlier one left behind.
         self.in_exec = false;
-        let version = shared.acl.version();
+        let version = acl.version();
         if version == self.version {
             return;
         }
-        let user = shared.acl.user(&self.user.name).unwrap_or_else(|| {
+        let user = acl.user(&self.user.name).unwrap_or_else(|| {
             let mut gone = User::new(&self.user.name);
             let _ = gone.apply(b"resetkeys");
             Arc::new(gone)
@@ -482,12 +489,12 @@ impl SessionAcl {
     /// the user and answers a refusal.
     pub fn fast_allowed(
         &self,
-        shared: &Shared,
+        acl: &Acl,
         command: Option<&'static Meta>,
         key: &[u8],
         write: bool,
     ) -> bool {
-        if shared.acl.version() != self.version {
+        if acl.version() != self.version {
             return false;
         }
         if self.unrestricted {
@@ -509,8 +516,8 @@ impl SessionAcl {
 }
 
 /// Closes every connection logged in as one of `names`.
-pub fn kill_clients_of(shared: &Shared, names: &dyn Fn(&str) -> bool) {
-    for c in lock(&shared.clients).values() {
+pub fn kill_clients_of(clients: &Registry, names: &dyn Fn(&str) -> bool) {
+    for c in lock(clients).values() {
         if names(&lock(&c.user)) {
             c.killed.store(true, Ordering::SeqCst);
             c.kill_notify.notify_one();

@@ -12,6 +12,7 @@
 //! show and steer clients are in `cmd/client.rs`; this module imports no
 //! command.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
@@ -33,6 +34,11 @@ pub const REPLY_ON: u8 = 0;
 pub const REPLY_OFF: u8 = 1;
 /// CLIENT REPLY SKIP: the next command's reply is not sent.
 pub const REPLY_SKIP: u8 = 2;
+
+/// Connected clients by id: the registry the listener adds to, a
+/// connection removes itself from, and CLIENT LIST, CLIENT KILL and INFO
+/// read.
+pub type Registry = Mutex<HashMap<u64, Arc<ClientHandle>>>;
 
 /// Where a client is connected from.
 #[derive(Debug, Clone)]
@@ -94,6 +100,24 @@ pub struct ClientHandle {
     pub tracking: crate::tracking::ClientTracking,
 }
 
+impl crate::tracking::Tracker for ClientHandle {
+    fn tracker_id(&self) -> u64 {
+        self.id
+    }
+
+    fn tracking(&self) -> &crate::tracking::ClientTracking {
+        &self.tracking
+    }
+
+    fn resp3(&self) -> bool {
+        self.resp.load(Ordering::Relaxed) == 3
+    }
+
+    fn subscribed(&self) -> bool {
+        self.pubsub.active()
+    }
+}
+
 impl ClientHandle {
     /// A client just connected from `peer`, logged in as `default`, in
     /// database 0, speaking RESP2 (the listener, tests and the fuzzers make
@@ -140,6 +164,28 @@ impl ClientHandle {
         (self.created.elapsed().as_millis() as u64)
             .saturating_sub(self.last_active_ms.load(Ordering::Relaxed))
             / 1000
+    }
+}
+
+impl crate::pubsub::Member for ClientHandle {
+    fn member_id(&self) -> u64 {
+        self.id
+    }
+
+    fn subscriptions(&self) -> &crate::pubsub::Subscriptions {
+        &self.pubsub
+    }
+
+    fn mark_closing(&self) -> bool {
+        !self.killed.swap(true, Ordering::Relaxed)
+    }
+
+    fn wake(&self) {
+        self.kill_notify.notify_one();
+    }
+
+    fn peer_addr(&self) -> String {
+        self.addr()
     }
 }
 

@@ -108,7 +108,7 @@ impl LocalCommand for AclCmd {
                 }
                 let deleted = sh.acl.delete_users(&names);
                 // As in Redis, a deleted user's connections are closed.
-                acl::kill_clients_of(&sh, &|u| names.iter().any(|n| n == u));
+                acl::kill_clients_of(&sh.clients, &|u| names.iter().any(|n| n == u));
                 Reply::Int(deleted as i64)
             }
             AclCmd::List => Reply::Array(sh.acl.list().into_iter().map(Reply::bulk).collect()),
@@ -188,7 +188,7 @@ impl LocalCommand for AclCmd {
                 sh.acl.load(path).map_err(CommandError::Other)?;
                 // As in Redis, every connection of a user other than the
                 // default one is closed: the users it logged in as are gone.
-                acl::kill_clients_of(&sh, &|u| u != "default");
+                acl::kill_clients_of(&sh.clients, &|u| u != "default");
                 Reply::Ok
             }
             AclCmd::DryRun(name, request) => dry_run(s, &name, &request)?,
@@ -331,7 +331,7 @@ pub(crate) fn auth_failed(s: &Session, command: &[u8], user: &[u8]) {
         context,
         String::from_utf8_lossy(command).into_owned(),
         String::from_utf8_lossy(user).into_owned(),
-        crate::command::session::client_line(&s.client, None, None),
+        crate::command::track::client_line(&s.client, None, None),
     );
 }
 
@@ -347,7 +347,7 @@ pub(crate) fn log_in(
         Some(u) => {
             let shared = s.shared.clone();
             let client = s.client.clone();
-            s.acl.switch(&shared, u, &client);
+            s.acl.switch(&shared.acl, u, &client);
             s.authenticated = true;
             Ok(())
         }

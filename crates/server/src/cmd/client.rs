@@ -277,7 +277,7 @@ impl LocalCommand for Client {
             },
             Client::Info(own) => Reply::Verbatim(format!(
                 "{}\n",
-                crate::command::session::client_line(&s.client, Some(&s.shared), Some(own))
+                crate::command::track::client_line(&s.client, Some(&s.shared), Some(own))
             )),
             Client::List(ids, kind, own) => {
                 let mut handles: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
@@ -288,7 +288,7 @@ impl LocalCommand for Client {
                         continue;
                     }
                     let own = (c.id == s.client.id).then_some(own);
-                    out.push_str(&crate::command::session::client_line(&c, Some(&s.shared), own));
+                    out.push_str(&crate::command::track::client_line(&c, Some(&s.shared), own));
                     out.push('\n');
                 }
                 Reply::Verbatim(out)
@@ -486,9 +486,19 @@ fn tracking(s: &mut Session, args: Vec<Bytes>) -> Result<(), CommandError> {
                 prefixes: prefixes.into_iter().collect(),
                 ..Default::default()
             };
-            s.shared.tracking.enable(&s.shared, &s.client, options);
+            s.shared
+                .tracking
+                .enable(s.shared.engine.notifier(), s.client.as_ref(), options);
+            // A tracker without REDIRECT gets its messages on its own
+            // connection.
+            if redirect == 0 {
+                s.shared.pubsub.ensure_queue(&s.client);
+            }
         }
-        "OFF" => s.shared.tracking.disable(&s.shared, &s.client),
+        "OFF" => s
+            .shared
+            .tracking
+            .disable(s.shared.engine.notifier(), s.client.as_ref()),
         _ => return Err(CommandError::Syntax),
     }
     Ok(())

@@ -168,7 +168,7 @@ impl LocalCommand for Hello {
             ),
             (
                 Reply::bulk("proto"),
-                Reply::Int(if s.resp3 { 3 } else { 2 }),
+                Reply::Int(if s.resp3() { 3 } else { 2 }),
             ),
             (Reply::bulk("id"), Reply::Int(s.client.id as i64)),
             (Reply::bulk("mode"), Reply::bulk("standalone")),
@@ -225,8 +225,7 @@ impl LocalCommand for Reset {
         s.set_resp3(false);
         *lock(&s.client.name) = None;
         // Back to the default user, logged in only if it needs no password.
-        s.acl = crate::acl::SessionAcl::default_user(&s.shared);
-        *lock(&s.client.user) = "default".into();
+        s.acl.log_out(&s.shared.acl, &s.client);
         s.authenticated = s.shared.acl.default_user_open();
         s.multi = None;
         Ok(s.reply_ending_watches(Reply::Simple("RESET")))

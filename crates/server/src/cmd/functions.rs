@@ -776,7 +776,7 @@ pub struct Fcall {
 impl Fcall {
     fn plan(self, s: &mut Session) -> Plan {
         let shared = s.shared.clone();
-        let (db, resp3, touches) = (s.db, s.resp3, s.touches());
+        let (db, resp3, touches) = (s.db(), s.resp3(), s.touches());
         let ro = self.read_only;
         let command = self.command;
         Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {

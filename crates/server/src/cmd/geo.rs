@@ -25,6 +25,7 @@
 
 use bytes::Bytes;
 use respite_engine::geo::{self, Point, Search, Shape};
+use respite_engine::notify::{GENERIC, ZSET};
 use respite_engine::zset::{AddFlags, Scored};
 use respite_engine::{KeyRow, Kind, Txn, View};
 
@@ -200,6 +201,10 @@ impl WriteCommand for GeoAdd {
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
         let mut slot = txn.open(self.db, &self.key, Kind::ZSet)?;
         let done = txn.zset_add(&mut slot, &self.items, self.flags)?;
+        // redis's GEOADD is a ZADD underneath, and sends ZADD's event.
+        if done.added + done.updated > 0 {
+            txn.notify(ZSET, "zadd", self.db, &self.key);
+        }
         Ok(Reply::Int(if self.ch {
             done.added + done.updated
         } else {
@@ -679,8 +684,22 @@ impl<const KIND: u8> WriteCommand for GeoSearchGeneric<KIND> {
         match self.run(txn)? {
             Outcome::Reply(reply) => Ok(reply),
             Outcome::Store(dest, items) => {
+                // redis's events: the command's own name when something
+                // was stored, else `del` if the destination was there.
+                let existed =
+                    items.is_empty() && txn.notifying(GENERIC) && txn.exists(self.db, &dest)?;
                 let n = items.len() as i64;
                 txn.zset_store(self.db, &dest, &items)?;
+                if n > 0 {
+                    let event = if flavor(KIND).search {
+                        "geosearchstore"
+                    } else {
+                        "georadiusstore"
+                    };
+                    txn.notify(ZSET, event, self.db, &dest);
+                } else if existed {
+                    txn.notify(GENERIC, "del", self.db, &dest);
+                }
                 Ok(Reply::Int(n))
             }
         }

@@ -24,6 +24,7 @@ use bytes::Bytes;
 use respite_engine::hyperloglog::{
     self, Corrupt, Encoding, Hll, NotHll, CORRUPT_ERROR, NOT_HLL_ERROR, REGISTERS,
 };
+use respite_engine::notify::STRING;
 use respite_engine::{Txn, View, WriteOp};
 
 use crate::args::{upper, Args};
@@ -108,6 +109,7 @@ impl WriteCommand for PfAdd {
         if updated {
             hll.invalidate_cache();
             txn.put_string(self.db, &self.key, hll.as_bytes(), expire_at)?;
+            txn.notify(STRING, "pfadd", self.db, &self.key);
         }
         Ok(Reply::Int(i64::from(updated)))
     }
@@ -301,6 +303,8 @@ impl WriteCommand for PfMerge {
         }
         hll.invalidate_cache();
         txn.put_string(self.db, &self.keys[0], hll.as_bytes(), expire_at)?;
+        // redis names PFMERGE's event `pfadd`, sent on every merge.
+        txn.notify(STRING, "pfadd", self.db, &self.keys[0]);
         Ok(Reply::Ok)
     }
 }

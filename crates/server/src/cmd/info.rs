@@ -408,6 +408,7 @@ fn persistence(sh: &Shared, out: &mut String) {
         "wal_size_bytes" => sh.engine.wal_size(),
         "wal_size_peak_bytes" => stats.wal_peak_bytes,
         "wal_pause_max_us" => stats.wal_pause_us_max,
+        "wal_restart_max_us" => stats.wal_restart_us_max,
         "wal_checkpoints" => stats.checkpoints,
         "wal_checkpoint_threshold_bytes" => sh.engine.checkpoint_threshold(),
         "checkpoint_mode" => sh.engine.checkpoint_mode().as_str(),
@@ -422,6 +423,9 @@ fn persistence(sh: &Shared, out: &mut String) {
         // the budget, whether the disk filled up, and storage failures.
         "disk_used_bytes" => sh.engine.disk().used(),
         "disk_free_pages_bytes" => sh.engine.disk().free_pages_bytes(),
+        "vacuum_freed_pages" => stats.vacuum_pages,
+        "vacuum_step_max_us" => stats.vacuum_step_us_max,
+        "evict_step_max_us" => stats.evict_step_us_max,
         "maxdisk" => sh.engine.disk().maxdisk(),
         "disk_full" => u8::from(sh.engine.disk().is_full()),
         "disk_full_events" => sh.engine.disk().full_events(),

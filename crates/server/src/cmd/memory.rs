@@ -62,7 +62,7 @@ impl LocalCommand for Memory {
                         return Err(CommandError::Syntax);
                     }
                 }
-                Memory::Usage(s.db, key, samples)
+                Memory::Usage(s.db(), key, samples)
             }
             "STATS" => Memory::Stats,
             "DOCTOR" => Memory::Doctor,

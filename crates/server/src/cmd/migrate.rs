@@ -373,7 +373,7 @@ impl LocalCommand for Migrate {
     }
 
     fn apply(self, session: &mut Session) -> Result<Plan, CommandError> {
-        let db = session.db;
+        let db = session.db();
         let shared = session.shared.clone();
         let read: Arc<Mutex<Vec<Sent>>> = Arc::default();
         let keys = self.keys.clone();

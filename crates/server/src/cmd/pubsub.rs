@@ -73,7 +73,7 @@ impl<const K: u8> LocalCommand for Unsubscribe<K> {
         let reply = s
             .shared
             .pubsub
-            .unsubscribe(&s.client, kind(K), self.names, true);
+            .unsubscribe(s.client.as_ref(), kind(K), self.names, true);
         Ok(Plan::Reply(reply))
     }
 }

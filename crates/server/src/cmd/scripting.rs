@@ -377,7 +377,7 @@ impl Eval {
         let read_only = self.read_only || (!flags.compat && flags.no_writes);
         let shared = s.shared.clone();
         let caller = s.client.clone();
-        let (db, resp3, touches) = (s.db, s.resp3, s.touches());
+        let (db, resp3, touches) = (s.db(), s.resp3(), s.touches());
         let (keys, args) = (self.keys, self.args);
         Ok(Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
             let mut host = ServerHost {
@@ -398,10 +398,11 @@ impl Eval {
             // remembers the caller's command's keys), here on the writer,
             // before the group that ran it commits.
             if host.ctx.read && caller.tracking.is_on() {
-                shared
-                    .tracking
-                    .remember(&caller, keys.iter().map(|k| Bytes::copy_from_slice(k)));
-                shared.tracking.limit(&shared);
+                shared.tracking.remember(
+                    caller.as_ref(),
+                    keys.iter().map(|k| Bytes::copy_from_slice(k)),
+                );
+                shared.tracking.limit(shared.as_ref());
             }
             if let Some(e) = host.fatal.take() {
                 return Err(e);

@@ -295,7 +295,7 @@ impl LocalCommand for Debug {
             }
             ("CHANGE-REPL-ID", 0) => Debug::ChangeReplId,
             ("DIGEST", 0) => Debug::Digest,
-            ("PROTOCOL", 1) => Debug::Protocol(protocol_sample(&args.next()?, s.resp3)?),
+            ("PROTOCOL", 1) => Debug::Protocol(protocol_sample(&args.next()?, s.resp3())?),
             ("DIGEST-VALUE", _) => Debug::DigestValue(args.rest()),
             ("HELP", 0) => Debug::Help,
             _ => return Err(sub.syntax("DEBUG")),
@@ -313,7 +313,7 @@ impl LocalCommand for Debug {
                 Ok(Plan::Reply(Reply::Ok))
             }
             Debug::Object(key) => {
-                let db = s.db;
+                let db = s.db();
                 let access = s.shared.engine.access().clone();
                 let shared_integers = s.ctx().shares_integers();
                 Ok(Plan::Read(
@@ -353,7 +353,7 @@ impl LocalCommand for Debug {
                 ))
             }
             Debug::DigestValue(keys) => {
-                let db = s.db;
+                let db = s.db();
                 Ok(Plan::Read(
                     Box::new(move |view| {
                         view.set_touch(false);

@@ -50,7 +50,7 @@ pub struct Watch {
 impl LocalCommand for Watch {
     fn parse(args: &mut Args, s: &Session) -> Result<Self, CommandError> {
         Ok(Watch {
-            db: s.db,
+            db: s.db(),
             keys: args.rest(),
         })
     }

@@ -65,7 +65,7 @@ pub fn authorize(session: &Session, row: usize, request: &[Bytes]) -> Result<(),
         context,
         object,
         session.acl.user.name().to_string(),
-        super::session::client_line(&session.client, None, None),
+        super::track::client_line(&session.client, None, None),
     );
     Err(CommandError::Raw(text))
 }

@@ -17,34 +17,13 @@
 use bytes::Bytes;
 use respite_engine::{EngineError, Txn, View};
 
+use super::spec::script_error;
+pub use super::spec::Target;
 use super::Ctx;
 use crate::args::Args;
-use crate::command::{parse_all, BlockingCommand, ContextCommand, ReadCommand, WriteCommand};
 use crate::error::CommandError;
 use crate::meta;
 use crate::reply::Reply;
-
-/// Where a called command runs: inside the writer's transaction, or
-/// against a read-only view.
-pub enum Target<'t, 's, 'c> {
-    /// The writer's transaction: reads see its writes.
-    Writer(&'t mut Txn<'s, 'c>),
-    /// A read-only view (a read-only script on the read pool).
-    Reader(&'t View<'s, 'c>),
-}
-
-impl<'s, 'c> Target<'_, 's, 'c> {
-    fn view(&self) -> &View<'s, 'c> {
-        match self {
-            Target::Writer(txn) => txn,
-            Target::Reader(view) => view,
-        }
-    }
-}
-
-/// How a table row runs its command for [`call`]: parse from the context
-/// (refusing leftovers), then apply against the target.
-pub(crate) type CallFn = fn(&mut Ctx<'_>, Args, Target<'_, '_, '_>) -> Result<Reply, CommandError>;
 
 /// Runs one command, as redis's `redis.call` does from a script, inside
 /// the writer's transaction `txn`.
@@ -102,10 +81,6 @@ pub fn is_fatal(e: &CommandError) -> bool {
         e,
         CommandError::Engine(EngineError::Storage(_) | EngineError::Internal(_))
     )
-}
-
-fn script_error(text: &str) -> CommandError {
-    CommandError::Other(text.into())
 }
 
 fn run(
@@ -168,89 +143,6 @@ fn run(
         ctx.read = true;
     }
     (spec.call)(ctx, Args::after_name(request), target)
-}
-
-/// A write's error after it wrote cannot be its reply alone: the
-/// transaction is no longer whole (see [`crate::command::command_result`]).
-fn after(
-    result: Result<Reply, CommandError>,
-    txn: &Txn<'_, '_>,
-    before: u64,
-) -> Result<Reply, CommandError> {
-    match result {
-        Err(e) if !matches!(e, CommandError::Engine(_)) && txn.changes() != before => {
-            Err(CommandError::Engine(EngineError::Internal(e.to_string())))
-        }
-        other => other,
-    }
-}
-
-/// A read: against the view, its lookups counted as the command counts
-/// them.
-pub(crate) fn run_read<C: ReadCommand>(
-    ctx: &mut Ctx<'_>,
-    args: Args,
-    target: Target<'_, '_, '_>,
-) -> Result<Reply, CommandError> {
-    let cmd = parse_all(args, ctx, C::parse)?;
-    let view = target.view();
-    view.set_touch(crate::command::touch::<C>(ctx.touches));
-    cmd.apply(view)
-}
-
-/// A write: against the writer's transaction.
-pub(crate) fn run_write<C: WriteCommand>(
-    ctx: &mut Ctx<'_>,
-    args: Args,
-    target: Target<'_, '_, '_>,
-) -> Result<Reply, CommandError> {
-    let cmd = parse_all(args, ctx, C::parse)?;
-    let Target::Writer(txn) = target else {
-        return Err(script_error(
-            "Write commands are not allowed from read-only scripts.",
-        ));
-    };
-    let before = txn.changes();
-    let result = cmd.apply(txn);
-    after(result, txn, before)
-}
-
-/// A blocking command: one try, as inside EXEC.
-pub(crate) fn run_blocking<C: BlockingCommand>(
-    ctx: &mut Ctx<'_>,
-    args: Args,
-    target: Target<'_, '_, '_>,
-) -> Result<Reply, CommandError> {
-    let cmd = parse_all(args, ctx, C::parse)?;
-    let Target::Writer(txn) = target else {
-        return Err(script_error(
-            "Write commands are not allowed from read-only scripts.",
-        ));
-    };
-    let before = txn.changes();
-    let result = crate::blocking::try_once(&cmd, txn);
-    after(result, txn, before)
-}
-
-/// A connection command that needs no connection.
-pub(crate) fn run_context<C: ContextCommand>(
-    ctx: &mut Ctx<'_>,
-    args: Args,
-    _target: Target<'_, '_, '_>,
-) -> Result<Reply, CommandError> {
-    let cmd = parse_all(args, ctx, C::parse)?;
-    cmd.apply(ctx)
-}
-
-/// A connection command that needs its connection.
-pub(crate) fn run_unsupported(
-    _ctx: &mut Ctx<'_>,
-    _args: Args,
-    _target: Target<'_, '_, '_>,
-) -> Result<Reply, CommandError> {
-    Err(script_error(
-        "This Redis command is not supported from script",
-    ))
 }
 
 #[cfg(test)]

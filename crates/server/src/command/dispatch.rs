@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use respite_engine::EngineError;
 
-use super::multi::{exec_abort, queue};
+use super::multi::exec_abort;
 use super::{lookup_index, Plan, Session, Spec, TABLE};
 use crate::args::Args;
 use crate::error::{c_str, CommandError, Lossy};
@@ -39,7 +39,7 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 /// Turns one request into a plan: looks the command up, checks arity and
 /// authentication, and parses it.
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
-    session.acl.refresh(&session.shared);
+    session.acl.refresh(&session.shared.acl);
     let reply_mode = session.client.state.reply_mode();
     let is_client = request[0].eq_ignore_ascii_case(b"client");
     let plan = dispatch_inner(session, request);
@@ -107,7 +107,7 @@ pub(crate) fn try_dispatch(
     let plan =
         (spec.plan)(session, Args::after_name(request)).unwrap_or_else(|e| Plan::Reply(e.into()));
     // MONITOR shows the database as it is after the command (SELECT's).
-    tracking.set_db(session.db);
+    tracking.set_db(session.db());
     Ok(super::track::track(plan, started, tracking))
 }
 
@@ -131,11 +131,11 @@ fn remember_keys(session: &Session, spec: &Spec, request: &[Bytes]) {
         return;
     }
     session.shared.tracking.remember(
-        &session.client,
+        session.client.as_ref(),
         keys.into_iter()
             .filter_map(|(at, _)| request.get(at).cloned()),
     );
-    session.shared.tracking.limit(&session.shared);
+    session.shared.tracking.limit(session.shared.as_ref());
 }
 
 /// What can be refused without running the command: an unknown name, no
@@ -302,6 +302,48 @@ fn writes(request: &[Bytes]) -> bool {
             crate::meta::find_full(&full).is_some_and(flagged)
         }
         _ => spec.has_flag("write") || spec.has_flag("may_replicate"),
+    }
+}
+
+/// What the connection does with a request while a transaction is open.
+pub(crate) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
+    let index = lookup_index(&request[0]);
+    // Redis refuses here what it can tell without running the command:
+    // unknown names, wrong arity, no authentication.
+    if let Err(e) = check(session, &request, index) {
+        if index.is_some_and(|i| TABLE[i].name == "exec") {
+            // EXEC itself refused (a NOPERM, an arity error): Redis
+            // discards the transaction and says why.
+            session.multi = None;
+            let abort = Reply::from(exec_abort(e));
+            return Ok(session.reply_ending_watches(abort));
+        }
+        if let Some(q) = session.multi.as_mut() {
+            q.doomed = true;
+        }
+        return Err(e);
+    }
+    if index.is_some_and(|i| TABLE[i].has_flag("no_multi")) {
+        // SHUTDOWN: refused, and the transaction with it, as in Redis.
+        if let Some(q) = session.multi.as_mut() {
+            q.doomed = true;
+        }
+        return Err(CommandError::Other(
+            "Command not allowed inside a transaction".into(),
+        ));
+    }
+    match index.map(|i| TABLE[i].name) {
+        // These act at once, even inside a transaction.
+        Some("exec" | "discard" | "multi" | "quit" | "reset") => try_dispatch(session, request),
+        Some("watch") => Err(CommandError::Other(
+            "WATCH inside MULTI is not allowed".into(),
+        )),
+        _ => {
+            if let Some(q) = session.multi.as_mut() {
+                q.push(request);
+            }
+            Ok(Plan::Reply(Reply::Simple("QUEUED")))
+        }
     }
 }
 

@@ -49,13 +49,14 @@ pub mod table;
 pub mod track;
 pub mod traits;
 
+pub(crate) use crate::error::command_result;
 pub use call::{call, call_read, is_fatal};
 pub use ctx::{Authorize, Ctx};
 pub(crate) use dispatch::{check, try_dispatch};
 pub use dispatch::{dispatch, parse_only};
-pub(crate) use plan::{command_result, read_job, read_job_touching, write_op};
 pub use plan::{AfterFn, CachedRead, Plan, ReadFn, ReadNeeds, ReadOrWriteFn, QUICK_READ_LIMIT};
 pub use session::Session;
+pub(crate) use spec::{read_job, read_job_touching, write_op};
 pub use spec::{Access, Spec};
 pub use table::{lookup, lookup_index, TABLE};
 pub(crate) use traits::{parse_all, touch};

@@ -1,16 +1,14 @@
 //! A connection's transaction state: the commands queued since MULTI, and
 //! the keys it WATCHes. The commands that use them (MULTI, EXEC, WATCH...)
-//! are in `cmd::transactions`; queueing is part of dispatch.
+//! are in `cmd::transactions`; queueing is part of dispatch. This module
+//! knows neither: it is the data they share.
 
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use respite_engine::{EngineError, Txn, Watches};
 
-use super::dispatch::{check, try_dispatch};
-use super::{lookup_index, Plan, Session, TABLE};
 use crate::error::CommandError;
-use crate::reply::Reply;
 
 /// The commands queued since MULTI.
 #[derive(Default)]
@@ -24,6 +22,15 @@ pub struct Queue {
 }
 
 impl Queue {
+    /// Queues `request`.
+    pub(crate) fn push(&mut self, request: Vec<Bytes>) {
+        self.mem += request
+            .iter()
+            .map(|a| a.len() + std::mem::size_of::<Bytes>())
+            .sum::<usize>();
+        self.requests.push(request);
+    }
+
     /// How many commands are queued (CLIENT LIST's `multi`).
     pub fn len(&self) -> usize {
         self.requests.len()
@@ -63,52 +70,6 @@ pub(crate) fn exec_abort(e: CommandError) -> CommandError {
     CommandError::Raw(format!(
         "EXECABORT Transaction discarded because of: {reason}"
     ))
-}
-
-/// What the connection does with a request while a transaction is open.
-pub(crate) fn queue(session: &mut Session, request: Vec<Bytes>) -> Result<Plan, CommandError> {
-    let index = lookup_index(&request[0]);
-    // Redis refuses here what it can tell without running the command:
-    // unknown names, wrong arity, no authentication.
-    if let Err(e) = check(session, &request, index) {
-        if index.is_some_and(|i| TABLE[i].name == "exec") {
-            // EXEC itself refused (a NOPERM, an arity error): Redis
-            // discards the transaction and says why.
-            session.multi = None;
-            let abort = Reply::from(exec_abort(e));
-            return Ok(session.reply_ending_watches(abort));
-        }
-        if let Some(q) = session.multi.as_mut() {
-            q.doomed = true;
-        }
-        return Err(e);
-    }
-    if index.is_some_and(|i| TABLE[i].has_flag("no_multi")) {
-        // SHUTDOWN: refused, and the transaction with it, as in Redis.
-        if let Some(q) = session.multi.as_mut() {
-            q.doomed = true;
-        }
-        return Err(CommandError::Other(
-            "Command not allowed inside a transaction".into(),
-        ));
-    }
-    match index.map(|i| TABLE[i].name) {
-        // These act at once, even inside a transaction.
-        Some("exec" | "discard" | "multi" | "quit" | "reset") => try_dispatch(session, request),
-        Some("watch") => Err(CommandError::Other(
-            "WATCH inside MULTI is not allowed".into(),
-        )),
-        _ => {
-            if let Some(q) = session.multi.as_mut() {
-                q.mem += request
-                    .iter()
-                    .map(|a| a.len() + std::mem::size_of::<Bytes>())
-                    .sum::<usize>();
-                q.requests.push(request);
-            }
-            Ok(Plan::Reply(Reply::Simple("QUEUED")))
-        }
-    }
 }
 
 /// The keys a connection watches, each with the version it saw. Filled and
@@ -168,34 +129,4 @@ pub(crate) fn expired(txn: &Txn<'_, '_>, keys: &Mutex<WatchedKeys>) -> Result<bo
         }
     }
     Ok(false)
-}
-
-impl Session {
-    /// An operation for the writer that ends this connection's watches and
-    /// then answers `reply`; `None` when nothing is watched.
-    pub fn end_watches(&mut self, reply: Reply) -> Option<respite_engine::WriteOp<Reply>> {
-        if !std::mem::take(&mut self.watched.active) {
-            return None;
-        }
-        let watches = self.shared.engine.watches();
-        // The ended watches go with the operation that ends them; a WATCH
-        // after this one fills a new list. Sharing one list let an EXEC's
-        // early check (below) read entries of watches already ended by an
-        // operation still queued for the writer: a pipeline `WATCH k;
-        // <write k>; DISCARD; WATCH k; MULTI; EXEC` could then fail its EXEC
-        // on a loaded server (found by the random pipeline test, seed 38).
-        let keys = std::mem::take(&mut self.watched.keys);
-        Some(Box::new(move |_: &mut Txn<'_, '_>| {
-            unwatch(&watches, &keys);
-            Ok(reply)
-        }))
-    }
-
-    /// `reply`, after ending the watches if there are any.
-    pub(crate) fn reply_ending_watches(&mut self, reply: Reply) -> Plan {
-        match self.end_watches(reply.clone()) {
-            Some(op) => Plan::Write(op),
-            None => Plan::Reply(reply),
-        }
-    }
 }

@@ -2,11 +2,9 @@
 //! (a reply, a read for the pool, an operation for the writer, a blocking
 //! wait), and the glue that turns a parsed command into a job.
 
-use respite_engine::{EngineError, Txn, View, WriteOp};
+use respite_engine::{View, WriteOp};
 
-use super::traits::{touch, ReadCommand, WriteCommand};
 use super::Session;
-use crate::error::CommandError;
 use crate::reply::Reply;
 
 /// A read, to run on the read pool.
@@ -73,55 +71,12 @@ pub trait CachedRead: Send {
     fn into_read(self: Box<Self>) -> (ReadFn, ReadNeeds);
 }
 
-/// A parsed read command as a job for the read pool, with what it needs,
-/// for the client of `session`.
-pub(crate) fn read_job<C: ReadCommand>(cmd: C, session: &Session) -> (ReadFn, ReadNeeds) {
-    read_job_touching(cmd, session.touches())
-}
-
-/// [`read_job`] for a client that is (`touches`) or is not in CLIENT
-/// NO-TOUCH mode.
-pub(crate) fn read_job_touching<C: ReadCommand>(cmd: C, touches: bool) -> (ReadFn, ReadNeeds) {
-    let needs = ReadNeeds {
-        snapshot: C::MULTI_STATEMENT,
-        quick: cmd.is_quick(),
-    };
-    let touch = touch::<C>(touches);
-    (
-        Box::new(move |view| {
-            view.set_touch(touch);
-            cmd.apply(view).unwrap_or_else(Reply::from)
-        }),
-        needs,
-    )
-}
-
-/// A parsed write command as an operation for the writer. The writer needs
-/// to know of failures (a failure after the first write rolls the group
-/// back); a command's own error before it wrote is just its reply.
-pub(crate) fn write_op<C: WriteCommand>(cmd: C) -> WriteOp<Reply> {
-    Box::new(move |txn| {
-        let before = txn.changes();
-        let result = cmd.apply(txn);
-        command_result(result, txn, before)
-    })
-}
-
-/// A command's result as the writer takes it. An engine error goes back
-/// as one: the writer (or EXEC) answers it, and takes the group back if
-/// the operation wrote. Any other error is the command's reply if the
-/// command changed nothing since `before` (its [`Txn::changes`] when it
-/// started; inside EXEC earlier commands may have written), else the group
-/// cannot be trusted and goes back.
-pub(crate) fn command_result(
-    result: Result<Reply, CommandError>,
-    txn: &Txn<'_, '_>,
-    before: u64,
-) -> respite_engine::Result<Reply> {
-    match result {
-        Ok(reply) => Ok(reply),
-        Err(CommandError::Engine(e)) => Err(e),
-        Err(e) if txn.changes() == before => Ok(Reply::from(e)),
-        Err(e) => Err(EngineError::Internal(e.to_string())),
+impl Session {
+    /// `reply`, after ending the watches if there are any.
+    pub(crate) fn reply_ending_watches(&mut self, reply: Reply) -> Plan {
+        match self.end_watches(reply.clone()) {
+            Some(op) => Plan::Write(op),
+            None => Plan::Reply(reply),
+        }
     }
 }

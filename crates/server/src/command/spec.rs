@@ -3,15 +3,17 @@
 //! without a connection; its arity, flags and keys come from redis's
 //! description of it ([`crate::meta`]) when the table is built.
 
-use super::call::{run_blocking, run_context, run_read, run_unsupported, run_write, CallFn};
-use super::plan::{read_job, write_op};
+use respite_engine::{EngineError, Txn, View, WriteOp};
+
+use super::plan::{ReadFn, ReadNeeds};
 use super::traits::{
-    parse_all, BlockingCommand, ContextCommand, LocalCommand, ReadCommand, WriteCommand,
+    parse_all, touch, BlockingCommand, ContextCommand, LocalCommand, ReadCommand, WriteCommand,
 };
-use super::{Plan, Session};
+use super::{Ctx, Plan, Session};
 use crate::args::Args;
-use crate::error::CommandError;
+use crate::error::{command_result, CommandError};
 use crate::meta::{self, Meta};
+use crate::reply::Reply;
 
 fn plan_read<C: ReadCommand>(s: &mut Session, args: Args) -> Result<Plan, CommandError> {
     let cmd = parse_all(args, &s.ctx(), C::parse)?;
@@ -273,4 +275,147 @@ impl Spec {
     pub fn has_flag(&self, flag: &str) -> bool {
         self.flags().any(|f| f == flag)
     }
+}
+
+/// Where a called command runs: inside the writer's transaction, or
+/// against a read-only view.
+pub enum Target<'t, 's, 'c> {
+    /// The writer's transaction: reads see its writes.
+    Writer(&'t mut Txn<'s, 'c>),
+    /// A read-only view (a read-only script on the read pool).
+    Reader(&'t View<'s, 'c>),
+}
+
+impl<'s, 'c> Target<'_, 's, 'c> {
+    fn view(&self) -> &View<'s, 'c> {
+        match self {
+            Target::Writer(txn) => txn,
+            Target::Reader(view) => view,
+        }
+    }
+}
+
+/// How a table row runs its command for [`call`]: parse from the context
+/// (refusing leftovers), then apply against the target.
+pub(crate) type CallFn = fn(&mut Ctx<'_>, Args, Target<'_, '_, '_>) -> Result<Reply, CommandError>;
+
+/// A write's error after it wrote cannot be its reply alone: the
+/// transaction is no longer whole (see [`crate::command::command_result`]).
+fn after(
+    result: Result<Reply, CommandError>,
+    txn: &Txn<'_, '_>,
+    before: u64,
+) -> Result<Reply, CommandError> {
+    match result {
+        Err(e) if !matches!(e, CommandError::Engine(_)) && txn.changes() != before => {
+            Err(CommandError::Engine(EngineError::Internal(e.to_string())))
+        }
+        other => other,
+    }
+}
+
+/// A read: against the view, its lookups counted as the command counts
+/// them.
+pub(crate) fn run_read<C: ReadCommand>(
+    ctx: &mut Ctx<'_>,
+    args: Args,
+    target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let cmd = parse_all(args, ctx, C::parse)?;
+    let view = target.view();
+    view.set_touch(super::traits::touch::<C>(ctx.touches));
+    cmd.apply(view)
+}
+
+/// A write: against the writer's transaction.
+pub(crate) fn run_write<C: WriteCommand>(
+    ctx: &mut Ctx<'_>,
+    args: Args,
+    target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let cmd = parse_all(args, ctx, C::parse)?;
+    let Target::Writer(txn) = target else {
+        return Err(script_error(
+            "Write commands are not allowed from read-only scripts.",
+        ));
+    };
+    let before = txn.changes();
+    let result = cmd.apply(txn);
+    after(result, txn, before)
+}
+
+/// A blocking command: one try, as inside EXEC.
+pub(crate) fn run_blocking<C: BlockingCommand>(
+    ctx: &mut Ctx<'_>,
+    args: Args,
+    target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let cmd = parse_all(args, ctx, C::parse)?;
+    let Target::Writer(txn) = target else {
+        return Err(script_error(
+            "Write commands are not allowed from read-only scripts.",
+        ));
+    };
+    let before = txn.changes();
+    let result = crate::blocking::try_once(&cmd, txn);
+    after(result, txn, before)
+}
+
+/// A connection command that needs no connection.
+pub(crate) fn run_context<C: ContextCommand>(
+    ctx: &mut Ctx<'_>,
+    args: Args,
+    _target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let cmd = parse_all(args, ctx, C::parse)?;
+    cmd.apply(ctx)
+}
+
+/// A connection command that needs its connection.
+pub(crate) fn run_unsupported(
+    _ctx: &mut Ctx<'_>,
+    _args: Args,
+    _target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    Err(script_error(
+        "This Redis command is not supported from script",
+    ))
+}
+
+/// A parsed read command as a job for the read pool, with what it needs,
+/// for the client of `session`.
+pub(crate) fn read_job<C: ReadCommand>(cmd: C, session: &Session) -> (ReadFn, ReadNeeds) {
+    read_job_touching(cmd, session.touches())
+}
+
+/// [`read_job`] for a client that is (`touches`) or is not in CLIENT
+/// NO-TOUCH mode.
+pub(crate) fn read_job_touching<C: ReadCommand>(cmd: C, touches: bool) -> (ReadFn, ReadNeeds) {
+    let needs = ReadNeeds {
+        snapshot: C::MULTI_STATEMENT,
+        quick: cmd.is_quick(),
+    };
+    let touch = touch::<C>(touches);
+    (
+        Box::new(move |view| {
+            view.set_touch(touch);
+            cmd.apply(view).unwrap_or_else(Reply::from)
+        }),
+        needs,
+    )
+}
+
+/// A parsed write command as an operation for the writer. The writer needs
+/// to know of failures (a failure after the first write rolls the group
+/// back); a command's own error before it wrote is just its reply.
+pub(crate) fn write_op<C: WriteCommand>(cmd: C) -> WriteOp<Reply> {
+    Box::new(move |txn| {
+        let before = txn.changes();
+        let result = cmd.apply(txn);
+        command_result(result, txn, before)
+    })
+}
+
+pub(super) fn script_error(text: &str) -> CommandError {
+    CommandError::Other(text.into())
 }

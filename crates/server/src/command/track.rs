@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::{Plan, Session, Spec, TABLE};
+use crate::clients::ClientHandle;
 use crate::reply::Reply;
 use crate::state::Shared;
 use crate::stats::{Caller, SLOWLOG_MAX_ARGC};
@@ -65,7 +66,7 @@ impl Tracking {
             shared: shared.clone(),
             argv,
             caller: session.client.clone(),
-            db: session.db,
+            db: session.db(),
             monitor,
         }
     }
@@ -86,7 +87,7 @@ impl Tracking {
             shared: session.shared.clone(),
             argv,
             caller: session.client.clone(),
-            db: session.db,
+            db: session.db(),
             // The fast paths feed MONITOR themselves.
             monitor: None,
         }
@@ -247,4 +248,17 @@ pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
             other
         }
     }
+}
+
+/// One line of CLIENT LIST / CLIENT INFO (and the ACL log's
+/// `client-info`) for `c`: its last command named by the statistics row
+/// where `shared` is given, else by the table row; `own_argv`, when `c` is
+/// the caller, the bytes of its own CLIENT command.
+pub fn client_line(c: &ClientHandle, shared: Option<&Shared>, own_argv: Option<u64>) -> String {
+    let load = |a: &std::sync::atomic::AtomicUsize| a.load(std::sync::atomic::Ordering::Relaxed);
+    let cmd = shared
+        .and_then(|sh| sh.stats.row_name(load(&c.state.last_row)))
+        .or_else(|| TABLE.get(load(&c.last_cmd)).map(|s| s.name.to_string()))
+        .unwrap_or_else(|| "NULL".into());
+    crate::clients::info_line(c, &cmd, std::mem::size_of::<Session>(), own_argv)
 }

@@ -5,7 +5,6 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::name_bytes;
 use super::turn::{Slot, Turn};
 use crate::cmd::strings::{Cached, Get};
 use crate::command::CachedRead;
@@ -30,7 +29,7 @@ pub(super) fn fast_set(
         || !input[args[0].clone()].eq_ignore_ascii_case(b"SET")
         || !session.authenticated
         || !session.acl.fast_allowed(
-            &session.shared,
+            &session.shared.acl,
             crate::command::TABLE.set.map(|i| crate::command::TABLE[i].meta),
             &input[args[1].clone()],
             true,
@@ -50,7 +49,7 @@ pub(super) fn fast_set(
     if monitors.active() {
         let [name, key, value] = [0, 1, 2].map(|i| &input[args[i].clone()]);
         monitors.feed(
-            session.db,
+            session.db(),
             &session.client.state.monitor,
             &[name, key, value],
         );
@@ -64,7 +63,7 @@ pub(super) fn fast_set(
             value.clone(),
         ]
     });
-    let set = crate::cmd::strings::Set::plain(session.db, key, value);
+    let set = crate::cmd::strings::Set::plain(session.db(), key, value);
     let plan = Plan::Write(crate::command::write_op(set));
     let tracking = crate::command::track::Tracking::fast(session, index, argv);
     Some(crate::command::track::track(
@@ -103,7 +102,7 @@ impl Turn {
             || !input[args[0].clone()].eq_ignore_ascii_case(b"GET")
             || !session.authenticated
             || !session.acl.fast_allowed(
-                shared,
+                &shared.acl,
                 crate::command::TABLE
                     .get
                     .map(|i| crate::command::TABLE[i].meta),
@@ -127,14 +126,14 @@ impl Turn {
         if shared.monitors.active() {
             shared
                 .monitors
-                .feed(session.db, &session.client.state.monitor, &[name, key]);
+                .feed(session.db(), &session.client.state.monitor, &[name, key]);
         }
-        match cache.get(session.db, key, respite_engine::now_ms) {
+        match cache.get(session.db(), key, respite_engine::now_ms) {
             Some(value) => {
                 shared
                     .engine
                     .access()
-                    .read(session.db, key, true, session.touches());
+                    .read(session.db(), key, true, session.touches());
                 self.held += value.len();
                 self.slots.push(Slot::Ready(Reply::Bulk(value), self.resp3));
                 crate::command::track::cache_hit(session, index, started, || {
@@ -148,7 +147,7 @@ impl Turn {
                     .then(|| vec![name_bytes(name), key.clone()]);
                 let tracking = crate::command::track::Tracking::fast(session, index, argv);
                 let (f, needs) =
-                    Cached::Get(Get::new(session.db, key, session.touches())).into_read();
+                    Cached::Get(Get::new(session.db(), key, session.touches())).into_read();
                 let plan = crate::command::track::track(Plan::Read(f, needs), started, tracking);
                 Some(Some(plan))
             }
@@ -179,5 +178,17 @@ impl Turn {
             && self.open_writes == 0
             && self.reads.is_empty()
             && self.open_reads == 0
+    }
+}
+
+/// A fast path's command name as sent, for the slow log: the common
+/// spellings without a copy.
+fn name_bytes(name: &[u8]) -> Bytes {
+    match name {
+        b"GET" => Bytes::from_static(b"GET"),
+        b"get" => Bytes::from_static(b"get"),
+        b"SET" => Bytes::from_static(b"SET"),
+        b"set" => Bytes::from_static(b"set"),
+        other => Bytes::copy_from_slice(other),
     }
 }

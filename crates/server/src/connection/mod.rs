@@ -32,13 +32,13 @@ mod turn;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::{Buf, Bytes, BytesMut};
-use respite_engine::{EngineError, WriteItem};
+use bytes::{Buf, BytesMut};
+use respite_engine::WriteItem;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::clients::ClientHandle;
 use crate::command::{dispatch, Plan, Session};
-use crate::output::Sender;
+use crate::output::{count_io, Sender};
 use crate::reply::Reply;
 use crate::request::{Frame, Framer, Limits};
 use crate::state::Shared;
@@ -46,39 +46,7 @@ use crate::sync::lock;
 use blocking::block;
 use fast::fast_set;
 use mode::Mode;
-use turn::Turn;
-
-/// Runs one command's step; a panic (a bug) becomes that command's error
-/// reply instead of taking the connection, or a reader thread, down.
-fn guarded<T>(f: impl FnOnce() -> T, on_panic: impl FnOnce(Reply) -> T) -> T {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-        let msg = respite_engine::panic_message(&*payload);
-        tracing::error!(panic = %msg, "a command panicked");
-        on_panic(Reply::from(EngineError::Internal(msg)))
-    })
-}
-
-/// A fast path's command name as sent, for the slow log: the common
-/// spellings without a copy.
-fn name_bytes(name: &[u8]) -> Bytes {
-    match name {
-        b"GET" => Bytes::from_static(b"GET"),
-        b"get" => Bytes::from_static(b"get"),
-        b"SET" => Bytes::from_static(b"SET"),
-        b"set" => Bytes::from_static(b"set"),
-        other => Bytes::copy_from_slice(other),
-    }
-}
-
-/// Counts one read from or write to a client, for INFO stats.
-pub(crate) fn count_io(
-    bytes: &std::sync::atomic::AtomicU64,
-    calls: &std::sync::atomic::AtomicU64,
-    n: usize,
-) {
-    bytes.fetch_add(n as u64, Ordering::Relaxed);
-    calls.fetch_add(1, Ordering::Relaxed);
-}
+use turn::{guarded, Turn};
 
 /// Serves one client until it disconnects, is killed, or the server shuts
 /// down.
@@ -127,7 +95,8 @@ where
                 stream: &mut stream,
                 killed: killed.as_mut(),
                 client: &client,
-                shared: &shared,
+                limit: &shared.settings.output_limit,
+                counters: &shared.counters,
                 over_soft_since: &mut over_soft_since,
             };
             let sent = turn.finish(&shared, &mut out, &mut sender).await;
@@ -199,14 +168,15 @@ where
                     // Pushes that came before this command go out before
                     // its reply.
                     if mode.listens() {
-                        turn.push_encoded(mode.drain(session.resp3), &shared).await;
+                        turn.push_encoded(mode.drain(session.resp3()), &shared)
+                            .await;
                     }
                     if let (Frame::Array { len, args }, true) = (&frame, mode.plain(&session)) {
                         if let Some(plan) = fast_set(&session, &input, *len, args) {
                             let len = *len;
                             input.advance(len);
                             processed += 1;
-                            turn.add(plan, &shared, session.resp3).await;
+                            turn.add(plan, &shared, session.resp3()).await;
                             if turn.full(processed as usize) {
                                 more_buffered = true;
                                 break;
@@ -218,7 +188,7 @@ where
                             input.advance(len);
                             processed += 1;
                             if let Some(plan) = fast {
-                                turn.add(plan, &shared, session.resp3).await;
+                                turn.add(plan, &shared, session.resp3()).await;
                             }
                             if turn.full(processed as usize) {
                                 more_buffered = true;
@@ -250,7 +220,8 @@ where
                         }
                     }
                     if let Some(refusal) = mode.refuse(&mut session, &request) {
-                        turn.add(Plan::Reply(refusal), &shared, session.resp3).await;
+                        turn.add(Plan::Reply(refusal), &shared, session.resp3())
+                            .await;
                         continue;
                     }
                     let is_reset = request[0].eq_ignore_ascii_case(b"reset");
@@ -276,7 +247,7 @@ where
                         figures.argv(0);
                         match waited {
                             Some(reply) => {
-                                turn.add(Plan::Reply(reply), &shared, session.resp3).await;
+                                turn.add(Plan::Reply(reply), &shared, session.resp3()).await;
                                 continue;
                             }
                             None => break 'conn,
@@ -285,11 +256,11 @@ where
                     let open = match plan {
                         Plan::After(write, then) => {
                             let drain = |resp3| mode.drain(resp3);
-                            turn.add_after(write, then, &shared, session.resp3, drain)
+                            turn.add_after(write, then, &shared, session.resp3(), drain)
                                 .await;
                             true
                         }
-                        plan => turn.add(plan, &shared, session.resp3).await,
+                        plan => turn.add(plan, &shared, session.resp3()).await,
                     };
                     if !open {
                         keep_open = false;
@@ -317,7 +288,7 @@ where
                     turn.add(
                         Plan::ReplyAndClose(Reply::error(e.to_string())),
                         &shared,
-                        session.resp3,
+                        session.resp3(),
                     )
                     .await;
                     keep_open = false;
@@ -333,7 +304,8 @@ where
         // (A connection about to close sends no more pushes: not even its
         // own QUIT's MONITOR line.)
         if mode.listens() && keep_open {
-            turn.push_encoded(mode.drain(session.resp3), &shared).await;
+            turn.push_encoded(mode.drain(session.resp3()), &shared)
+                .await;
         }
         if answer_gathered!().is_err() {
             break 'conn;

@@ -86,7 +86,7 @@ impl Mode {
 
     /// RESP2 subscribed mode: only a few commands run.
     fn subscribed_resp2(&self, session: &Session) -> bool {
-        self.pushes.is_some() && !session.resp3 && session.client.pubsub.active()
+        self.pushes.is_some() && !session.resp3() && session.client.pubsub.active()
     }
 
     /// Whether the connection has a push source to wait on.
@@ -226,8 +226,8 @@ impl Mode {
         }
         self.adopt_queue(client);
         if request_was_reset {
-            shared.pubsub.forget(client);
-            shared.tracking.disable(shared, client);
+            shared.pubsub.forget(client.as_ref());
+            shared.tracking.disable(shared.engine.notifier(), client.as_ref());
         }
     }
 
@@ -246,6 +246,6 @@ impl Mode {
             shared.monitors.stop(&client.state.monitor);
         }
         shared.pubsub.forget(client);
-        shared.tracking.disable(shared, client);
+        shared.tracking.disable(shared.engine.notifier(), client);
     }
 }

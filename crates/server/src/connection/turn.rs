@@ -11,7 +11,6 @@ use respite_engine::{EngineError, WriteItem, WriteOp};
 use tokio::io::AsyncWrite;
 use tokio::sync::oneshot;
 
-use super::guarded;
 use crate::command::{Plan, ReadFn};
 use crate::output::{Abandoned, Sender, STREAM_AT};
 use crate::reply::Reply;
@@ -565,4 +564,14 @@ pub(super) fn held_len(reply: &Reply) -> usize {
         Reply::Array(items) => items.iter().map(held_len).sum(),
         _ => 0,
     }
+}
+
+/// Runs one command's step; a panic (a bug) becomes that command's error
+/// reply instead of taking the connection, or a reader thread, down.
+pub(super) fn guarded<T>(f: impl FnOnce() -> T, on_panic: impl FnOnce(Reply) -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let msg = respite_engine::panic_message(&*payload);
+        tracing::error!(panic = %msg, "a command panicked");
+        on_panic(Reply::from(EngineError::Internal(msg)))
+    })
 }

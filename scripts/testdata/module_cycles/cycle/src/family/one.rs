@@ -1,0 +1,5 @@
+use crate::{framework::{Thing}, family};
+
+pub fn one() -> Thing {
+    Thing
+}

@@ -1,0 +1,2 @@
+mod thing;
+pub use thing::Thing;

@@ -1,0 +1,5 @@
+pub struct Thing;
+
+pub fn make() -> Thing {
+    super::super::family::one::one()
+}

@@ -1,0 +1,4 @@
+mod table;
+mod thing;
+pub use table::TABLE;
+pub use thing::Thing;
