@@ -227,7 +227,9 @@ impl Mode {
         self.adopt_queue(client);
         if request_was_reset {
             shared.pubsub.forget(client.as_ref());
-            shared.tracking.disable(shared.engine.notifier(), client.as_ref());
+            shared
+                .tracking
+                .disable(shared.engine.notifier(), client.as_ref());
         }
     }
 
