@@ -46,12 +46,11 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1
 run() { # port -> "ops p50 p99 cpu_us"
     local port=$1 t0 out
     t0=$(ticks "${spid[$port]}")
-    # The Totals line's columns, found by the header's names (a command
-    # given with --command has no Hits/Misses columns).
+    # A command given with --command has no Hits/Misses columns: Totals,
+    # Ops/sec, Avg. Latency, p50 Latency, p99 Latency, KB/sec.
     out=$("$memtier" -p "$port" -t 1 -c 50 --command "PUBLISH bench __data__" -d 64 \
         --test-time "$secs" --hide-histogram --print-percentiles 50,99 2>/dev/null |
-        awk '/^Type/ {for (i = 1; i <= NF; i++) col[$i] = i}
-             /^Totals/ {print $col["Ops/sec"], $col["p50.00"], $col["p99.00"]}')
+        awk '/^Totals/ {print $2, $4, $5}')
     local dt=$(( $(ticks "${spid[$port]}") - t0 ))
     read -r ops p50 p99 <<<"$out"
     awk -v o="$ops" -v a="$p50" -v b="$p99" -v d="$dt" -v hz="$hz" -v s="$secs" \

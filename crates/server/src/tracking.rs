@@ -506,7 +506,10 @@ impl Tracking {
         } else {
             tracker.clone()
         };
-        if !target.resp3() && !(redirect != 0 && target.subscribed()) {
+        // RESP3 gets a push; RESP2 only a redirect target that is
+        // subscribed (a `message` on `__redis__:invalidate`).
+        let reachable = target.resp3() || (redirect != 0 && target.subscribed());
+        if !reachable {
             return;
         }
         clients.push(&target, payload);
