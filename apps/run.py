@@ -43,7 +43,6 @@ NODE_DIR = os.path.join(HERE, "bullmq")
 
 LUA = ("Lua scripting (EVAL/EVALSHA/SCRIPT)", r"unknown command '(evalsha|eval|script|fcall)'")
 STREAMS = ("streams (XADD/XRANGE/XREADGROUP...)", r"unknown command 'x[a-z]+'")
-TRACKING = ("client-side caching (CLIENT TRACKING)", r"unknown subcommand 'tracking'")
 
 # name -> (program, timeout in seconds)
 SCENARIOS = {
@@ -87,9 +86,7 @@ OWN_SERVER = {"durability-sidekiq", "durability-rq", "durability-celery", "durab
 # the capabilities it needs that respite lacks, each with the error text
 # that shows a failure is that capability's. A scenario stops at the first
 # it meets; the others are those its code is known to use further on.
-PENDING = {
-    "node-redis-client-cache": [TRACKING],
-}
+PENDING = {}
 
 # What each kind of program needs, checked before anything runs.
 TOOLS = {

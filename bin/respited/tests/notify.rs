@@ -716,3 +716,116 @@ fn a_blocked_client_served_by_a_push_emits_redis_events() {
     }
     assert_eq!(all[1], all[0]);
 }
+
+/// Splits pushes into their RESP bulk strings, one entry per push.
+fn messages(bytes: &[u8]) -> Vec<Vec<String>> {
+    lines(bytes)
+        .into_iter()
+        .map(|l| l.split(' ').skip(1).map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn eviction_emits_evicted_events_and_invalidates_tracked_keys() {
+    let Some((ours, redis, _dir)) = servers() else {
+        return;
+    };
+    let keys: Vec<String> = (0..50).map(|i| format!("ev:{i}")).collect();
+    let mut seen = Vec::new();
+    for port in [redis.port, ours.port] {
+        let mut ctl = common::raw_for(port);
+        send(&mut ctl, &["FLUSHALL"]);
+        send(
+            &mut ctl,
+            &["CONFIG", "SET", "notify-keyspace-events", "KEe"],
+        );
+        for k in &keys {
+            send(&mut ctl, &["SET", k, "v"]);
+        }
+        let mut sub = common::raw_for(port);
+        sub.write_all(&common::encode(&["PSUBSCRIBE", "__key*__:*"]))
+            .unwrap();
+        common::read_until_quiet(&mut sub, Duration::from_millis(100));
+        let mut tracker = common::raw_for(port);
+        send(&mut tracker, &["HELLO", "3"]);
+        common::read_until_quiet(&mut tracker, Duration::from_millis(50));
+        send(&mut tracker, &["CLIENT", "TRACKING", "on"]);
+        for k in &keys {
+            send(&mut tracker, &["GET", k]);
+        }
+        send(
+            &mut ctl,
+            &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"],
+        );
+        send(&mut ctl, &["CONFIG", "SET", "maxmemory", "1"]);
+        std::thread::sleep(Duration::from_millis(500));
+        send(&mut ctl, &["PING"]);
+        std::thread::sleep(Duration::from_millis(300));
+        let (events, _) = common::read_until_quiet(&mut sub, Duration::from_millis(250));
+        let (invalidations, _) = common::read_until_quiet(&mut tracker, Duration::from_millis(100));
+        send(&mut ctl, &["CONFIG", "SET", "maxmemory", "0"]);
+        send(&mut ctl, &["CONFIG", "SET", "notify-keyspace-events", ""]);
+        let events = messages(&events);
+        // Redis's order per key: the keyspace message, then the keyevent
+        // one; the keys themselves go in a random order.
+        let mut pairs = Vec::new();
+        for pair in events.chunks(2) {
+            assert_eq!(pair.len(), 2, "an unpaired event: {events:?}");
+            let (space, event) = (&pair[0], &pair[1]);
+            assert_eq!(space[0], "pmessage");
+            assert_eq!(space[3], "evicted", "{space:?}");
+            assert_eq!(event[2], "__keyevent@0__:evicted", "{event:?}");
+            assert_eq!(space[2], format!("__keyspace@0__:{}", event[3]));
+            pairs.push(event[3].clone());
+        }
+        pairs.sort();
+        // `>2 invalidate [key]` each.
+        let text = String::from_utf8_lossy(&invalidations).into_owned();
+        let mut invalidated: Vec<String> = text
+            .split(">2\r\n$10\r\ninvalidate\r\n")
+            .skip(1)
+            .map(|m| {
+                let parts: Vec<&str> = m.split("\r\n").collect();
+                assert_eq!(parts[0], "*1", "{m:?}");
+                parts[2].to_string()
+            })
+            .collect();
+        invalidated.sort();
+        seen.push((pairs, invalidated));
+    }
+    let mut all = keys.clone();
+    all.sort();
+    assert_eq!(seen[0].0, all, "redis evicted every key with its events");
+    assert_eq!(seen[1], seen[0]);
+}
+
+#[test]
+fn read_misses_emit_keymiss_as_redis_does() {
+    compare(
+        &[(
+            &[
+                &["SET", "here", "1"],
+                &["HSET", "h", "f", "v"],
+                &["RPUSH", "l", "a"],
+            ],
+            &[
+                &["GET", "nokey"],
+                &["GET", "here"],
+                &["MGET", "here", "m1", "m2"],
+                &["HGET", "h", "f"],
+                &["HGET", "nohash", "f"],
+                &["HGETALL", "nohash"],
+                &["LRANGE", "nolist", "0", "-1"],
+                &["LLEN", "l"],
+                &["SCARD", "noset"],
+                &["ZSCORE", "nozset", "m"],
+                &["STRLEN", "nokey"],
+                &["EXISTS", "here", "nokey"],
+                &["TYPE", "nokey"],
+                &["TTL", "nokey"],
+                &["SET", "nokey2", "x"],
+            ],
+        )],
+        &[("KEm", false), ("Km", true), ("Em", false)],
+    );
+}

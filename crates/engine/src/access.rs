@@ -88,6 +88,8 @@ pub struct Access {
     /// Figures RESTORE gave keys (IDLETIME, FREQ), set once the write
     /// that created them commits: (db, key, idle seconds, counter).
     restored: std::sync::Mutex<Vec<Restored>>,
+    /// Where a miss is announced (`keymiss`, see `notify.rs`).
+    misses_to: std::sync::OnceLock<std::sync::Arc<crate::notify::Notifier>>,
 }
 
 impl Default for Access {
@@ -163,7 +165,14 @@ impl Access {
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
             restored: std::sync::Mutex::new(Vec::new()),
+            misses_to: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Announces each miss as a `keymiss` keyspace event through
+    /// `notifier` (when that class is on and someone listens).
+    pub fn notify_misses_to(&self, notifier: std::sync::Arc<crate::notify::Notifier>) {
+        let _ = self.misses_to.set(notifier);
     }
 
     /// Gives a key RESTORE writes the idle time (`IDLETIME`) or the LFU
@@ -322,6 +331,9 @@ impl Access {
             }
         } else {
             self.misses[stripe].fetch_add(1, Ordering::Relaxed);
+            if let Some(n) = self.misses_to.get() {
+                n.key_miss(db, key);
+            }
         }
     }
 

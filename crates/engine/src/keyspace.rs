@@ -960,6 +960,7 @@ impl<'s, 'c> Txn<'s, 'c> {
     pub fn flush_db(&mut self, db: u32) -> Result<()> {
         self.touch_watched_in(Some(db))?;
         self.changing_all();
+        self.flushed = true;
         self.stmt(
             "INSERT OR IGNORE INTO dropped (id, type)
              SELECT id, type FROM keys WHERE db = ?1 AND id IS NOT NULL AND type != 0",
@@ -973,6 +974,7 @@ impl<'s, 'c> Txn<'s, 'c> {
     pub fn flush_all(&mut self) -> Result<()> {
         self.touch_watched_in(None)?;
         self.changing_all();
+        self.flushed = true;
         self.conn().execute_batch(
             "DELETE FROM strings; DELETE FROM keys; DELETE FROM hashes; DELETE FROM sets;
              DELETE FROM lists; DELETE FROM zsets; DELETE FROM zblocks; DELETE FROM dropped;

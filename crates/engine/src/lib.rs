@@ -388,6 +388,7 @@ impl<R: Send + 'static> Engine<R> {
         let thresholds = Arc::new(encoding::Thresholds::default());
         let blocking = Arc::new(Blocking::default());
         let notifier = notify::Notifier::new();
+        access.notify_misses_to(notifier.clone());
         let progress = Arc::new(AtomicU64::new(0));
         let disk = Arc::new(Disk::new(
             &config.path,

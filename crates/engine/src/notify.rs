@@ -135,6 +135,29 @@ pub struct Event {
 /// Receives the events of each committed group, in order.
 pub type Sink = Box<dyn Fn(Vec<Event>) + Send + Sync>;
 
+/// A change client-side caching must hear of (redis's `signalModifiedKey`
+/// and `signalFlushedDb`), once its transaction has committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A key was modified (or deleted, expired, evicted) by the client
+    /// `origin` (0: by the server itself). Tracking ignores databases, as
+    /// redis does.
+    Key {
+        /// The client whose command changed it (for NOLOOP).
+        origin: u64,
+        /// The key.
+        key: Bytes,
+    },
+    /// FLUSHDB or FLUSHALL by the client `origin`: every key is invalid.
+    Flush {
+        /// The client whose command flushed.
+        origin: u64,
+    },
+}
+
+/// Receives the changes of each committed group, in order.
+pub type ChangeSink = Box<dyn Fn(Vec<Change>) + Send + Sync>;
+
 /// The notification settings the writer reads, and where events go.
 #[derive(Default)]
 pub struct Notifier {
@@ -144,6 +167,10 @@ pub struct Notifier {
     /// be an event's, is subscribed): the server keeps it.
     listening: AtomicBool,
     sink: OnceLock<Sink>,
+    /// Whether some client tracks keys (CLIENT TRACKING): only then does
+    /// the writer gather [`Change`]s.
+    tracking: AtomicBool,
+    change_sink: OnceLock<ChangeSink>,
 }
 
 impl Notifier {
@@ -183,6 +210,49 @@ impl Notifier {
             return 0;
         }
         flags
+    }
+
+    /// Tells whether any client tracks keys.
+    pub fn set_tracking(&self, on: bool) {
+        self.tracking.store(on, Ordering::SeqCst);
+    }
+
+    /// Installs where committed changes go (once).
+    pub fn set_change_sink(&self, sink: ChangeSink) {
+        let _ = self.change_sink.set(sink);
+    }
+
+    /// Whether the writer should gather changes.
+    pub(crate) fn tracking(&self) -> bool {
+        self.tracking.load(Ordering::SeqCst) && self.change_sink.get().is_some()
+    }
+
+    /// Hands a committed group's changes on.
+    pub(crate) fn publish_changes(&self, changes: Vec<Change>) {
+        if changes.is_empty() {
+            return;
+        }
+        if let Some(sink) = self.change_sink.get() {
+            let call = std::panic::AssertUnwindSafe(|| sink(changes));
+            if let Err(payload) = std::panic::catch_unwind(call) {
+                tracing::error!(panic = %crate::panic_message(&*payload), "invalidating tracked keys panicked");
+            }
+        }
+    }
+
+    /// A read command's lookup missed (redis's `keymiss`, class `m`): a
+    /// read changes nothing, so the event is published at once, from the
+    /// reader that missed.
+    pub fn key_miss(&self, db: u32, key: &[u8]) {
+        if self.mask() & KEY_MISS == 0 {
+            return;
+        }
+        self.publish(vec![Event {
+            class: KEY_MISS,
+            event: "keymiss",
+            db,
+            key: Bytes::copy_from_slice(key),
+        }]);
     }
 
     /// Hands a committed group's events on.

@@ -47,6 +47,12 @@ pub struct Txn<'s, 'c> {
     pub(crate) notify: u32,
     /// The events this operation produced, in order.
     pub(crate) events: Vec<crate::notify::Event>,
+    /// The client whose command this is (0: the server's own work), for
+    /// CLIENT TRACKING's NOLOOP: the server sets it before running it.
+    pub origin: u64,
+    /// FLUSHDB or FLUSHALL ran in this operation (CLIENT TRACKING then
+    /// invalidates every key instead of the keys touched).
+    pub(crate) flushed: bool,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -72,6 +78,8 @@ impl<'s, 'c> Txn<'s, 'c> {
             thresholds,
             notify: 0,
             events: Vec::new(),
+            origin: 0,
+            flushed: false,
         }
     }
 

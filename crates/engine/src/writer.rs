@@ -157,6 +157,51 @@ pub(crate) struct WriterSettings {
     pub external: bool,
 }
 
+/// Where one operation's touched keys start in its transaction's
+/// [`Touched`], who ran it and whether it flushed.
+struct Mark {
+    start: usize,
+    origin: u64,
+    flushed: bool,
+}
+
+impl Mark {
+    /// An operation's mark, its keys starting at `start` (noted before
+    /// they are absorbed into the transaction's).
+    fn of(start: usize, txn: &Txn) -> Mark {
+        Mark {
+            start,
+            origin: txn.origin,
+            flushed: txn.flushed,
+        }
+    }
+}
+
+/// CLIENT TRACKING's changes of a committed transaction: each operation's
+/// keys in order, or one flush for an operation that flushed (its touched
+/// keys are only WATCH's).
+fn changes_of(touched: &Touched, marks: &[Mark]) -> Vec<crate::notify::Change> {
+    use crate::notify::Change;
+    let keys = touched.keys();
+    let mut out = Vec::new();
+    for (i, m) in marks.iter().enumerate() {
+        let end = marks.get(i + 1).map_or(keys.len(), |n| n.start);
+        if m.flushed {
+            out.push(Change::Flush { origin: m.origin });
+            continue;
+        }
+        out.extend(
+            keys[m.start.min(end)..end]
+                .iter()
+                .map(|(_, key)| Change::Key {
+                    origin: m.origin,
+                    key: key.clone(),
+                }),
+        );
+    }
+    out
+}
+
 /// A `Txn` for one operation, with the keyspace event classes wanted now.
 fn new_txn<'a, 'c>(stmts: &'a Statements<'c>, settings: &'a WriterSettings) -> Txn<'a, 'c> {
     let mut txn = Txn::new(stmts, &settings.watches, &settings.thresholds);
@@ -253,6 +298,13 @@ struct Writer<'s, 'c, R> {
     /// The keyspace events of the open transaction, in the order its
     /// operations produced them; published once it commits.
     events: Vec<crate::notify::Event>,
+    /// Where each operation's keys start in `touched`, with its client
+    /// and whether it flushed: what CLIENT TRACKING's changes are made of
+    /// once the transaction commits.
+    marks: Vec<Mark>,
+    /// The changes of the transaction just committed, for CLIENT TRACKING
+    /// (made only while a client tracks; see `notify.rs`).
+    changes: Vec<crate::notify::Change>,
     /// The WAL index's counters when last looked at, to notice a
     /// checkpoint another process ran (external mode).
     last_frames: Option<crate::checkpointer::WalFrames>,
@@ -322,6 +374,8 @@ pub(crate) fn run<R: Send + 'static>(
         last_commit_micros: 0,
         served: Vec::new(),
         events: Vec::new(),
+        marks: Vec::new(),
+        changes: Vec::new(),
         last_measure: Instant::now(),
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
         last_frames: None,
@@ -511,6 +565,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             self.settings.disk.storage_failed(e);
         }
         let touched = txn.take_touched();
+        self.marks.push(Mark::of(self.touched.keys().len(), &txn));
         // WATCH and EXEC run on this thread too, so raising the versions
         // here, as the write happens, orders them exactly (see `watch.rs`).
         self.settings.watches.touch(&touched);
@@ -549,6 +604,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                     waiter.serve(&mut txn, db, &key)
                 }));
                 let touched = txn.take_touched();
+                self.marks.push(Mark::of(self.touched.keys().len(), &txn));
                 self.settings.watches.touch(&touched);
                 let more = blocking.ready_keys(&touched);
                 self.touched.absorb(touched);
@@ -602,6 +658,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             }),
             Some(cause) => {
                 self.touched = Touched::default();
+                self.marks.clear();
                 Err(format!(
                     "a command in the same transaction failed while writing ({cause})"
                 ))
@@ -612,11 +669,15 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         let ops = self.in_txn.len() as u64;
         let served = std::mem::take(&mut self.served);
         let events = std::mem::take(&mut self.events);
+        let changes = std::mem::take(&mut self.changes);
         match commit {
             Ok(()) => {
                 self.stats
                     .record_commit(ops, self.failed_in_txn, micros, true);
-                // Before any reply of the group goes out.
+                // Before any reply of the group goes out, and only now
+                // that the commit is visible to every new read (see
+                // `notify.rs`).
+                self.settings.notifier.publish_changes(changes);
                 self.settings.notifier.publish(events);
                 self.unsynced = true;
                 self.settings.checkpointer.nudge();
@@ -702,6 +763,13 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             self.note_lock_wait(started, tries);
         }
         cache.commit_done();
+        let marks = std::mem::take(&mut self.marks);
+        // Read only now that the commit is visible: a client that tracks a
+        // key set the flag before it registered the key, and registered
+        // it before its read began (see `notify.rs`).
+        if result.is_ok() && self.settings.notifier.tracking() {
+            self.changes = changes_of(&touched, &marks);
+        }
         if result.is_ok() {
             cache.write_through(&touched, &was_cached);
             self.settings.access.committed(&touched);
@@ -931,8 +999,12 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 }
             };
             self.touched = txn.take_touched();
+            self.marks.clear();
+            self.marks.push(Mark::of(0, &txn));
             let events = txn.take_events();
             self.commit()?;
+            let changes = std::mem::take(&mut self.changes);
+            self.settings.notifier.publish_changes(changes);
             self.settings.notifier.publish(events);
             Ok(n)
         })();
@@ -997,7 +1069,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // An evicted key counts as changed for WATCH, as in Redis.
             watches.touch(&touched);
             self.touched = touched;
+            self.marks.clear();
+            self.marks.push(Mark::of(0, &txn));
             self.commit()?;
+            let changes = std::mem::take(&mut self.changes);
+            self.settings.notifier.publish_changes(changes);
             Ok(step)
         })();
         match result {
@@ -1026,13 +1102,25 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
     }
 
-    /// The keys an eviction step evicted, once it has committed, in order:
-    /// where the `evicted` keyspace event is to be published (Redis sends
-    /// it for each key, `notifyKeyspaceEvent(NOTIFY_EVICTED, "evicted",
-    /// key, db)`). respite sends no keyspace notifications yet, so nothing
-    /// is published here.
+    /// Publishes the `evicted` keyspace event of each key an eviction
+    /// step evicted, once it has committed, in order (redis's
+    /// `notifyKeyspaceEvent(NOTIFY_EVICTED, "evicted", key, db)` after
+    /// each key it evicts).
     fn published_evictions(&self, evicted: &[(u32, Vec<u8>)]) {
-        let _ = evicted;
+        let notifier = &self.settings.notifier;
+        if notifier.mask() & crate::notify::EVICTED == 0 {
+            return;
+        }
+        let events = evicted
+            .iter()
+            .map(|(db, key)| crate::notify::Event {
+                class: crate::notify::EVICTED,
+                event: "evicted",
+                db: *db,
+                key: bytes::Bytes::copy_from_slice(key),
+            })
+            .collect();
+        notifier.publish(events);
     }
 
     /// One step of the incremental vacuum, when one is due (see

@@ -48,6 +48,7 @@ pub mod state;
 pub mod stats;
 pub mod sync;
 pub mod tls;
+pub mod tracking;
 
 use std::sync::Arc;
 
@@ -63,6 +64,7 @@ pub use state::Shared;
 /// drain runs (see [`service`]).
 pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     state::install_notifications(&shared);
+    state::install_tracking(&shared);
     shared.tls.set(listeners.tls_config());
     if let Some(port) = listeners.tcp_port() {
         shared

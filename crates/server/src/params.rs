@@ -1040,6 +1040,10 @@ fn acted_on(sh: &Shared, name: &str, value: &str) {
             st.slowlog_trim();
         }
         "latency-tracking" => st.latency_tracking.store(value == "yes", Ordering::Relaxed),
+        "tracking-table-max-keys" => {
+            sh.tracking.set_max_keys(value.parse().unwrap_or(1_000_000));
+            sh.tracking.limit(sh);
+        }
         "latency-monitor-threshold" => st
             .latency_monitor_threshold
             .store(value.parse().unwrap_or(0), Ordering::Relaxed),

@@ -53,6 +53,8 @@ pub enum Push {
     Message(Arc<Message>, Kind),
     /// `pmessage`: a message on a channel that matched the pattern.
     PMessage(Bytes, Arc<Message>),
+    /// A CLIENT TRACKING invalidation (see `crate::tracking`).
+    Tracking(Invalidation),
 }
 
 impl Push {
@@ -80,6 +82,7 @@ impl Push {
                 bulk(out, &m.channel);
                 bulk(out, &m.payload);
             }
+            Push::Tracking(payload) => payload.encode(out, resp3),
         }
     }
 
@@ -88,8 +91,66 @@ impl Push {
         let (pattern, m) = match self {
             Push::Message(m, _) => (0, m),
             Push::PMessage(p, m) => (p.len(), m),
+            Push::Tracking(payload) => return payload.cost(),
         };
         (pattern + m.channel.len() + m.payload.len() + 48) as u64
+    }
+}
+
+/// A CLIENT TRACKING message (see `crate::tracking`): what it carries.
+#[derive(Clone)]
+pub enum Invalidation {
+    /// These keys.
+    Keys(Arc<[Bytes]>),
+    /// Every key (a flush): RESP3's null or RESP2's, after the protocol
+    /// of the tracking client (redis's `shared.null[c->resp]`).
+    Null(bool),
+    /// `tracking-redir-broken`: the redirect target is gone.
+    RedirBroken(u64),
+}
+
+impl Invalidation {
+    /// Appends the message as redis writes it to a receiver speaking
+    /// RESP3 (`resp3`) or RESP2 (then as a `message` on
+    /// `__redis__:invalidate`).
+    pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
+        if let Invalidation::RedirBroken(id) = self {
+            out.put_slice(if resp3 { b">2\r\n" } else { b"*2\r\n" });
+            out.put_slice(b"$21\r\ntracking-redir-broken\r\n:");
+            out.put_slice(id.to_string().as_bytes());
+            out.put_slice(b"\r\n");
+            return;
+        }
+        if resp3 {
+            out.put_slice(b">2\r\n$10\r\ninvalidate\r\n");
+        } else {
+            out.put_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
+        }
+        match self {
+            Invalidation::Keys(keys) => {
+                out.put_u8(b'*');
+                out.put_slice(keys.len().to_string().as_bytes());
+                out.put_slice(b"\r\n");
+                for k in keys.iter() {
+                    out.put_u8(b'$');
+                    out.put_slice(k.len().to_string().as_bytes());
+                    out.put_slice(b"\r\n");
+                    out.put_slice(k);
+                    out.put_slice(b"\r\n");
+                }
+            }
+            Invalidation::Null(true) => out.put_slice(b"_\r\n"),
+            Invalidation::Null(false) => out.put_slice(b"$-1\r\n"),
+            Invalidation::RedirBroken(_) => {}
+        }
+    }
+
+    /// About what it takes in an output buffer, for the limits.
+    pub fn cost(&self) -> u64 {
+        match self {
+            Invalidation::Keys(keys) => keys.iter().map(|k| k.len() as u64 + 16).sum::<u64>() + 48,
+            _ => 48,
+        }
     }
 }
 
@@ -217,8 +278,14 @@ pub struct Subscriptions {
     count: AtomicUsize,
     /// Shard channels.
     shard_count: AtomicUsize,
-    /// This client as the registry holds it, once it subscribed.
+    /// This client as the registry holds it, once it subscribed (or
+    /// tracking gave it a queue).
     me: Mutex<Option<Arc<Subscriber>>>,
+    /// Whether the queue exists (so the connection takes it).
+    queued: std::sync::atomic::AtomicBool,
+    /// Wakes an idle connection when its queue is made by another
+    /// client's command (a tracking redirect to it).
+    pub made: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -248,6 +315,11 @@ impl Subscriptions {
     /// The queue of pushes, for the connection to stream from (taken once).
     pub fn take_queue(&self) -> Option<mpsc::UnboundedReceiver<Push>> {
         lock(&self.own).rx.take()
+    }
+
+    /// Whether the queue was made (by a subscription or tracking).
+    pub fn queued(&self) -> bool {
+        self.queued.load(Ordering::Acquire)
     }
 
     /// The connection wrote pushes worth `cost`.
@@ -330,6 +402,44 @@ impl Registry {
             .as_millis() as u64
     }
 
+    /// The client's queue of pushes, made on first use.
+    pub fn ensure_queue<C: Member + 'static>(&self, client: &Arc<C>) -> Arc<Subscriber> {
+        let subs = client.subscriptions();
+        let mut me = lock(&subs.me);
+        if let Some(me) = me.as_ref() {
+            return me.clone();
+        }
+        let weak = Arc::downgrade(client);
+        let weak: Weak<dyn Member> = weak;
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&subs.own).rx = Some(rx);
+        let made = Arc::new(Subscriber {
+            id: client.member_id(),
+            tx,
+            pending: AtomicU64::new(0),
+            over_soft_since: AtomicU64::new(0),
+            client: weak,
+        });
+        *me = Some(made.clone());
+        subs.queued.store(true, Ordering::Release);
+        subs.made.notify_one();
+        made
+    }
+
+    /// Queues a push for one client (a CLIENT TRACKING message), under
+    /// `limit` (its class's: `pubsub` while it is subscribed, else
+    /// `normal`); a close is counted in `closes`.
+    pub fn push_to<C: Member + 'static>(
+        &self,
+        client: &Arc<C>,
+        push: Push,
+        limit: ClassLimit,
+        closes: &AtomicU64,
+    ) {
+        let me = self.ensure_queue(client);
+        me.deliver(push, limit, self.now_ms(), closes);
+    }
+
     /// Subscribes `client` to each name, answering redis's confirmations.
     pub fn subscribe<C: Member + 'static>(
         &self,
@@ -338,23 +448,8 @@ impl Registry {
         names: Vec<Bytes>,
     ) -> Reply {
         let subs = client.subscriptions();
-        let weak = Arc::downgrade(client);
-        let weak: Weak<dyn Member> = weak;
-        let mut me = lock(&subs.me);
+        let me = self.ensure_queue(client);
         let mut own = lock(&subs.own);
-        let me = me
-            .get_or_insert_with(|| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                own.rx = Some(rx);
-                Arc::new(Subscriber {
-                    id: client.member_id(),
-                    tx,
-                    pending: AtomicU64::new(0),
-                    over_soft_since: AtomicU64::new(0),
-                    client: weak,
-                })
-            })
-            .clone();
         let mut tables = self.write();
         let mut replies = Vec::with_capacity(names.len());
         for name in names {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use respite_engine::{AppendFsync, Engine};
 use tokio::sync::Semaphore;
 
-use crate::clients::Pause;
+use crate::clients::{ClientHandle, Pause};
 use crate::config::Config;
 use crate::reply::Reply;
 use crate::sync::lock;
@@ -74,6 +74,8 @@ pub struct Shared {
     pub(crate) monitors: crate::monitor::Monitors,
     /// Pub/sub channels and patterns.
     pub(crate) pubsub: crate::pubsub::Registry,
+    /// CLIENT TRACKING's table.
+    pub(crate) tracking: crate::tracking::Tracking,
     /// When the server started.
     pub(crate) started: Instant,
     /// Resident memory once the engine was open (INFO's
@@ -127,6 +129,7 @@ impl Shared {
             pause: Default::default(),
             monitors: Default::default(),
             pubsub: Default::default(),
+            tracking: Default::default(),
             started: Instant::now(),
             startup_rss: crate::process::resident_bytes(),
             wants_replicas: AtomicBool::new(false),
@@ -202,6 +205,56 @@ pub fn install_notifications(shared: &Arc<Shared>) {
                 .publish_events(events, flags, limit, &sh.counters.output_limit_closes);
         }
     }));
+}
+
+/// Connects the writer's committed changes to CLIENT TRACKING's table
+/// (see `respite_engine::notify::Change`).
+pub fn install_tracking(shared: &Arc<Shared>) {
+    // Weak, as for the keyspace events.
+    let weak = Arc::downgrade(shared);
+    shared
+        .engine
+        .notifier()
+        .set_change_sink(Box::new(move |changes| {
+            if let Some(sh) = weak.upgrade() {
+                sh.tracking.invalidate(sh.as_ref(), changes);
+            }
+        }));
+}
+
+/// CLIENT TRACKING reaches clients through the registry and their push
+/// queues.
+impl crate::tracking::Clients for Shared {
+    type Client = ClientHandle;
+
+    fn find(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        lock(&self.clients).get(&id).cloned()
+    }
+
+    fn tracking_clients(&self) -> Vec<Arc<ClientHandle>> {
+        let mut all: Vec<Arc<ClientHandle>> = lock(&self.clients)
+            .values()
+            .filter(|c| c.tracking.is_on())
+            .cloned()
+            .collect();
+        all.sort_by_key(|c| c.id);
+        all
+    }
+
+    fn push(&self, to: &Arc<ClientHandle>, message: crate::pubsub::Invalidation) {
+        let limits = *lock(&self.settings.output_limits);
+        let limit = if to.pubsub.active() {
+            limits[2]
+        } else {
+            limits[0]
+        };
+        self.pubsub.push_to(
+            to,
+            crate::pubsub::Push::Tracking(message),
+            limit,
+            &self.counters.output_limit_closes,
+        );
+    }
 }
 
 /// The server's clock work: samples the counters for INFO's rates every

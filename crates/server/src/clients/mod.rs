@@ -96,6 +96,26 @@ pub struct ClientHandle {
     pub state: ClientState,
     /// Its pub/sub subscriptions.
     pub pubsub: crate::pubsub::Subscriptions,
+    /// CLIENT TRACKING's settings for it.
+    pub tracking: crate::tracking::ClientTracking,
+}
+
+impl crate::tracking::Tracker for ClientHandle {
+    fn tracker_id(&self) -> u64 {
+        self.id
+    }
+
+    fn tracking(&self) -> &crate::tracking::ClientTracking {
+        &self.tracking
+    }
+
+    fn resp3(&self) -> bool {
+        self.resp.load(Ordering::Relaxed) == 3
+    }
+
+    fn subscribed(&self) -> bool {
+        self.pubsub.active()
+    }
 }
 
 impl ClientHandle {
@@ -119,6 +139,7 @@ impl ClientHandle {
             user: Mutex::new("default".into()),
             state: Default::default(),
             pubsub: Default::default(),
+            tracking: Default::default(),
         }
     }
 
@@ -367,6 +388,8 @@ pub fn info_line(
     if lock(&c.blocked).is_some() {
         flags.push('b');
     }
+    let (tracking_flags, redir) = c.tracking.list_flags();
+    flags.push_str(&tracking_flags);
     if matches!(c.peer, Peer::Unix(_)) {
         flags.push('U');
     }
@@ -386,7 +409,7 @@ pub fn info_line(
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={tot_mem} events=r cmd={cmd} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={tot_mem} events=r cmd={cmd} user={} redir={redir} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr(),
         c.laddr(),

@@ -122,6 +122,13 @@ pub enum Client {
     NoTouch(bool),
     /// CLIENT GETREDIR (no tracking: -1)
     GetRedir,
+    /// CLIENT TRACKING ON|OFF [options]: its arguments after TRACKING,
+    /// checked when it runs (some checks depend on the client's state).
+    Tracking(Vec<Bytes>),
+    /// CLIENT CACHING YES|NO: its argument.
+    Caching(Bytes),
+    /// CLIENT TRACKINGINFO
+    TrackingInfo,
     /// CLIENT HELP
     Help,
 }
@@ -146,6 +153,15 @@ impl LocalCommand for Client {
             "INFO" => Client::Info(own_argv),
             "HELP" => Client::Help,
             "GETREDIR" => Client::GetRedir,
+            "TRACKINGINFO" => Client::TrackingInfo,
+            "CACHING" => Client::Caching(args.next()?),
+            "TRACKING" => {
+                let mut rest = Vec::new();
+                while let Some(a) = args.next_opt() {
+                    rest.push(a);
+                }
+                Client::Tracking(rest)
+            }
             "UNPAUSE" => Client::Unpause,
             "SETNAME" => Client::SetName(args.next()?),
             "SETINFO" => {
@@ -312,7 +328,36 @@ impl LocalCommand for Client {
                 st.no_touch.store(on, Ordering::Relaxed);
                 Reply::Ok
             }
-            Client::GetRedir => Reply::Int(-1),
+            Client::GetRedir => {
+                let t = s.client.tracking.settings();
+                Reply::Int(if t.on { t.redirect as i64 } else { -1 })
+            }
+            Client::Tracking(args) => return tracking(s, args).map(|()| Plan::Reply(Reply::Ok)),
+            Client::Caching(opt) => {
+                let t = s.client.tracking.settings();
+                if !t.on {
+                    return Err(CommandError::Other(
+                        "CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled".into(),
+                    ));
+                }
+                match upper(&opt).as_str() {
+                    "YES" if t.optin => s.client.tracking.set_caching(),
+                    "YES" => {
+                        return Err(CommandError::Other(
+                            "CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.".into(),
+                        ))
+                    }
+                    "NO" if t.optout => s.client.tracking.set_caching(),
+                    "NO" => {
+                        return Err(CommandError::Other(
+                            "CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.".into(),
+                        ))
+                    }
+                    _ => return Err(CommandError::Syntax),
+                }
+                Reply::Ok
+            }
+            Client::TrackingInfo => tracking_info(&s.client),
             Client::Help => help(
                 "CLIENT",
                 &[
@@ -371,6 +416,131 @@ impl LocalCommand for Client {
         };
         Ok(Plan::Reply(reply))
     }
+}
+
+/// CLIENT TRACKING, checked in redis's order: the options as they come
+/// (a REDIRECT to a client that does not exist is refused at once), then
+/// ON or OFF, then the options against each other and the client's state.
+fn tracking(s: &mut Session, args: Vec<Bytes>) -> Result<(), CommandError> {
+    let err = |m: &str| Err(CommandError::Other(m.into()));
+    let mut redirect: i64 = 0;
+    let (mut bcast, mut optin, mut optout, mut noloop) = (false, false, false, false);
+    let mut prefixes = Vec::new();
+    let mut i = 1;
+    while i < args.len() {
+        let more = i + 1 < args.len();
+        match upper(&args[i]).as_str() {
+            "REDIRECT" if more => {
+                i += 1;
+                if redirect != 0 {
+                    return err("A client can only redirect to a single other client");
+                }
+                redirect = crate::args::parse_i64(&args[i]).ok_or(CommandError::NotInteger)?;
+                let exists = u64::try_from(redirect)
+                    .is_ok_and(|id| lock(&s.shared.clients).contains_key(&id));
+                if !exists {
+                    return err("The client ID you want redirect to does not exist");
+                }
+            }
+            "BCAST" => bcast = true,
+            "OPTIN" => optin = true,
+            "OPTOUT" => optout = true,
+            "NOLOOP" => noloop = true,
+            "PREFIX" if more => {
+                i += 1;
+                prefixes.push(args[i].clone());
+            }
+            _ => return Err(CommandError::Syntax),
+        }
+        i += 1;
+    }
+    let current = s.client.tracking.settings();
+    match upper(&args[0]).as_str() {
+        "ON" => {
+            if !bcast && !prefixes.is_empty() {
+                return err("PREFIX option requires BCAST mode to be enabled");
+            }
+            if current.on && current.bcast != bcast {
+                return err("You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.");
+            }
+            if bcast && (optin || optout) {
+                return err("OPTIN and OPTOUT are not compatible with BCAST");
+            }
+            if optin && optout {
+                return err("You can't specify both OPTIN mode and OPTOUT mode");
+            }
+            if (optin && current.optout) || (optout && current.optin) {
+                return err("You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
+            }
+            if bcast {
+                if let Some(e) = crate::tracking::overlap_error(&prefixes, &current.prefixes) {
+                    return Err(CommandError::Other(e));
+                }
+            }
+            let options = crate::tracking::Settings {
+                redirect: redirect as u64,
+                bcast,
+                optin,
+                optout,
+                noloop,
+                prefixes: prefixes.into_iter().collect(),
+                ..Default::default()
+            };
+            s.shared
+                .tracking
+                .enable(s.shared.engine.notifier(), s.client.as_ref(), options);
+            // A tracker without REDIRECT gets its messages on its own
+            // connection.
+            if redirect == 0 {
+                s.shared.pubsub.ensure_queue(&s.client);
+            }
+        }
+        "OFF" => s
+            .shared
+            .tracking
+            .disable(s.shared.engine.notifier(), s.client.as_ref()),
+        _ => return Err(CommandError::Syntax),
+    }
+    Ok(())
+}
+
+/// CLIENT TRACKINGINFO: a map of `flags` (a set), `redirect`, `prefixes`.
+fn tracking_info(c: &ClientHandle) -> Reply {
+    let t = c.tracking.settings();
+    let caching = c.tracking.caching();
+    let mut flags = vec![Reply::bulk(if t.on { "on" } else { "off" })];
+    if t.bcast {
+        flags.push(Reply::bulk("bcast"));
+    }
+    if t.optin {
+        flags.push(Reply::bulk("optin"));
+        if caching {
+            flags.push(Reply::bulk("caching-yes"));
+        }
+    }
+    if t.optout {
+        flags.push(Reply::bulk("optout"));
+        if caching {
+            flags.push(Reply::bulk("caching-no"));
+        }
+    }
+    if t.noloop {
+        flags.push(Reply::bulk("noloop"));
+    }
+    if t.broken {
+        flags.push(Reply::bulk("broken_redirect"));
+    }
+    Reply::Map(vec![
+        (Reply::bulk("flags"), Reply::Set(flags)),
+        (
+            Reply::bulk("redirect"),
+            Reply::Int(if t.on { t.redirect as i64 } else { -1 }),
+        ),
+        (
+            Reply::bulk("prefixes"),
+            Reply::Array(t.prefixes.into_iter().map(Reply::Bulk).collect()),
+        ),
+    ])
 }
 
 fn parse_kill(args: &mut Args, shared: &Shared) -> Result<KillFilter, CommandError> {
@@ -476,6 +646,6 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
         Spec::local::<Client>("client")
-            .with_subcommands("CLIENT", &["getname", "getredir", "help", "id", "info", "kill", "list", "no-evict", "no-touch", "pause", "reply", "setinfo", "setname", "unblock", "unpause"]),
+            .with_subcommands("CLIENT", &["caching", "getname", "getredir", "help", "id", "info", "kill", "list", "no-evict", "no-touch", "pause", "reply", "setinfo", "setname", "tracking", "trackinginfo", "unblock", "unpause"]),
     ]
 }

@@ -833,12 +833,19 @@ impl Fcall {
                 None => (false, false, String::new()),
             }
         };
+        let keys = command
+            .get(2)
+            .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok())
+            .and_then(|n| command.get(3..3usize.checked_add(n)?))
+            .map(<[Bytes]>::to_vec)
+            .unwrap_or_default();
         let launch = Launch {
             eval: false,
             name,
             command: command.clone(),
             read_only: ro || no_writes,
             may_publish: publishes,
+            keys,
         };
         launch.plan(s, move |host| fcall(host, command, ro))
     }

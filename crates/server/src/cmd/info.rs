@@ -224,7 +224,7 @@ fn clients(sh: &Shared, out: &mut String) {
         "client_recent_max_input_buffer" => max_input,
         "client_recent_max_output_buffer" => max_output,
         "blocked_clients" => blocked + sh.pause.waiting(),
-        "tracking_clients" => 0,
+        "tracking_clients" => sh.tracking.clients(),
         "clients_in_timeout_table" => blocked,
     );
 }
@@ -480,9 +480,9 @@ fn stats(sh: &Shared, out: &mut String) {
         "active_defrag_key_misses" => 0,
         "total_active_defrag_time" => 0,
         "current_active_defrag_time" => 0,
-        "tracking_total_keys" => 0,
-        "tracking_total_items" => 0,
-        "tracking_total_prefixes" => 0,
+        "tracking_total_keys" => sh.tracking.sizes().0,
+        "tracking_total_items" => sh.tracking.sizes().1,
+        "tracking_total_prefixes" => sh.tracking.sizes().2,
         "unexpected_error_replies" => 0,
         "total_error_replies" => c.error_replies.load(Ordering::Relaxed),
         "dump_payload_sanitizations" => 0,

@@ -268,7 +268,7 @@ impl Filter {
 /// `getKeysFromCommandWithSpecs` finds them (positions index `argv`,
 /// where 0 is the command name). `None` where redis finds the arguments
 /// invalid.
-fn find_keys(m: &Meta, argv: &[Bytes]) -> Option<Vec<(usize, &'static [&'static str])>> {
+pub(crate) fn find_keys(m: &Meta, argv: &[Bytes]) -> Option<Vec<(usize, &'static [&'static str])>> {
     let specs_usable = m.key_specs.iter().any(|k| !k.flags.contains(&"not_key"))
         && !m
             .key_specs

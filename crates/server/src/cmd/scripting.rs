@@ -454,6 +454,7 @@ impl Eval {
             command: Vec::new(),
             read_only: self.read_only || (!flags.compat && flags.no_writes),
             may_publish: may_publish(&script.body),
+            keys: self.keys.clone(),
         };
         let (keys, args) = (self.keys, self.args);
         Ok(launch.plan(s, move |host| {
@@ -489,6 +490,10 @@ pub(crate) struct Launch {
     pub(crate) read_only: bool,
     /// See [`may_publish`].
     pub(crate) may_publish: bool,
+    /// The keys the call declares: CLIENT TRACKING remembers them for a
+    /// tracking caller whose script called a read command (redis's `call`
+    /// remembers the caller's command's keys).
+    pub(crate) keys: Vec<Bytes>,
 }
 
 /// What runs the script once its host is set up: its reply, or an error
@@ -526,6 +531,8 @@ impl Launch {
 
     fn plan_boxed(self, s: &Session, run: RunFn) -> Plan {
         let shared = s.shared.clone();
+        let caller = s.client.clone();
+        let tracked = self.keys;
         let (db, resp3, touches) = (s.db(), s.resp3(), s.touches());
         let acl = ScriptAcl::of(s);
         if self.read_only {
@@ -540,6 +547,12 @@ impl Launch {
                 host.reader_kill = Some(kill);
                 let result = run(&mut host);
                 end_reader_run(id);
+                if host.ctx.read && caller.tracking.is_on() {
+                    shared
+                        .tracking
+                        .remember(caller.as_ref(), tracked.iter().cloned());
+                    shared.tracking.limit(shared.as_ref());
+                }
                 result.unwrap_or_else(Reply::from)
             });
             let needs = crate::command::ReadNeeds {
@@ -564,6 +577,14 @@ impl Launch {
                 begin_run(self.eval, self.name, self.command);
                 let result = run(&mut host);
                 end_run();
+                // CLIENT TRACKING: here on the writer, before the group
+                // that ran the script commits.
+                if host.ctx.read && caller.tracking.is_on() {
+                    shared
+                        .tracking
+                        .remember(caller.as_ref(), tracked.iter().cloned());
+                    shared.tracking.limit(shared.as_ref());
+                }
                 let published = std::mem::take(&mut host.ctx.published);
                 (result, host.fatal.take(), published)
             };

@@ -157,6 +157,9 @@ fn run(
     if write {
         ctx.wrote = true;
     }
+    if described.has_flag("readonly") {
+        ctx.read = true;
+    }
     (spec.call)(ctx, Args::after_name(request), target)
 }
 

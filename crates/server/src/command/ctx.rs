@@ -34,6 +34,10 @@ pub struct Ctx<'a> {
     /// (NOREPLICAS, a full disk) are no longer made, so a script is never
     /// stopped half-way for them.
     pub wrote: bool,
+    /// A command with the `readonly` flag has been called through this
+    /// context (for CLIENT TRACKING: a script that read has its declared
+    /// keys remembered for its caller, as redis does).
+    pub read: bool,
     /// An ACL check [`call`](super::call) runs for each command after its
     /// arity and script checks (the table row's index and the request,
     /// name first): a refusal is the command's error. `None`: no check.
@@ -73,6 +77,7 @@ impl<'a> Ctx<'a> {
             touches,
             subscribed: false,
             wrote: false,
+            read: false,
             authorize: None,
             published: Vec::new(),
             server,

@@ -41,7 +41,13 @@ fn unknown_command(request: &[Bytes]) -> CommandError {
 pub fn dispatch(session: &mut Session, request: Vec<Bytes>) -> Plan {
     session.acl.refresh(&session.shared.acl);
     let reply_mode = session.client.state.reply_mode();
+    let is_client = request[0].eq_ignore_ascii_case(b"client");
     let plan = dispatch_inner(session, request);
+    // CLIENT CACHING counts for the next command, or the next transaction
+    // (redis's `resetClient`).
+    if session.multi.is_none() && !is_client {
+        session.client.tracking.command_done();
+    }
     session
         .client
         .state
@@ -93,6 +99,9 @@ pub(crate) fn try_dispatch(
             _ => e,
         })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
+    if session.client.tracking.is_on() {
+        remember_keys(session, spec, &request);
+    }
     let mut tracking = super::track::Tracking::new(session, spec, &request);
     let started = std::time::Instant::now();
     let plan =
@@ -100,6 +109,33 @@ pub(crate) fn try_dispatch(
     // MONITOR shows the database as it is after the command (SELECT's).
     tracking.set_db(session.db());
     Ok(super::track::track(plan, started, tracking))
+}
+
+/// CLIENT TRACKING: a read-only command's keys are remembered for its
+/// client before it is planned, so before its read starts (see
+/// `crate::tracking`), as redis's `call` remembers them after running it.
+/// EVAL_RO and its kin do not count themselves (the commands their
+/// scripts run would), nor do pub/sub commands.
+fn remember_keys(session: &Session, spec: &Spec, request: &[Bytes]) {
+    let meta = spec.described(request.get(1).map(|b| &b[..]));
+    if !meta.flags.contains(&"readonly")
+        || meta.flags.contains(&"pubsub")
+        || matches!(meta.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+    {
+        return;
+    }
+    let Some(keys) = crate::cmd::introspection::find_keys(meta, request) else {
+        return;
+    };
+    if keys.is_empty() {
+        return;
+    }
+    session.shared.tracking.remember(
+        session.client.as_ref(),
+        keys.into_iter()
+            .filter_map(|(at, _)| request.get(at).cloned()),
+    );
+    session.shared.tracking.limit(session.shared.as_ref());
 }
 
 /// What can be refused without running the command: an unknown name, no

@@ -217,6 +217,8 @@ pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
             Plan::ReplyAndClose(r)
         }
         Plan::Write(op) => Plan::Write(Box::new(move |txn| {
+            // Whose change it is, for CLIENT TRACKING's NOLOOP.
+            txn.origin = t.caller.id;
             let began = Instant::now();
             let result = op(txn);
             match &result {

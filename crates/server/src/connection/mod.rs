@@ -77,6 +77,10 @@ where
     tokio::pin!(killed);
     let stopping = shutdown.wait_for(|down| *down);
     tokio::pin!(stopping);
+    // Another client's CLIENT TRACKING REDIRECT may give this connection a
+    // push queue while it is idle (it fires at most once that matters).
+    let queue_made = client.pubsub.made.notified();
+    tokio::pin!(queue_made);
     // Writes every reply gathered so far (see `Turn::finish`): at the end
     // of each turn, and before a command that waits (a pause, a blocking
     // pop), whose client may be waiting for those replies meanwhile.
@@ -113,6 +117,10 @@ where
                     mode::Woken::Push => None,
                     mode::Woken::Closed => break,
                 },
+                _ = &mut queue_made, if !listens => {
+                    mode.adopt_queue(&client);
+                    None
+                }
                 _ = &mut killed => break,
                 _ = &mut stopping => break,
             };

@@ -79,7 +79,9 @@ impl Mode {
     /// Whether no filter applies to this connection's commands, so the
     /// fast paths (plain GET and SET) may take them.
     pub(super) fn plain(&self, session: &Session) -> bool {
-        self.monitor.is_none() && !self.subscribed_resp2(session)
+        self.monitor.is_none()
+            && !self.subscribed_resp2(session)
+            && !session.client.tracking.is_on()
     }
 
     /// RESP2 subscribed mode: only a few commands run.
@@ -222,11 +224,20 @@ impl Mode {
         } else if client.state.monitor.is_monitoring() {
             self.monitor = shared.monitors.take(&client.state.monitor);
         }
-        if self.pushes.is_none() && client.pubsub.active() {
-            self.pushes = client.pubsub.take_queue();
-        }
+        self.adopt_queue(client);
         if request_was_reset {
             shared.pubsub.forget(client.as_ref());
+            shared
+                .tracking
+                .disable(shared.engine.notifier(), client.as_ref());
+        }
+    }
+
+    /// Takes the client's push queue once it exists (a subscription, or
+    /// CLIENT TRACKING: its own, or another client's redirect to it).
+    pub(super) fn adopt_queue(&mut self, client: &crate::clients::ClientHandle) {
+        if self.pushes.is_none() && client.pubsub.queued() {
+            self.pushes = client.pubsub.take_queue();
         }
     }
 
@@ -237,5 +248,6 @@ impl Mode {
             shared.monitors.stop(&client.state.monitor);
         }
         shared.pubsub.forget(client);
+        shared.tracking.disable(shared.engine.notifier(), client);
     }
 }
