@@ -47,6 +47,8 @@ pub struct Txn<'s, 'c> {
     pub(crate) notify: u32,
     /// The events this operation produced, in order.
     pub(crate) events: Vec<crate::notify::Event>,
+    /// Its changes that name no key, for replication (see `propagate.rs`).
+    pub(crate) whole: Vec<crate::propagate::Whole>,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -72,6 +74,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             thresholds,
             notify: 0,
             events: Vec::new(),
+            whole: Vec::new(),
         }
     }
 
@@ -129,6 +132,13 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// its first write is its own reply, not a reason to roll back).
     pub fn changes(&self) -> u64 {
         self.changes
+    }
+
+    /// A read transaction on a new connection, pinned to the last commit:
+    /// the state before the open group (see `propagate.rs`).
+    pub fn pin_read(&self) -> crate::Result<crate::propagate::PinnedRead> {
+        let path = self.conn().path().unwrap_or_default().to_owned();
+        crate::propagate::PinnedRead::open(std::path::Path::new(&path))
     }
 
     /// For batches of fixed SQL run once (FLUSHALL).

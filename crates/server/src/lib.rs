@@ -40,6 +40,7 @@ pub mod params;
 pub mod process;
 pub mod protected;
 pub mod pubsub;
+pub mod repl;
 pub mod reply;
 pub mod request;
 pub mod service;
@@ -63,6 +64,7 @@ pub use state::Shared;
 /// drain runs (see [`service`]).
 pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     state::install_notifications(&shared);
+    repl::install(&shared);
     shared.tls.set(listeners.tls_config());
     if let Some(port) = listeners.tcp_port() {
         shared
