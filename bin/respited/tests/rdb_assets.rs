@@ -61,7 +61,9 @@ fn compare(name: &str) -> usize {
         .unwrap();
     let report = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{name}: {report}");
-    let server = Respited::start_in(ours_dir.path(), &[]);
+    let conf = ours_dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(ours_dir.path(), &["--config", conf.to_str().unwrap()]);
     let mut ours = server.client();
     let mut theirs = redis.client();
     let mut n = 0;

@@ -23,6 +23,15 @@ use redis::Connection;
 /// Databases the load writes to.
 const DBS: [u32; 3] = [0, 2, 5];
 
+/// A respited that allows DEBUG (DIGEST, DIGEST-VALUE), with its directory.
+fn debug_server() -> (tempfile::TempDir, Respited) {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    (dir, server)
+}
+
 fn con_db(port: u16, db: u32) -> Connection {
     redis::Client::open(format!("redis://127.0.0.1:{port}/{db}"))
         .expect("client")
@@ -262,7 +271,7 @@ fn run_load(port: u16, clients: u64, secs: u64, during: impl FnOnce()) -> u64 {
 
 #[test]
 fn a_redis_replica_follows_a_respite_master_under_load() {
-    let server = Respited::start(&[]);
+    let (_dir, server) = debug_server();
     let Some(_probe) = RedisServer::start() else {
         return;
     };
@@ -363,7 +372,7 @@ fn a_redis_replica_follows_a_respite_master_under_load() {
 
 #[test]
 fn a_restarted_replica_synchronizes_again_in_full() {
-    let server = Respited::start(&[]);
+    let (_dir, server) = debug_server();
     populate(server.port, 100);
     let port = free_port();
     // The replica writes the RDB it receives into its directory.
@@ -451,7 +460,7 @@ fn read_at_least(s: &mut std::net::TcpStream, buf: &mut Vec<u8>, n: usize) {
 
 #[test]
 fn psync_speaks_redis_protocol_byte_for_byte() {
-    let server = Respited::start(&[]);
+    let (_dir, server) = debug_server();
     let mut c = server.client();
     let _: () = redis::cmd("SET")
         .arg("before")
@@ -571,7 +580,7 @@ fn redis_cli_rdb_gets_a_file_redis_server_loads() {
         common::skip_unless_required("redis-cli not found", "RESPITE_REQUIRE_REDIS");
         return;
     }
-    let server = Respited::start(&[]);
+    let (_dir, server) = debug_server();
     populate(server.port, 50);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("dump.rdb");

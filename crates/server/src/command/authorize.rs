@@ -91,7 +91,7 @@ impl ScriptAcl {
         Some(ScriptAcl {
             user: session.acl.user.clone(),
             shared: session.shared.clone(),
-            client: super::session::client_line(&session.client, None, None),
+            client: super::track::client_line(&session.client, None, None),
         })
     }
 
