@@ -478,7 +478,8 @@ fn psync_speaks_redis_protocol_byte_for_byte() {
     let text = String::from_utf8_lossy(&buf).into_owned();
     assert!(text.starts_with("+OK\r\n+OK\r\n"), "{text:?}");
     while !buf.windows(2).skip(10).any(|w| w == b"\r\n") {
-        read_at_least(&mut raw, &mut buf, buf.len() + 1);
+        let want = buf.len() + 1;
+        read_at_least(&mut raw, &mut buf, want);
     }
     let line_end = 10 + buf[10..].windows(2).position(|w| w == b"\r\n").unwrap();
     let line = String::from_utf8_lossy(&buf[10..line_end]).into_owned();
@@ -506,7 +507,8 @@ fn psync_speaks_redis_protocol_byte_for_byte() {
         break;
     }
     while !buf[at..].windows(2).any(|w| w == b"\r\n") {
-        read_at_least(&mut raw, &mut buf, buf.len() + 1);
+        let want = buf.len() + 1;
+        read_at_least(&mut raw, &mut buf, want);
     }
     assert_eq!(buf[at], b'$');
     let end = at + buf[at..].windows(2).position(|w| w == b"\r\n").unwrap();
