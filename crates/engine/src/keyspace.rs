@@ -961,6 +961,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.touch_watched_in(Some(db))?;
         self.changing_all();
         self.flushed = true;
+        self.whole.push(crate::propagate::Whole::FlushDb(db));
         self.stmt(
             "INSERT OR IGNORE INTO dropped (id, type)
              SELECT id, type FROM keys WHERE db = ?1 AND id IS NOT NULL AND type != 0",
@@ -975,6 +976,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.touch_watched_in(None)?;
         self.changing_all();
         self.flushed = true;
+        self.whole.push(crate::propagate::Whole::FlushAll);
         self.conn().execute_batch(
             "DELETE FROM strings; DELETE FROM keys; DELETE FROM hashes; DELETE FROM sets;
              DELETE FROM lists; DELETE FROM zsets; DELETE FROM zblocks; DELETE FROM dropped;
@@ -1004,6 +1006,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             }
         }
         self.changing_all();
+        self.whole.push(crate::propagate::Whole::SwapDb(a, b));
         // Through a number no database has, so no primary key collides.
         self.stmt("UPDATE keys SET db = -1 WHERE db = ?1")?
             .execute([a])?;

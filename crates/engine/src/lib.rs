@@ -54,6 +54,7 @@ pub mod keyspace;
 pub mod list;
 pub mod notify;
 pub mod owner;
+pub mod propagate;
 pub mod read_pool;
 pub mod replica;
 pub mod schema;
@@ -295,6 +296,7 @@ pub struct Engine<R: Send + 'static> {
     blocking: Arc<Blocking>,
     /// Keyspace notifications (see `notify.rs`).
     notifier: Arc<notify::Notifier>,
+    propagation: Arc<propagate::Propagation>,
     snapshots: Arc<Snapshots>,
     snapshot_path: PathBuf,
     /// Goes up every time the writer finishes an operation or goes round
@@ -389,6 +391,7 @@ impl<R: Send + 'static> Engine<R> {
         let blocking = Arc::new(Blocking::default());
         let notifier = notify::Notifier::new();
         access.notify_misses_to(notifier.clone());
+        let propagation = Arc::new(propagate::Propagation::default());
         let progress = Arc::new(AtomicU64::new(0));
         let disk = Arc::new(Disk::new(
             &config.path,
@@ -435,6 +438,7 @@ impl<R: Send + 'static> Engine<R> {
             thresholds: thresholds.clone(),
             blocking: blocking.clone(),
             notifier: notifier.clone(),
+            propagation: propagation.clone(),
             progress: progress.clone(),
             disk: disk.clone(),
             memory: memory.clone(),
@@ -484,6 +488,7 @@ impl<R: Send + 'static> Engine<R> {
             thresholds,
             blocking,
             notifier,
+            propagation,
             snapshots,
             snapshot_path: config.snapshot_path(),
             progress,
@@ -544,6 +549,7 @@ impl<R: Send + 'static> Engine<R> {
             thresholds: Arc::new(encoding::Thresholds::default()),
             blocking: Arc::new(Blocking::default()),
             notifier: notify::Notifier::new(),
+            propagation: Arc::new(propagate::Propagation::default()),
             snapshots: Arc::new(Snapshots::new(&config.path, &config.snapshot_path())),
             snapshot_path: config.snapshot_path(),
             progress,
@@ -622,6 +628,11 @@ impl<R: Send + 'static> Engine<R> {
     /// go (see `notify.rs`).
     pub fn notifier(&self) -> &Arc<notify::Notifier> {
         &self.notifier
+    }
+
+    /// Replication's feed of committed operations (see [`propagate`]).
+    pub fn propagation(&self) -> &Arc<propagate::Propagation> {
+        &self.propagation
     }
 
     /// The encoding thresholds writes follow (CONFIG SET

@@ -53,6 +53,8 @@ pub struct Txn<'s, 'c> {
     /// FLUSHDB or FLUSHALL ran in this operation (CLIENT TRACKING then
     /// invalidates every key instead of the keys touched).
     pub(crate) flushed: bool,
+    /// Its changes that name no key, for replication (see `propagate.rs`).
+    pub(crate) whole: Vec<crate::propagate::Whole>,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -80,6 +82,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             events: Vec::new(),
             origin: 0,
             flushed: false,
+            whole: Vec::new(),
         }
     }
 
@@ -137,6 +140,13 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// its first write is its own reply, not a reason to roll back).
     pub fn changes(&self) -> u64 {
         self.changes
+    }
+
+    /// A read transaction on a new connection, pinned to the last commit:
+    /// the state before the open group (see `propagate.rs`).
+    pub fn pin_read(&self) -> crate::Result<crate::propagate::PinnedRead> {
+        let path = self.conn().path().unwrap_or_default().to_owned();
+        crate::propagate::PinnedRead::open(std::path::Path::new(&path))
     }
 
     /// For batches of fixed SQL run once (FLUSHALL).

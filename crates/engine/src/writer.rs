@@ -142,6 +142,8 @@ pub(crate) struct WriterSettings {
     /// Keyspace notifications: the classes wanted, and where a committed
     /// group's events go (see `notify.rs`).
     pub notifier: Arc<crate::notify::Notifier>,
+    /// Replication's feed (see `propagate.rs`).
+    pub propagation: Arc<crate::propagate::Propagation>,
     /// Raised at every operation and every turn of the loop (see
     /// `Engine::writer_progress`).
     pub progress: Arc<std::sync::atomic::AtomicU64>,
@@ -305,6 +307,9 @@ struct Writer<'s, 'c, R> {
     /// The changes of the transaction just committed, for CLIENT TRACKING
     /// (made only while a client tracks; see `notify.rs`).
     changes: Vec<crate::notify::Change>,
+    /// The open transaction's operations as commands for the replicas,
+    /// handed on once it commits (see `propagate.rs`).
+    propagated: Vec<Vec<crate::propagate::Command>>,
     /// The WAL index's counters when last looked at, to notice a
     /// checkpoint another process ran (external mode).
     last_frames: Option<crate::checkpointer::WalFrames>,
@@ -376,6 +381,7 @@ pub(crate) fn run<R: Send + 'static>(
         events: Vec::new(),
         marks: Vec::new(),
         changes: Vec::new(),
+        propagated: Vec::new(),
         last_measure: Instant::now(),
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
         last_frames: None,
@@ -548,6 +554,8 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// before writing has changed nothing; one that fails after writing
     /// poisons the transaction, which is then rolled back whole.
     fn run_op(&mut self, op: WriteOp<R>) -> Result<R> {
+        // Where this operation's keys start in the transaction's list.
+        let first_key = self.touched.keys().len();
         let mut txn = new_txn(self.stmts, &self.settings);
         // A panicking operation (a bug in a command) fails alone, and takes
         // its transaction down like a failure after writing: what it did
@@ -566,6 +574,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         let touched = txn.take_touched();
         self.marks.push(Mark::of(self.touched.keys().len(), &txn));
+        let whole = std::mem::take(&mut txn.whole);
         // WATCH and EXEC run on this thread too, so raising the versions
         // here, as the write happens, orders them exactly (see `watch.rs`).
         self.settings.watches.touch(&touched);
@@ -584,7 +593,39 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         } else {
             self.touched.absorb(touched);
         }
+        if result.is_ok() && self.poisoned.is_none() {
+            self.propagate(first_key, &whole);
+        }
         result
+    }
+
+    /// Notes, for the replicas, what the operation that changed the keys
+    /// from `first_key` on (and the `whole` changes) did; a small, separate
+    /// step after each operation (see `propagate.rs`).
+    fn propagate(&mut self, first_key: usize, whole: &[crate::propagate::Whole]) {
+        let Some(sink) = self.settings.propagation.sink() else {
+            return;
+        };
+        let keys = &self.touched.keys()[first_key.min(self.touched.keys().len())..];
+        if keys.is_empty() && whole.is_empty() {
+            return;
+        }
+        let view = crate::view::View::at(self.stmts, crate::view::now_ms());
+        let commands = sink.effects(&view, keys, whole);
+        if !commands.is_empty() {
+            self.propagated.push(commands);
+        }
+    }
+
+    /// Hands the committed transaction's commands to the replicas.
+    fn propagate_committed(&mut self) {
+        let ops = std::mem::take(&mut self.propagated);
+        if ops.is_empty() {
+            return;
+        }
+        if let Some(sink) = self.settings.propagation.sink() {
+            sink.committed(ops);
+        }
     }
 
     /// Serves the clients blocked on the `ready` keys, which a write just
@@ -674,6 +715,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             Ok(()) => {
                 self.stats
                     .record_commit(ops, self.failed_in_txn, micros, true);
+                self.propagate_committed();
                 // Before any reply of the group goes out, and only now
                 // that the commit is visible to every new read (see
                 // `notify.rs`).
@@ -691,6 +733,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 }
             }
             Err(e) => {
+                self.propagated.clear();
                 tracing::error!(error = %e, ops, "commit failed; the whole batch is answered with errors");
                 let _ = self.exec("ROLLBACK");
                 let msg = e.to_string();
@@ -1002,7 +1045,12 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             self.marks.clear();
             self.marks.push(Mark::of(0, &txn));
             let events = txn.take_events();
-            self.commit()?;
+            self.propagate(0, &[]);
+            if let Err(e) = self.commit() {
+                self.propagated.clear();
+                return Err(e.into());
+            }
+            self.propagate_committed();
             let changes = std::mem::take(&mut self.changes);
             self.settings.notifier.publish_changes(changes);
             self.settings.notifier.publish(events);
@@ -1071,7 +1119,12 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             self.touched = touched;
             self.marks.clear();
             self.marks.push(Mark::of(0, &txn));
-            self.commit()?;
+            self.propagate(0, &[]);
+            if let Err(e) = self.commit() {
+                self.propagated.clear();
+                return Err(e.into());
+            }
+            self.propagate_committed();
             let changes = std::mem::take(&mut self.changes);
             self.settings.notifier.publish_changes(changes);
             Ok(step)

@@ -40,6 +40,7 @@ pub mod params;
 pub mod process;
 pub mod protected;
 pub mod pubsub;
+pub mod repl;
 pub mod reply;
 pub mod request;
 pub mod service;
@@ -65,6 +66,7 @@ pub use state::Shared;
 pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     state::install_notifications(&shared);
     state::install_tracking(&shared);
+    repl::install(&shared);
     shared.tls.set(listeners.tls_config());
     if let Some(port) = listeners.tcp_port() {
         shared

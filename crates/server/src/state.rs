@@ -100,6 +100,8 @@ pub struct Shared {
     pub acl: crate::acl::Acl,
     /// The TLS configuration new handshakes use (reloaded on SIGHUP).
     pub tls: crate::tls::TlsState,
+    /// Replication, as a master (see `repl.rs`).
+    pub repl: Arc<crate::repl::Master>,
 }
 
 impl Shared {
@@ -139,6 +141,7 @@ impl Shared {
             binding: crate::binding::Binding::new(&config),
             protected_log: Default::default(),
             tls: Default::default(),
+            repl: Default::default(),
             acl: crate::acl::Acl::new(config.requirepass.as_deref()),
             config,
         };

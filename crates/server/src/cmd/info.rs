@@ -454,9 +454,9 @@ fn stats(sh: &Shared, out: &mut String) {
         "instantaneous_input_repl_kbps" => "0.00",
         "instantaneous_output_repl_kbps" => "0.00",
         "rejected_connections" => c.rejected_connections.load(Ordering::Relaxed),
-        "sync_full" => 0,
-        "sync_partial_ok" => 0,
-        "sync_partial_err" => 0,
+        "sync_full" => sh.repl.counters.full.load(std::sync::atomic::Ordering::Relaxed),
+        "sync_partial_ok" => sh.repl.counters.partial_ok.load(std::sync::atomic::Ordering::Relaxed),
+        "sync_partial_err" => sh.repl.counters.partial_err.load(std::sync::atomic::Ordering::Relaxed),
         "expired_keys" => engine.expired_keys,
         "expired_stale_perc" => "0.00",
         "expired_time_cap_reached_count" => 0,
@@ -535,17 +535,35 @@ fn replication(sh: &Shared, out: &mut String) {
     } else {
         fields!(out, "role" => "master");
     }
+    let master = &sh.repl;
+    let replicas = master.replicas();
+    fields!(out, "connected_slaves" => replicas.len());
+    for (i, r) in replicas.iter().enumerate() {
+        out.push_str(&format!(
+            "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
+            r.ip,
+            r.port,
+            r.state(),
+            r.ack.load(std::sync::atomic::Ordering::Relaxed),
+            master.lag_secs(r),
+        ));
+    }
+    let (first, histlen) = if master.backlog_active() {
+        offset = master.offset();
+        master.backlog_range()
+    } else {
+        (0, 0)
+    };
     fields!(out,
-        "connected_slaves" => 0,
         "master_failover_state" => "no-failover",
         "master_replid" => sh.stats.replid(),
         "master_replid2" => "0000000000000000000000000000000000000000",
         "master_repl_offset" => offset,
         "second_repl_offset" => -1,
-        "repl_backlog_active" => 0,
-        "repl_backlog_size" => 1048576,
-        "repl_backlog_first_byte_offset" => 0,
-        "repl_backlog_histlen" => 0,
+        "repl_backlog_active" => i32::from(master.backlog_active()),
+        "repl_backlog_size" => crate::repl::BACKLOG_SIZE,
+        "repl_backlog_first_byte_offset" => first,
+        "repl_backlog_histlen" => histlen,
     );
 }
 

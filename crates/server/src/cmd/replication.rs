@@ -1,17 +1,17 @@
-//! WAIT, WAITAOF and ROLE: the replication commands, for a server that has
-//! no replicas.
+//! The replication commands: REPLCONF, PSYNC and SYNC (a replica's side of
+//! the handshake; the link itself is served by `crate::repl`), WAIT,
+//! WAITAOF and ROLE.
 //!
-//! Client libraries call WAIT after writes they want on replicas, and
-//! WAITAOF (redis 7.2) to learn that a write reached the local disk. respite
-//! is always a master with no replicas, and with `appendfsync always` a
-//! write is on disk before it is acknowledged; so these answer as a
-//! redis-server master without replicas would: WAIT counts 0 replicas,
-//! WAITAOF reports the local fsync. Asking for replicas that will never
-//! come blocks until the timeout, as in redis (0 blocks until the client
-//! goes), in the same machinery as BLPOP (so CLIENT UNBLOCK and CLIENT
-//! KILL end it); inside MULTI nothing blocks and the count is answered at
-//! once.
+//! WAIT counts the replicas that acknowledged the master's offset as it
+//! was when WAIT ran (every write this client was answered for is in it),
+//! asking them with `REPLCONF GETACK *`; short of the number asked for it
+//! blocks until enough acknowledge or the timeout passes, in the same
+//! machinery as BLPOP (so CLIENT UNBLOCK and CLIENT KILL end it); inside
+//! MULTI nothing blocks and the count is answered at once. WAITAOF (redis
+//! 7.2) reports the local fsync: with `appendfsync always` a write is on
+//! disk before it is acknowledged; replicas' fsyncs are not counted.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,6 +62,36 @@ impl Blocker for NoReplicas {
     }
 }
 
+/// Waits for replicas' acknowledgements of `target`: woken by
+/// `crate::repl::Master` when enough arrived, else at its timeout; either
+/// way the reply is the count at that moment.
+struct AckWait {
+    master: Arc<crate::repl::Master>,
+    target: u64,
+    replicas: usize,
+    timeout: Option<Duration>,
+}
+
+impl Blocker for AckWait {
+    fn keys(&self) -> Vec<(u32, Bytes)> {
+        Vec::new()
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+    fn try_pop(
+        &self,
+        _txn: &mut Txn<'_, '_>,
+        _ready: Option<(u32, &[u8])>,
+    ) -> Result<Option<Reply>, CommandError> {
+        let acked = self.master.acked(self.target);
+        Ok((acked >= self.replicas).then_some(Reply::Int(acked as i64)))
+    }
+    fn timeout_reply(&self) -> Reply {
+        Reply::Int(self.master.acked(self.target) as i64)
+    }
+}
+
 /// `WAIT numreplicas timeout`
 pub struct Wait {
     numreplicas: i64,
@@ -78,13 +108,25 @@ impl LocalCommand for Wait {
         })
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        let reply = Reply::Int(0);
-        if self.numreplicas <= 0 || s.multi.is_some() {
-            return Ok(Plan::Reply(reply));
+        if s.shared.engine.is_replica() {
+            return Err(CommandError::Other(
+                "WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".into(),
+            ));
         }
-        Ok(Plan::Block(Arc::new(NoReplicas {
+        let master = s.shared.repl.clone();
+        let target = master.offset();
+        let acked = master.acked(target);
+        if self.numreplicas <= acked as i64 || s.multi.is_some() {
+            return Ok(Plan::Reply(Reply::Int(acked as i64)));
+        }
+        let replicas = usize::try_from(self.numreplicas).unwrap_or(usize::MAX);
+        master.wait_for(&s.client, target, replicas, self.timeout);
+        master.request_ack();
+        Ok(Plan::Block(Arc::new(AckWait {
+            master,
+            target,
+            replicas,
             timeout: self.timeout,
-            reply,
         })))
     }
 }
@@ -159,11 +201,120 @@ impl LocalCommand for Role {
                 Reply::Int(position.map_or(0, |p| p.offset() as i64)),
             ])));
         }
+        let master = &s.shared.repl;
+        let replicas = master
+            .replicas()
+            .into_iter()
+            .filter(|r| r.state() == "online")
+            .map(|r| {
+                Reply::Array(vec![
+                    Reply::bulk(r.ip.clone()),
+                    Reply::bulk(r.port.to_string()),
+                    Reply::bulk(r.ack.load(Ordering::Relaxed).to_string()),
+                ])
+            })
+            .collect();
         Ok(Plan::Reply(Reply::Array(vec![
             Reply::bulk("master"),
-            Reply::Int(0),
-            Reply::Array(Vec::new()),
+            Reply::Int(master.offset() as i64),
+            Reply::Array(replicas),
         ])))
+    }
+}
+
+/// `REPLCONF option value [option value ...]`: what a replica announces
+/// before PSYNC, and its acknowledgements (answered with nothing, as in
+/// redis).
+pub struct ReplConf {
+    pairs: Vec<(Bytes, Bytes)>,
+}
+
+impl LocalCommand for ReplConf {
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        if args.remaining() % 2 == 1 {
+            return Err(CommandError::Syntax);
+        }
+        let mut pairs = Vec::new();
+        while args.remaining() > 0 {
+            let option = args.next()?;
+            let value = args.next()?;
+            pairs.push((option, value));
+        }
+        Ok(ReplConf { pairs })
+    }
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        let master = &s.shared.repl;
+        for (option, value) in self.pairs {
+            let range = |lo: i64, hi: i64| {
+                crate::args::parse_i64(&value)
+                    .filter(|v| (lo..=hi).contains(v))
+                    .ok_or_else(|| {
+                        CommandError::Other(format!(
+                            "value is out of range, must be between {lo} and {hi}"
+                        ))
+                    })
+            };
+            match option.to_ascii_lowercase().as_slice() {
+                b"listening-port" => {
+                    let port = crate::args::parse_i64(&value).ok_or_else(|| {
+                        CommandError::Other("value is not an integer or out of range".into())
+                    })?;
+                    master.handshake(s.client.id, Some(port as u16), None, None);
+                }
+                b"ip-address" => {
+                    if value.len() > 46 {
+                        return Err(CommandError::Other(format!(
+                            "REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                            value.len()
+                        )));
+                    }
+                    let ip = String::from_utf8_lossy(&value).into_owned();
+                    master.handshake(s.client.id, None, Some(ip), None);
+                }
+                b"capa" => {}
+                b"ack" | b"getack" => return Ok(Plan::Reply(Reply::Silent)),
+                b"rdb-only" => {
+                    let on = range(0, 1)? == 1;
+                    master.handshake(s.client.id, None, None, Some(on));
+                }
+                b"rdb-filter-only" => {}
+                _ => {
+                    return Err(CommandError::Other(format!(
+                        "Unrecognized REPLCONF option: {}",
+                        String::from_utf8_lossy(&option)
+                    )))
+                }
+            }
+        }
+        Ok(Plan::Reply(Reply::Ok))
+    }
+}
+
+/// `PSYNC replicationid offset` and `SYNC`: the connection becomes a
+/// replica's link (see `crate::repl`), after the replies before it.
+pub struct Sync {
+    psync: Option<(Bytes, i64)>,
+}
+
+impl LocalCommand for Sync {
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        if args.remaining() == 0 {
+            return Ok(Sync { psync: None });
+        }
+        let id = args.next()?;
+        let offset = crate::args::parse_i64(&args.next()?).unwrap_or(-1);
+        Ok(Sync {
+            psync: Some((id, offset)),
+        })
+    }
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        if s.shared.engine.is_replica() {
+            return Err(CommandError::Raw(
+                "NOMASTERLINK Can't SYNC while not connected with my master".into(),
+            ));
+        }
+        s.shared.repl.request_sync(s.client.id, self.psync);
+        Ok(Plan::Reply(Reply::Silent))
     }
 }
 
@@ -172,7 +323,10 @@ impl LocalCommand for Role {
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
     use crate::command::Spec;
     vec![
+        Spec::local::<Sync>("psync"),
+        Spec::local::<ReplConf>("replconf"),
         Spec::local::<Role>("role"),
+        Spec::local::<Sync>("sync"),
         Spec::local::<Wait>("wait"),
         Spec::local::<WaitAof>("waitaof"),
     ]

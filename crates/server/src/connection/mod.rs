@@ -227,6 +227,24 @@ where
                     let is_reset = request[0].eq_ignore_ascii_case(b"reset");
                     let plan = guarded(|| dispatch(&mut session, request), Plan::Reply);
                     mode.after(&session, is_reset);
+                    if let Some(sync) = shared.repl.take_sync(client.id) {
+                        // PSYNC or SYNC: this connection is a replica's link
+                        // from now on (see `crate::repl`).
+                        if answer_gathered!().is_err() {
+                            break 'conn;
+                        }
+                        crate::repl::serve_replica(
+                            &mut stream,
+                            &mut input,
+                            &shared,
+                            &client,
+                            sync,
+                            killed.as_mut(),
+                            stopping.as_mut(),
+                        )
+                        .await;
+                        break 'conn;
+                    }
                     if let Plan::Block(blocker) = plan {
                         // What came before is answered first: the client
                         // may be waiting for those replies while it blocks.
