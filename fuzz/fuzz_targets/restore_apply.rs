@@ -74,7 +74,7 @@ fn on_writer(op: Op) -> Result<Reply, EngineError> {
             let _ = tx.send(results.pop().expect("one result"));
         }),
     };
-    if shared().engine.submit_write(item).is_err() {
+    if shared().engine().submit_write(item).is_err() {
         panic!("the engine stopped");
     }
     rx.recv().expect("the writer answers")

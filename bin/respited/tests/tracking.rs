@@ -750,22 +750,22 @@ fn a_script_that_reads_tracks_its_declared_keys() {
                     "s2",
                 ],
             ),
-            on(1, &["MSET", "s2", "1", "s1", "1"]),
+            on(1, &["MSET", "s1", "1", "s2", "1"]),
             on(
                 0,
                 &["EVAL", "redis.call('get', 's3') return 1", "2", "s1", "s2"],
             ),
-            on(1, &["MSET", "s2", "2", "s1", "2"]),
+            on(1, &["MSET", "s1", "2", "s2", "2"]),
             on(
                 0,
                 &["EVAL_RO", "redis.call('ping') return 1", "2", "s1", "s2"],
             ),
-            on(1, &["MSET", "s2", "3", "s1", "3"]),
+            on(1, &["MSET", "s1", "3", "s2", "3"]),
             on(
                 0,
                 &["EVAL_RO", "return redis.call('get', 's1')", "2", "s1", "s2"],
             ),
-            on(1, &["MSET", "s2", "4", "s1", "4"]),
+            on(1, &["MSET", "s1", "4", "s2", "4"]),
             on(0, &["CLIENT", "TRACKING", "on", "NOLOOP"]),
             on(0, &["GET", "s1"]),
             on(

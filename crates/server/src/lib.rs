@@ -50,6 +50,7 @@ pub mod stats;
 pub mod sync;
 pub mod tls;
 pub mod tracking;
+pub mod value;
 
 use std::sync::Arc;
 

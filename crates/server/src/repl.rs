@@ -433,7 +433,7 @@ fn db_arg(db: u32) -> Bytes {
 
 /// The commands that give `key` its state in `view`.
 fn key_state(view: &View<'_, '_>, db: u32, key: &Bytes) -> Option<Command> {
-    let state = match crate::cmd::dump::read_value(view, db, key) {
+    let state = match crate::value::read_value(view, db, key) {
         Ok(state) => state,
         Err(e) => {
             tracing::error!(error = %e, "replication could not read a changed key");
@@ -573,8 +573,7 @@ fn write_rdb(
             w.select_db(u64::from(db), counts.keys, counts.expires)
                 .map_err(|e| e.to_string())?;
             for key in view.keys(db, b"*").map_err(|e| e.to_string())? {
-                let found =
-                    crate::cmd::dump::read_value(view, db, &key).map_err(|e| e.to_string())?;
+                let found = crate::value::read_value(view, db, &key).map_err(|e| e.to_string())?;
                 if let Some((value, expire_at)) = found {
                     w.entry(u64::from(db), &key, &value, expire_at)
                         .map_err(|e| e.to_string())?;

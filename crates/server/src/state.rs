@@ -175,6 +175,12 @@ impl Shared {
         self.shutdown.send_replace(true);
     }
 
+    /// The engine, for a harness that runs its own writer items (the
+    /// fuzz targets); the server's own code reaches it as a field.
+    pub fn engine(&self) -> &Engine<Reply> {
+        &self.engine
+    }
+
     /// Whether a clean shutdown has begun.
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::SeqCst)
