@@ -35,21 +35,23 @@ use respite_server::command::{call, Ctx};
 use respite_server::state::Shared;
 use respite_server::{Config, Reply};
 
-/// The shared state around an engine opened once per process (the
-/// directory stays for the process's life).
+/// The shared state around an engine opened once per process. The
+/// directory is kept beside it in the static, so it stays for the
+/// process's life and is still reachable at exit (not a leak).
 fn shared() -> &'static Arc<Shared> {
-    static SHARED: OnceLock<Arc<Shared>> = OnceLock::new();
-    SHARED.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let config = Config {
-            db: dir.path().join("fuzz.db"),
-            readers: 1,
-            ..Config::default()
-        };
-        let engine = Engine::<Reply>::open(config.engine()).expect("open the engine");
-        std::mem::forget(dir);
-        Arc::new(Shared::new(engine, config))
-    })
+    static SHARED: OnceLock<(tempfile::TempDir, Arc<Shared>)> = OnceLock::new();
+    &SHARED
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let config = Config {
+                db: dir.path().join("fuzz.db"),
+                readers: 1,
+                ..Config::default()
+            };
+            let engine = Engine::<Reply>::open(config.engine()).expect("open the engine");
+            (dir, Arc::new(Shared::new(engine, config)))
+        })
+        .1
 }
 
 /// Set when a command panicked on the writer (which answers it with an
