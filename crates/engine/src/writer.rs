@@ -618,6 +618,22 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     }
 
     /// Hands the committed transaction's commands to the replicas.
+    /// Commits a transaction of the writer's own work (the expiry sweep,
+    /// an eviction step): its keys go to the replicas and to CLIENT
+    /// TRACKING only once the commit succeeded; a failed commit sends
+    /// nothing.
+    fn commit_own_work(&mut self) -> rusqlite::Result<()> {
+        self.propagate(0, &[]);
+        if let Err(e) = self.commit() {
+            self.propagated.clear();
+            return Err(e);
+        }
+        self.propagate_committed();
+        let changes = std::mem::take(&mut self.changes);
+        self.settings.notifier.publish_changes(changes);
+        Ok(())
+    }
+
     fn propagate_committed(&mut self) {
         let ops = std::mem::take(&mut self.propagated);
         if ops.is_empty() {
@@ -1045,14 +1061,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             self.marks.clear();
             self.marks.push(Mark::of(0, &txn));
             let events = txn.take_events();
-            self.propagate(0, &[]);
-            if let Err(e) = self.commit() {
-                self.propagated.clear();
-                return Err(e.into());
-            }
-            self.propagate_committed();
-            let changes = std::mem::take(&mut self.changes);
-            self.settings.notifier.publish_changes(changes);
+            self.commit_own_work()?;
             self.settings.notifier.publish(events);
             Ok(n)
         })();
@@ -1119,14 +1128,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             self.touched = touched;
             self.marks.clear();
             self.marks.push(Mark::of(0, &txn));
-            self.propagate(0, &[]);
-            if let Err(e) = self.commit() {
-                self.propagated.clear();
-                return Err(e.into());
-            }
-            self.propagate_committed();
-            let changes = std::mem::take(&mut self.changes);
-            self.settings.notifier.publish_changes(changes);
+            self.commit_own_work()?;
             Ok(step)
         })();
         match result {
