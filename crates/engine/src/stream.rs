@@ -496,6 +496,20 @@ fn entry_bytes(master_id: StreamId, id: StreamId, fields: &[(&[u8], &[u8])], sam
 impl View<'_, '_> {
     /// The state of the stream whose key row is `row`.
     pub fn stream_state(&self, row: &KeyRow) -> Result<StreamState> {
+        let mut state = self.stream_state_for_append(row)?;
+        state.first_id = self
+            .stmt("SELECT ms, seq FROM streams WHERE id = ?1 ORDER BY ms, seq LIMIT 1")?
+            .query_row([row.id], |r| Ok(stored_id(r.get(0)?, r.get(1)?)))
+            .optional()?
+            .unwrap_or(StreamId::MIN);
+        Ok(state)
+    }
+
+    /// The state as XADD needs it: everything but `first_id`, which is
+    /// left at `0-0` (one index descent less on every XADD). Appending
+    /// and trimming set `first_id` themselves where they change it, and
+    /// nothing XADD answers depends on it.
+    pub fn stream_state_for_append(&self, row: &KeyRow) -> Result<StreamState> {
         let (last_ms, last_seq, del_ms, del_seq, added, nodes): (i64, i64, i64, i64, i64, i64) =
             self.stmt(
                 "SELECT last_ms, last_seq, del_ms, del_seq, added, nodes FROM stream_meta
@@ -513,17 +527,12 @@ impl View<'_, '_> {
             })
             .optional()?
             .ok_or_else(|| EngineError::Internal("a stream without its state".into()))?;
-        let first_id = self
-            .stmt("SELECT ms, seq FROM streams WHERE id = ?1 ORDER BY ms, seq LIMIT 1")?
-            .query_row([row.id], |r| Ok(stored_id(r.get(0)?, r.get(1)?)))
-            .optional()?
-            .unwrap_or(StreamId::MIN);
         Ok(StreamState {
             length: row.count,
             last_id: stored_id(last_ms, last_seq),
             max_deleted: stored_id(del_ms, del_seq),
             entries_added: added,
-            first_id,
+            first_id: StreamId::MIN,
             nodes,
         })
     }
@@ -875,6 +884,27 @@ impl Txn<'_, '_> {
         Ok(())
     }
 
+    /// Rewrites the counts, size and last ID of a node that exists (its
+    /// first ID and master fields never change).
+    fn stream_update_node(&mut self, id: i64, node: &Node) -> Result<()> {
+        self.stmt(
+            "UPDATE stream_nodes SET last_ms = ?4, last_seq = ?5, live = ?6, deleted = ?7,
+                    bytes = ?8
+             WHERE id = ?1 AND ms = ?2 AND seq = ?3",
+        )?
+        .execute(params![
+            id,
+            sql_half(node.first.ms),
+            sql_half(node.first.seq),
+            sql_half(node.last.ms),
+            sql_half(node.last.seq),
+            node.live,
+            node.deleted,
+            node.bytes
+        ])?;
+        Ok(())
+    }
+
     fn stream_drop_node(&mut self, id: i64, node: &Node) -> Result<()> {
         self.stmt("DELETE FROM stream_nodes WHERE id = ?1 AND ms = ?2 AND seq = ?3")?
             .execute(params![
@@ -912,6 +942,7 @@ impl Txn<'_, '_> {
                 tail = None;
             }
         }
+        let existing = tail.is_some();
         let mut node = match tail {
             Some(node) => node,
             None => {
@@ -932,7 +963,11 @@ impl Txn<'_, '_> {
         node.bytes += entry_bytes(node.first, sid, fields, same);
         node.live += 1;
         node.last = sid;
-        self.stream_write_node(id, &node)?;
+        if existing {
+            self.stream_update_node(id, &node)?;
+        } else {
+            self.stream_write_node(id, &node)?;
+        }
         let blob = encode_strings(fields.iter().flat_map(|(f, v)| [*f, *v]));
         self.stmt("INSERT INTO streams (id, ms, seq, fields) VALUES (?1, ?2, ?3, ?4)")?
             .execute(params![id, sql_half(sid.ms), sql_half(sid.seq), blob])?;
@@ -1206,16 +1241,17 @@ impl Txn<'_, '_> {
     ) -> Result<bool> {
         let id = self.stream_id(slot)?;
         let now = self.now();
-        let created = !self.stream_consumer_exists(id, group, name)?;
-        self.stmt(
-            "INSERT INTO stream_consumers (id, grp, name, seen) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (id, grp, name) DO UPDATE SET seen = excluded.seen",
-        )?
-        .execute(params![id, group, name, now])?;
-        if created {
-            self.consumer_created(slot);
+        // Most calls find the consumer: one statement then.
+        let seen = self
+            .stmt("UPDATE stream_consumers SET seen = ?4 WHERE id = ?1 AND grp = ?2 AND name = ?3")?
+            .execute(params![id, group, name, now])?;
+        if seen > 0 {
+            return Ok(false);
         }
-        Ok(created)
+        self.stmt("INSERT INTO stream_consumers (id, grp, name, seen) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![id, group, name, now])?;
+        self.consumer_created(slot);
+        Ok(true)
     }
 
     /// Deletes a consumer and its pending entries (XGROUP DELCONSUMER);
@@ -1271,12 +1307,13 @@ impl Txn<'_, '_> {
         let Some(row) = slot.row() else {
             return Ok(false);
         };
-        if self.stream_nack(row.id, group, sid)?.is_none() {
+        let gone = self
+            .stmt("DELETE FROM stream_pel WHERE id = ?1 AND grp = ?2 AND ms = ?3 AND seq = ?4")?
+            .execute(params![row.id, group, sql_half(sid.ms), sql_half(sid.seq)])?;
+        if gone == 0 {
             return Ok(false);
         }
-        let id = self.stream_id(slot)?;
-        self.stmt("DELETE FROM stream_pel WHERE id = ?1 AND grp = ?2 AND ms = ?3 AND seq = ?4")?
-            .execute(params![id, group, sql_half(sid.ms), sql_half(sid.seq)])?;
+        self.stream_id(slot)?;
         Ok(true)
     }
 
@@ -1286,7 +1323,10 @@ impl Txn<'_, '_> {
     /// it and its entries-read counter on, and unless `noack` each goes
     /// into the pending entries list as the consumer's, delivered now, once
     /// (an entry already pending, which XGROUP SETID can cause, changes
-    /// hands). `group` is updated.
+    /// hands). `group` is updated. When there is nothing to deliver,
+    /// nothing is written (not even the consumer, as in redis 7.0);
+    /// otherwise the consumer is looked up as [`Txn::stream_see_consumer`]
+    /// does, created if missing.
     pub fn stream_deliver(
         &mut self,
         slot: &mut Slot<'_>,
@@ -1300,8 +1340,16 @@ impl Txn<'_, '_> {
             count,
             noack,
         } = delivery;
+        let Some(row) = slot.row() else {
+            return Ok(Vec::new());
+        };
+        let entries = self.stream_range(row.id, start, StreamId::MAX, count, false)?;
+        if entries.is_empty() {
+            return Ok(entries);
+        }
+        let gname = group.name.clone();
+        self.stream_see_consumer(slot, &gname, consumer)?;
         let id = self.stream_id(slot)?;
-        let entries = self.stream_range(id, start, StreamId::MAX, count, false)?;
         let now = self.now();
         let mut moved = false;
         for (sid, _) in &entries {
@@ -1321,7 +1369,17 @@ impl Txn<'_, '_> {
             }
         }
         if moved {
-            self.stream_put_group(slot, group)?;
+            self.stmt(
+                "UPDATE stream_groups SET last_ms = ?3, last_seq = ?4, entries_read = ?5
+                 WHERE id = ?1 AND name = ?2",
+            )?
+            .execute(params![
+                id,
+                group.name,
+                sql_half(group.last_id.ms),
+                sql_half(group.last_id.seq),
+                group.entries_read
+            ])?;
         }
         Ok(entries)
     }

@@ -360,7 +360,11 @@ impl WriteCommand for XAdd {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
-        let (mut slot, state) = open_stream(txn, self.db, &self.key)?;
+        let mut slot = txn.open(self.db, &self.key, Kind::Stream)?;
+        let state = match slot.row() {
+            Some(row) => Some(txn.stream_state_for_append(&row)?),
+            None => None,
+        };
         if state.is_none() && self.opts.nomkstream {
             return Ok(Reply::Nil);
         }
@@ -921,17 +925,15 @@ impl XReadGroup {
                 )))
             }
             _ => {
-                if state.length == 0 {
-                    return Ok(None);
-                }
-                let top = txn.stream_last_entry_id(slot.row().map_or(0, |r| r.id))?;
-                if top <= group.last_id {
+                if state.length == 0 || state.last_id <= group.last_id {
                     return Ok(None);
                 }
                 let Some(start) = group.last_id.next() else {
                     return Ok(None);
                 };
-                txn.stream_see_consumer(&mut slot, gname, consumer)?;
+                // Served only when an entry past the group's last ID is
+                // left (redis compares with the last live entry's ID): the
+                // delivery finds none then, and writes nothing.
                 let delivery = Delivery {
                     consumer,
                     start,
@@ -939,6 +941,9 @@ impl XReadGroup {
                     noack: a.noack,
                 };
                 let entries = txn.stream_deliver(&mut slot, &state, &mut group, delivery)?;
+                if entries.is_empty() {
+                    return Ok(None);
+                }
                 Ok(Some(entries_reply(entries)))
             }
         }
@@ -947,8 +952,9 @@ impl XReadGroup {
     fn serve(&self, txn: &mut Txn<'_, '_>) -> Result<Option<Reply>, CommandError> {
         let a = &self.args;
         let (gname, _) = self.group();
-        // Every key and group is checked before anything is served.
-        for key in &a.keys {
+        // Every key and group is checked before anything is served (one
+        // key is checked where it is served, with the same errors).
+        for key in a.keys.iter().filter(|_| a.keys.len() > 1) {
             let row = stream(txn, a.db, key)?;
             let found = match row {
                 Some(r) => txn.stream_group(r.id, gname)?.is_some(),
@@ -1256,7 +1262,7 @@ impl WriteCommand for XAck {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
-        let (mut slot, _) = open_stream(txn, self.db, &self.key)?;
+        let mut slot = txn.open(self.db, &self.key, Kind::Stream)?;
         let Some(row) = slot.row() else {
             return Ok(Reply::Int(0));
         };
