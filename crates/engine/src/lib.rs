@@ -55,6 +55,7 @@ pub mod list;
 pub mod notify;
 pub mod owner;
 pub mod propagate;
+pub mod read_advice;
 pub mod read_pool;
 pub mod replica;
 pub mod schema;

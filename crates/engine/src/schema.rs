@@ -302,6 +302,14 @@ pub(crate) fn has_litestream_tables(conn: &Connection) -> Result<bool> {
 /// keys over a database larger than its cache).
 const MMAP_BYTES: i64 = 1 << 40;
 
+/// Makes every file SQLite opens, and every map of one, read at random (see
+/// `read_advice.rs`), before the first connection maps it.
+fn advise_maps() {
+    if !crate::read_advice::install() {
+        tracing::debug!("the database map keeps the kernel's read-around");
+    }
+}
+
 /// The old layout's element tables, keyed by `(db, key)`. Only strings
 /// could be written to a file of that layout, so they are empty.
 const OLD_ELEMENT_TABLES: &str = "
@@ -408,6 +416,7 @@ pub(crate) fn open_writer(
     journal_size_limit: i64,
     page_size: u32,
 ) -> Result<Connection> {
+    advise_maps();
     // Through the WAL-gathering VFS: a commit's frames in one write (see
     // `wal_gather.rs`).
     let conn = if crate::wal_gather::register() {
@@ -464,6 +473,7 @@ pub(crate) fn open_writer(
 
 /// Opens one read-only connection for the read pool.
 pub(crate) fn open_reader(path: &Path) -> Result<Connection> {
+    advise_maps();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY
