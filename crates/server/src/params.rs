@@ -375,7 +375,14 @@ static PARAMS: &[Param] = &[
     // docs/commands.md lists them.
     stored("masterauth", Kind::Str, ""),
     stored("masteruser", Kind::Str, ""),
-    alias(fixed("replicaof", Kind::ReplicaOf, ""), "slaveof"),
+    alias(
+        live("replicaof", Kind::ReplicaOf, Access::Immutable, |s| {
+            s.upstream
+                .master()
+                .map_or_else(String::new, |(host, port)| format!("{host} {port}"))
+        }),
+        "slaveof",
+    ),
     stored(
         "repl-backlog-size",
         Kind::Memory(1, LONG_MAX as u64),
