@@ -261,14 +261,25 @@ fn assert_same(master: u16, replica: u16) {
     assert_eq!(dm, dr, "DEBUG DIGEST differs");
 }
 
-/// Lets the master's sweep delete what expired, then waits until the
-/// replica acknowledged everything: WAIT on the master asks respite with
-/// `REPLCONF GETACK`, which respite answers once everything before it is
-/// committed.
-fn settle(master: &mut Connection) {
+/// Lets the master's sweep delete what expired, then waits until respite
+/// applied everything the master sent: its `slave_repl_offset` reaches
+/// the master's `master_repl_offset`. (WAIT on the master would not do:
+/// redis waits for the offset of the asking client's own last write.)
+fn settle(master: &mut Connection, replica: &mut Connection) {
     std::thread::sleep(Duration::from_millis(600));
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(master).unwrap();
-    assert_eq!(acked, 1, "WAIT 1 10000 on the master");
+    let target = info_field(master, "replication", "master_repl_offset");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let applied = info_field(replica, "replication", "slave_repl_offset");
+        if applied >= target {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "respite applied {applied} of the master's {target} bytes"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn run_load(port: u16, clients: u64, secs: u64, during: impl FnOnce()) -> u64 {
@@ -322,7 +333,7 @@ fn respite_follows_a_redis_master_through_breaks_and_restarts_then_takes_over() 
         );
     }
     let mut m = master.client();
-    settle(&mut m);
+    settle(&mut m, &mut r);
     assert_same(master.port, replica.port);
     assert_eq!(info_field(&mut m, "stats", "sync_full"), 1.0);
     // The master's history is the replica's: same ID, same offset.
@@ -380,7 +391,7 @@ fn respite_follows_a_redis_master_through_breaks_and_restarts_then_takes_over() 
     });
     assert!(ops > 1000, "the load ran ({ops} operations)");
     wait_link_up(&mut r, Duration::from_secs(30));
-    settle(&mut m);
+    settle(&mut m, &mut r);
     assert_same(master.port, replica.port);
     assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), 1.0);
     assert_eq!(info_field(&mut m, "stats", "sync_full"), 1.0);
@@ -400,7 +411,7 @@ fn respite_follows_a_redis_master_through_breaks_and_restarts_then_takes_over() 
     replica.wait_log("partial resynchronization", Duration::from_secs(30));
     let mut r = replica.client();
     wait_link_up(&mut r, Duration::from_secs(30));
-    settle(&mut m);
+    settle(&mut m, &mut r);
     assert_same(master.port, replica.port);
     assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), 2.0);
     assert_eq!(info_field(&mut m, "stats", "sync_full"), 1.0);
@@ -502,13 +513,13 @@ fn a_diskless_master_with_an_acl_user_replaces_what_respite_held() {
         "+OK Already connected to specified master\r\n"
     );
     wait_link_up(&mut r, Duration::from_secs(60));
-    settle(&mut m);
+    settle(&mut m, &mut r);
     assert_same(master.port, replica.port);
     let gone: Option<String> = redis::cmd("GET").arg("local-only").query(&mut r).unwrap();
     assert_eq!(gone, None);
     // And the stream after a diskless sync.
     run_load(master.port, 2, 2, || {});
-    settle(&mut m);
+    settle(&mut m, &mut r);
     assert_same(master.port, replica.port);
     assert_eq!(
         raw_line(replica.port, b"REPLICAOF 127.0.0.1 notaport\r\n"),

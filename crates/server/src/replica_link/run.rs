@@ -499,7 +499,6 @@ async fn follow(
             broken = Some(format!("protocol error from the master: {e}"));
         }
     }
-    let mut buf = BytesMut::with_capacity(64 * 1024);
     loop {
         // Hand the writer what is whole, while fewer than IN_FLIGHT
         // batches are out.
@@ -518,6 +517,10 @@ async fn follow(
         }
         let full =
             parser.batch().cmds.len() >= BATCH_MAX_CMDS || parser.batch().bytes >= BATCH_MAX_BYTES;
+        // Room for a large read: the stream comes in bulk.
+        if conn.input.capacity() - conn.input.len() < 16 * 1024 {
+            conn.input.reserve(256 * 1024);
+        }
         /// What woke the link, taken out of the `select!` before
         /// anything else borrows the connection or the flights.
         enum Event {
@@ -537,7 +540,7 @@ async fn follow(
             };
             tokio::select! {
                 done = front => Event::Done(done),
-                read = conn.stream.read_buf(&mut buf), if !full => Event::Read(read),
+                read = conn.stream.read_buf(&mut conn.input), if !full => Event::Read(read),
                 _ = tick.tick() => Event::Tick,
                 stop = shutdown.wait_for(|down| *down) => {
                     drop(stop);
@@ -563,7 +566,6 @@ async fn follow(
             Event::Read(Err(e)) => broken = Some(format!("reading from the master: {e}")),
             Event::Read(Ok(n)) => {
                 link.read_bytes(n);
-                conn.input.extend_from_slice(&buf.split());
                 if let Err(e) = parser.feed(&mut conn.input) {
                     broken = Some(format!("protocol error from the master: {e}"));
                 }
