@@ -61,8 +61,11 @@ fn size_of(v: &Value) -> usize {
 
 type Pending = mpsc::Receiver<Result<Reply, EngineError>>;
 
-/// Submits one operation; the receiver yields its result.
-fn submit(shared: &Shared, op: WriteOp<Reply>) -> Result<Pending, String> {
+/// Submits one operation, unless the link of `generation` was stopped
+/// (REPLICAOF) meanwhile: the check and the submission are one step under
+/// the link's lock, so nothing of a stopped load reaches the writer after
+/// a promotion was answered. The receiver yields the operation's result.
+fn submit(shared: &Shared, generation: u64, op: WriteOp<Reply>) -> Result<Pending, String> {
     let (tx, rx) = mpsc::channel();
     let item = WriteItem {
         ops: vec![op],
@@ -71,8 +74,9 @@ fn submit(shared: &Shared, op: WriteOp<Reply>) -> Result<Pending, String> {
         }),
     };
     shared
-        .engine
-        .submit_write(item)
+        .upstream
+        .while_current(generation, || shared.engine.submit_write(item))
+        .ok_or_else(|| "the load was stopped by REPLICAOF".to_string())?
         .map_err(|e| e.to_string())?;
     Ok(rx)
 }
@@ -100,32 +104,34 @@ fn chunk_op(chunk: Vec<Entry>) -> WriteOp<Reply> {
 }
 
 /// Loads the RDB at `path` as the data of the master's point `position`
-/// (its database is set from the file). `current` says whether the link
-/// that asked is still the current one; a load stops when it is not.
+/// (its database is set from the file), for the link of `generation`; a
+/// load stops when that link is no longer the current one.
 pub(crate) fn load(
     shared: &Arc<Shared>,
     path: &Path,
     mut position: Position,
-    current: &dyn Fn() -> bool,
+    generation: u64,
 ) -> Result<Loaded, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("opening the RDB: {e}"))?;
     let mut reader = RdbReader::new(BufReader::with_capacity(1 << 20, file))
         .map_err(|e| format!("reading the RDB: {e}"))?;
     wait(submit(
         shared,
+        generation,
         Box::new(|txn| {
             txn.flush_all()?;
             txn.set_upstream(None)?;
             Ok(Reply::Ok)
         }),
     )?)?;
-    let result = load_keys(shared, &mut reader, current);
+    let result = load_keys(shared, &mut reader, generation);
     let loaded = match result {
         Ok(keys) => keys,
         Err(e) => {
             // Nothing half-loaded stays: the database is emptied again.
             let undone = submit(
                 shared,
+                generation,
                 Box::new(|txn| {
                     txn.flush_all()?;
                     Ok(Reply::Ok)
@@ -158,6 +164,7 @@ pub(crate) fn load(
     position.db = db;
     wait(submit(
         shared,
+        generation,
         Box::new(move |txn| {
             txn.set_upstream(Some(&position))?;
             Ok(Reply::Ok)
@@ -169,7 +176,7 @@ pub(crate) fn load(
 fn load_keys<R: std::io::Read>(
     shared: &Arc<Shared>,
     reader: &mut RdbReader<R>,
-    current: &dyn Fn() -> bool,
+    generation: u64,
 ) -> Result<u64, String> {
     let databases = u64::from(shared.config.databases);
     let mut chunk = Vec::new();
@@ -187,20 +194,21 @@ fn load_keys<R: std::io::Read>(
         bytes += size_of(&entry.value) + entry.key.len();
         chunk.push(entry);
         if chunk.len() >= CHUNK_KEYS || bytes >= CHUNK_BYTES {
-            if !current() {
-                return Err("the load was stopped by REPLICAOF".into());
-            }
             if in_flight.len() >= 2 {
                 if let Some(rx) = in_flight.pop_front() {
                     wait(rx)?;
                 }
             }
-            in_flight.push_back(submit(shared, chunk_op(std::mem::take(&mut chunk)))?);
+            in_flight.push_back(submit(
+                shared,
+                generation,
+                chunk_op(std::mem::take(&mut chunk)),
+            )?);
             bytes = 0;
         }
     }
     if !chunk.is_empty() {
-        in_flight.push_back(submit(shared, chunk_op(chunk))?);
+        in_flight.push_back(submit(shared, generation, chunk_op(chunk))?);
     }
     for rx in in_flight {
         wait(rx)?;
@@ -211,9 +219,6 @@ fn load_keys<R: std::io::Read>(
             databases = shared.config.databases,
             "keys of the master's databases beyond 'databases' were not loaded"
         );
-    }
-    if !current() {
-        return Err("the load was stopped by REPLICAOF".into());
     }
     Ok(keys)
 }

@@ -438,9 +438,7 @@ async fn load_rdb(
     };
     let started = std::time::Instant::now();
     let mut job = tokio::task::spawn_blocking(move || {
-        let sh = job_shared.clone();
-        let current = move || sh.upstream.is_current(generation);
-        super::load::load(&job_shared, &job_path, position, &current)
+        super::load::load(&job_shared, &job_path, position, generation)
     });
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;
