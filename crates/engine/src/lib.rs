@@ -66,6 +66,7 @@ pub mod stmt_cache;
 pub mod stream;
 pub mod string;
 pub mod txn;
+pub mod upstream;
 pub mod vacuum;
 pub mod view;
 pub mod wal_gather;
