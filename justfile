@@ -27,14 +27,12 @@ test-redis:
 
 # Formatting and lints, as CI checks them; then no import cycle between the
 # modules of any crate (scripts/module_cycles.py, tested on its fixtures
-# first). Allowed: the command table naming the families; and, still to
-# cut, the replication master (repl.rs), which the shared state holds and
-# which reads the running server through the whole `Shared`.
+# first). Allowed: the command table naming the families.
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
     scripts/module_cycles.py --self-test
-    scripts/module_cycles.py --allow 'crates/server:command::table->cmd::*' --allow 'crates/server:state->repl' crates/engine crates/rdb crates/script crates/server bin/respited loadgen
+    scripts/module_cycles.py --allow 'crates/server:command::table->cmd::*' crates/engine crates/rdb crates/script crates/server bin/respited loadgen
 
 # What CI runs: lints, then every test with redis-server and the systemd
 # tools required (the tests run systemd-analyze verify on the units and

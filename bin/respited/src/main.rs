@@ -144,6 +144,10 @@ struct Cli {
     /// is refused, INFO replication reports the follower's position.
     #[arg(long)]
     replica_of_file: Option<PathBuf>,
+    /// Follow a redis-server master, "host port" (redis's replicaof):
+    /// clients' writes are refused until REPLICAOF NO ONE.
+    #[arg(long)]
+    replicaof: Option<String>,
     /// Password clients must AUTH with.
     #[arg(long)]
     requirepass: Option<String>,
@@ -262,6 +266,9 @@ impl Cli {
         }
         if let Some(p) = &self.replica_of_file {
             c.replica_of_file = Some(p.clone());
+        }
+        if let Some(m) = &self.replicaof {
+            c.replicaof = Some(m.clone());
         }
         // A replica serves its file in place of `db`.
         if let Some(p) = &c.replica_of_file {

@@ -122,8 +122,11 @@ impl Kind {
 /// key's type code anyway, but must not open the file and drop them), 5
 /// `function_libraries` (an older build would start without the
 /// libraries FUNCTION LOAD stored, and a FUNCTION FLUSH there would leave
-/// them to come back).
-pub const VERSION: i64 = 5;
+/// them to come back), 6 `upstream`, a replica's point in its master's
+/// stream (an older build would take writes and leave the point behind,
+/// and a later replica would continue from a point its data has left: see
+/// `upstream.rs`).
+pub const VERSION: i64 = 6;
 
 /// The longest key plus value a string's key row holds itself, for pages
 /// of `page_size` bytes; a longer value goes to the `strings` table, keyed
@@ -252,6 +255,10 @@ CREATE INDEX IF NOT EXISTS stream_pel_by_consumer ON stream_pel (id, grp, consum
 CREATE TABLE IF NOT EXISTS function_libraries (
     seq INTEGER PRIMARY KEY, name BLOB NOT NULL UNIQUE, code BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS upstream (
+    id INTEGER PRIMARY KEY CHECK (id = 1), replid TEXT NOT NULL, offset INTEGER NOT NULL,
+    db INTEGER NOT NULL
+);
 ";
 
 /// The writer's page cache, in KiB: small on purpose. When a b-tree page
@@ -302,6 +309,14 @@ pub(crate) fn has_litestream_tables(conn: &Connection) -> Result<bool> {
 /// keys over a database larger than its cache).
 const MMAP_BYTES: i64 = 1 << 40;
 
+/// Makes every file SQLite opens, and every map of one, read at random (see
+/// `read_advice.rs`), before the first connection maps it.
+fn advise_maps() {
+    if !crate::read_advice::install() {
+        tracing::debug!("the database map keeps the kernel's read-around");
+    }
+}
+
 /// The old layout's element tables, keyed by `(db, key)`. Only strings
 /// could be written to a file of that layout, so they are empty.
 const OLD_ELEMENT_TABLES: &str = "
@@ -332,9 +347,10 @@ pub(crate) fn prepare(conn: &Connection) -> Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let mut moved = 0;
     let result = (|| -> Result<()> {
-        // Versions 1 to 4 only lack tables (version 2 also the triggers
+        // Versions 1 to 5 only lack tables (version 2 also the triggers
         // of `strings`; version 3 the tables of streams; version 4
-        // `function_libraries`), which SCHEMA creates.
+        // `function_libraries`; version 5 `upstream`), which SCHEMA
+        // creates.
         if has_keys && version == 0 {
             conn.execute_batch(OLD_ELEMENT_TABLES)?;
         }
@@ -408,6 +424,7 @@ pub(crate) fn open_writer(
     journal_size_limit: i64,
     page_size: u32,
 ) -> Result<Connection> {
+    advise_maps();
     // Through the WAL-gathering VFS: a commit's frames in one write (see
     // `wal_gather.rs`).
     let conn = if crate::wal_gather::register() {
@@ -464,6 +481,7 @@ pub(crate) fn open_writer(
 
 /// Opens one read-only connection for the read pool.
 pub(crate) fn open_reader(path: &Path) -> Result<Connection> {
+    advise_maps();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY

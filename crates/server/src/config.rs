@@ -89,6 +89,12 @@ pub struct Config {
     /// replication reports `role:slave` and the follower's position (see
     /// `respite_engine::replica`).
     pub replica_of_file: Option<PathBuf>,
+    /// Follow a redis-server master, `"host port"` (redis's `replicaof`;
+    /// see `crate::replica_link`): the data becomes the master's, kept up
+    /// to date by its replication stream, and clients' writes are refused
+    /// with `READONLY` until `REPLICAOF NO ONE`. `masterauth` and
+    /// `masteruser` go in `[redis]`.
+    pub replicaof: Option<String>,
     /// What SQLite keeps of the WAL file after a checkpoint, in bytes.
     pub journal_size_limit: i64,
     /// Most expired keys deleted in one sweep between batches.
@@ -149,6 +155,16 @@ pub const RELOADABLE: &[&str] = &[
     "redis",
 ];
 
+impl Config {
+    /// The master of `replicaof`, if it is set and well formed.
+    pub fn replicaof_master(&self) -> Option<(String, u16)> {
+        let mut words = self.replicaof.as_deref()?.split_whitespace();
+        let host = words.next()?;
+        let port = words.next()?.parse::<u16>().ok()?;
+        words.next().is_none().then(|| (host.to_string(), port))
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         let engine = EngineConfig::default();
@@ -178,6 +194,7 @@ impl Default for Config {
             wal_checkpoint_bytes: engine.wal_checkpoint_bytes,
             checkpoint: engine.checkpoint,
             replica_of_file: None,
+            replicaof: None,
             journal_size_limit: engine.journal_size_limit,
             expire_chunk: engine.expire_chunk,
             read_cache_bytes: engine.read_cache_bytes,
@@ -269,6 +286,18 @@ impl Config {
 
     /// Checks ranges the types do not.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(spec) = &self.replicaof {
+            if self.replicaof_master().is_none() {
+                return Err(ConfigError::Invalid(format!(
+                    "replicaof {spec:?} is not \"host port\""
+                )));
+            }
+            if self.replica_of_file.is_some() {
+                return Err(ConfigError::Invalid(
+                    "replicaof and replica_of_file cannot both be set".into(),
+                ));
+            }
+        }
         if self.databases == 0 {
             return Err(ConfigError::Invalid("databases must be at least 1".into()));
         }

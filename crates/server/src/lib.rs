@@ -41,6 +41,7 @@ pub mod process;
 pub mod protected;
 pub mod pubsub;
 pub mod repl;
+pub mod replica_link;
 pub mod reply;
 pub mod request;
 pub mod service;
@@ -72,7 +73,7 @@ pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     }
     state::install_notifications(&shared);
     state::install_tracking(&shared);
-    repl::install(&shared);
+    repl::install(&shared.engine, &shared.repl);
     shared.tls.set(listeners.tls_config());
     if let Some(port) = listeners.tcp_port() {
         shared
@@ -81,6 +82,7 @@ pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
     }
     cmd::functions::restore_at_start(&shared).await;
     service::ready(&shared);
+    replica_link::run::start_configured(&shared);
     tokio::spawn(service::monitor(shared.clone()));
     tokio::spawn(state::clock(shared.clone()));
     let serving = listeners.run(shared.clone());

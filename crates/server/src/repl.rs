@@ -44,14 +44,13 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use respite_engine::propagate::{Command, Propagator, Whole};
-use respite_engine::{EngineError, View, WriteItem};
+use respite_engine::{Engine, EngineError, View, WriteItem};
 use respite_rdb::Value as RdbValue;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
 use crate::clients::{ClientHandle, Peer};
 use crate::reply::Reply;
-use crate::state::Shared;
 use crate::sync::lock;
 
 /// The backlog kept for partial resynchronization (redis's default
@@ -517,20 +516,36 @@ impl Propagator for Feeder {
     }
 }
 
-/// Installs the master's propagator on the engine (propagation itself
+/// What the master's side needs of the server, handed in by its caller
+/// (the connection loop builds it from the shared state), so that this
+/// module takes nothing else of it.
+pub struct Handles<'a> {
+    /// The engine: propagation, the writer, the database's path.
+    pub engine: &'a Engine<Reply>,
+    /// The permits every writer operation takes (backpressure).
+    pub permits: &'a Arc<Semaphore>,
+    /// This server's replication ID.
+    pub replid: String,
+    /// Flips to true when shutdown begins.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The master's state.
+    pub master: &'a Arc<Master>,
+}
+
+/// Installs `master`'s propagator on the engine (propagation itself
 /// starts with the first replica).
-pub fn install(shared: &Arc<Shared>) {
-    shared.engine.propagation().set_sink(Box::new(Feeder {
-        master: shared.repl.clone(),
+pub fn install(engine: &Engine<Reply>, master: &Arc<Master>) {
+    engine.propagation().set_sink(Box::new(Feeder {
+        master: master.clone(),
     }));
 }
 
 /// Runs one operation on the writer and waits for its reply.
 async fn on_writer(
-    shared: &Shared,
+    h: &Handles<'_>,
     op: respite_engine::WriteOp<Reply>,
 ) -> Result<Reply, EngineError> {
-    let Ok(permit) = shared.write_permits.clone().acquire_owned().await else {
+    let Ok(permit) = h.permits.clone().acquire_owned().await else {
         return Err(EngineError::ShuttingDown);
     };
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -541,7 +556,7 @@ async fn on_writer(
             let _ = tx.send(results.pop().unwrap_or(Err(EngineError::ShuttingDown)));
         }),
     };
-    if shared.engine.submit_write(item).is_err() {
+    if h.engine.submit_write(item).is_err() {
         return Err(EngineError::ShuttingDown);
     }
     rx.await.unwrap_or(Err(EngineError::ShuttingDown))
@@ -589,12 +604,12 @@ fn write_rdb(
 }
 
 /// Starts the stream's PING, once.
-fn start_pinging(shared: &Arc<Shared>) {
-    if shared.repl.pinging.swap(true, Ordering::Relaxed) {
+fn start_pinging(h: &Handles<'_>) {
+    if h.master.pinging.swap(true, Ordering::Relaxed) {
         return;
     }
-    let master = shared.repl.clone();
-    let mut shutdown = shared.shutdown.subscribe();
+    let master = h.master.clone();
+    let mut shutdown = h.shutdown.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(PING_PERIOD);
         tick.tick().await;
@@ -615,7 +630,7 @@ fn start_pinging(shared: &Arc<Shared>) {
 pub(crate) async fn serve_replica<S, K, T>(
     stream: &mut S,
     input: &mut BytesMut,
-    shared: &Arc<Shared>,
+    h: &Handles<'_>,
     client: &Arc<ClientHandle>,
     sync: SyncRequest,
     mut killed: std::pin::Pin<&mut K>,
@@ -625,7 +640,7 @@ pub(crate) async fn serve_replica<S, K, T>(
     K: std::future::Future,
     T: std::future::Future,
 {
-    let master = shared.repl.clone();
+    let master = h.master.clone();
     let handshake = lock(&master.handshakes)
         .get(&client.id)
         .cloned()
@@ -646,7 +661,7 @@ pub(crate) async fn serve_replica<S, K, T>(
     let served = serve(
         stream,
         input,
-        shared,
+        h,
         &master,
         info,
         &handshake,
@@ -666,7 +681,7 @@ pub(crate) async fn serve_replica<S, K, T>(
 async fn serve<S, K, T>(
     stream: &mut S,
     input: &mut BytesMut,
-    shared: &Arc<Shared>,
+    h: &Handles<'_>,
     master: &Arc<Master>,
     info: Arc<ReplicaInfo>,
     handshake: &Handshake,
@@ -679,7 +694,7 @@ where
     K: std::future::Future,
     T: std::future::Future,
 {
-    let replid = shared.stats.replid();
+    let replid = h.replid.clone();
     let io = |e: std::io::Error| e.to_string();
     // A partial resynchronization, where the backlog reaches back.
     let mut partial = None;
@@ -712,7 +727,7 @@ where
             rx
         }
         None => {
-            let (offset, rx, pinned) = full_sync_start(shared, master, info.clone()).await?;
+            let (offset, rx, pinned) = full_sync_start(h, master, info.clone()).await?;
             if sync.psync.is_some() {
                 stream
                     .write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())
@@ -720,7 +735,7 @@ where
                     .map_err(io)?;
             }
             let path = {
-                let mut p = shared.engine.db_path().as_os_str().to_owned();
+                let mut p = h.engine.db_path().as_os_str().to_owned();
                 p.push(format!(".sync-{}.rdb", info.id));
                 std::path::PathBuf::from(p)
             };
@@ -771,7 +786,7 @@ where
             rx
         }
     };
-    start_pinging(shared);
+    start_pinging(h);
     let mut framer = crate::request::Framer::default();
     /// What woke the link.
     enum Woken {
@@ -844,18 +859,18 @@ type FullStart = (
 /// next group is propagated whole), then pins the snapshot and registers
 /// the replica's queue in one writer operation.
 async fn full_sync_start(
-    shared: &Arc<Shared>,
+    h: &Handles<'_>,
     master: &Arc<Master>,
     info: Arc<ReplicaInfo>,
 ) -> Result<FullStart, String> {
-    if shared.engine.is_replica() {
+    if h.engine.is_replica() {
         return Err("a file replica cannot serve replicas".into());
     }
-    let propagation = shared.engine.propagation();
+    let propagation = h.engine.propagation();
     if !propagation.is_active() {
         propagation.activate();
         master.active.store(true, Ordering::Relaxed);
-        on_writer(shared, Box::new(|_txn| Ok(Reply::Ok)))
+        on_writer(h, Box::new(|_txn| Ok(Reply::Ok)))
             .await
             .map_err(|e| e.to_string())?;
     }
@@ -863,7 +878,7 @@ async fn full_sync_start(
     let filled = slot.clone();
     let m = master.clone();
     on_writer(
-        shared,
+        h,
         Box::new(move |txn| {
             let pinned = txn.pin_read()?;
             let (offset, rx) = m.attach_full(info);

@@ -102,6 +102,9 @@ pub struct Shared {
     pub tls: crate::tls::TlsState,
     /// Replication, as a master (see `repl.rs`).
     pub repl: Arc<crate::repl::Master>,
+    /// Replication, as a replica: the link to the master (see
+    /// `replica_link/`).
+    pub(crate) upstream: crate::replica_link::Link,
 }
 
 impl Shared {
@@ -142,6 +145,7 @@ impl Shared {
             protected_log: Default::default(),
             tls: Default::default(),
             repl: Default::default(),
+            upstream: Default::default(),
             acl: crate::acl::Acl::new(config.requirepass.as_deref()),
             config,
         };

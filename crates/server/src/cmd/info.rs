@@ -532,6 +532,8 @@ fn replication(sh: &Shared, out: &mut String) {
             "replica_txid" => position.as_ref().map_or("", |p| p.txid.as_str()),
             "replica_last_applied_seconds_ago" => position.as_ref().map_or(-1, |p| p.age_secs() as i64),
         );
+    } else if let Some((host, port)) = sh.upstream.master() {
+        replica_fields(sh, &host, port, out);
     } else {
         fields!(out, "role" => "master");
     }
@@ -554,9 +556,16 @@ fn replication(sh: &Shared, out: &mut String) {
     } else {
         (0, 0)
     };
+    // A replica shows its master's history: its ID and the offset
+    // applied, as redis's replica adopts them.
+    let upstream_id = sh.upstream.replid();
+    let followed = sh.upstream.is_replica() && !upstream_id.is_empty();
+    if followed {
+        offset = sh.upstream.offset().max(0) as u64;
+    }
     fields!(out,
         "master_failover_state" => "no-failover",
-        "master_replid" => sh.stats.replid(),
+        "master_replid" => if followed { upstream_id } else { sh.stats.replid() },
         "master_replid2" => "0000000000000000000000000000000000000000",
         "master_repl_offset" => offset,
         "second_repl_offset" => -1,
@@ -564,6 +573,48 @@ fn replication(sh: &Shared, out: &mut String) {
         "repl_backlog_size" => crate::repl::BACKLOG_SIZE,
         "repl_backlog_first_byte_offset" => first,
         "repl_backlog_histlen" => histlen,
+    );
+}
+
+/// INFO replication's fields of a replica of `host:port`, as redis 7.0
+/// prints them (`crate::replica_link`).
+fn replica_fields(sh: &Shared, host: &str, port: u16, out: &mut String) {
+    use crate::replica_link::State;
+    let link = &sh.upstream;
+    let state = link.state();
+    fields!(out,
+        "role" => "slave",
+        "master_host" => host,
+        "master_port" => port,
+        "master_link_status" => if state == State::Connected { "up" } else { "down" },
+        "master_last_io_seconds_ago" => link.last_io_secs(),
+        "master_sync_in_progress" => i32::from(state == State::Sync),
+        // 1 before the first synchronization, as redis prints it.
+        "slave_read_repl_offset" => if link.replid().is_empty() { 1 } else { link.read_offset() },
+        "slave_repl_offset" => if link.replid().is_empty() { 1 } else { link.offset() },
+    );
+    if state == State::Sync {
+        let (size, read, idle) = link.transfer();
+        let perc = if size > 0 {
+            read as f64 / size as f64 * 100.0
+        } else {
+            0.0
+        };
+        fields!(out,
+            "master_sync_total_bytes" => size,
+            "master_sync_read_bytes" => read,
+            "master_sync_left_bytes" => size - read as i64,
+            "master_sync_perc" => format!("{perc:.2}"),
+            "master_sync_last_io_seconds_ago" => idle,
+        );
+    }
+    if state != State::Connected {
+        fields!(out, "master_link_down_since_seconds" => link.down_secs());
+    }
+    fields!(out,
+        "slave_priority" => 100,
+        "slave_read_only" => 1,
+        "replica_announced" => 1,
     );
 }
 

@@ -1,6 +1,8 @@
 //! The replication commands: REPLCONF, PSYNC and SYNC (a replica's side of
 //! the handshake; the link itself is served by `crate::repl`), WAIT,
-//! WAITAOF and ROLE.
+//! WAITAOF, ROLE, and REPLICAOF (SLAVEOF), which makes this server a
+//! replica of a master (the link is `crate::replica_link`) or a master
+//! again.
 //!
 //! WAIT counts the replicas that acknowledged the master's offset as it
 //! was when WAIT ran (every write this client was answered for is in it),
@@ -108,7 +110,7 @@ impl LocalCommand for Wait {
         })
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
-        if s.shared.engine.is_replica() {
+        if s.shared.engine.is_replica() || s.shared.upstream.is_replica() {
             return Err(CommandError::Other(
                 "WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".into(),
             ));
@@ -176,7 +178,8 @@ impl LocalCommand for WaitAof {
     }
 }
 
-/// `ROLE`: a master with no replicas, or, serving a file replica
+/// `ROLE`: a master and its replicas; a replica of a master, with its
+/// link's state and offset; or, serving a file replica
 /// (`respite_engine::replica`), a replica with the follower's position as
 /// its offset.
 pub struct Role;
@@ -186,6 +189,22 @@ impl LocalCommand for Role {
         Ok(Role)
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        let link = &s.shared.upstream;
+        if let Some((host, port)) = link.master() {
+            let state = link.state();
+            let offset = if state == crate::replica_link::State::Connected {
+                link.offset()
+            } else {
+                -1
+            };
+            return Ok(Plan::Reply(Reply::Array(vec![
+                Reply::bulk("slave"),
+                Reply::bulk(host),
+                Reply::Int(i64::from(port)),
+                Reply::bulk(state.role_word()),
+                Reply::Int(offset),
+            ])));
+        }
         let engine = &s.shared.engine;
         if engine.is_replica() {
             let position = respite_engine::replica::Position::read(engine.db_path());
@@ -318,6 +337,76 @@ impl LocalCommand for Sync {
     }
 }
 
+/// `REPLICAOF host port` / `REPLICAOF NO ONE` (and `SLAVEOF`): follow a
+/// master, or stop following it and take writes (promotion).
+pub struct ReplicaOf {
+    master: Option<(String, u16)>,
+}
+
+impl LocalCommand for ReplicaOf {
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        let host = args.next()?;
+        let port = args.next()?;
+        if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
+            return Ok(ReplicaOf { master: None });
+        }
+        let port = crate::args::parse_i64(&port)
+            .filter(|p| (0..=65535).contains(p))
+            .ok_or_else(|| CommandError::Other("Invalid master port".into()))?;
+        Ok(ReplicaOf {
+            master: Some((String::from_utf8_lossy(&host).into_owned(), port as u16)),
+        })
+    }
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        if s.shared.engine.is_replica() {
+            return Err(CommandError::Other(
+                "REPLICAOF not allowed while serving a file replica.".into(),
+            ));
+        }
+        if s.shared.repl.replicas().iter().any(|r| r.id == s.client.id) {
+            return Err(CommandError::Other(
+                "Command is not valid when client is a replica.".into(),
+            ));
+        }
+        let link = &s.shared.upstream;
+        let from = client_name(s);
+        match self.master {
+            None => {
+                if !link.is_replica() {
+                    return Ok(Plan::Reply(Reply::Ok));
+                }
+                crate::replica_link::run::replicate(&s.shared, None);
+                tracing::info!("MASTER MODE enabled (user request from '{from}')");
+                // Queued behind every batch of the link: the point is
+                // forgotten once the last of them is committed.
+                Ok(Plan::Write(crate::replica_link::run::forget_op()))
+            }
+            Some((host, port)) => {
+                if link
+                    .master()
+                    .is_some_and(|(h, p)| h.eq_ignore_ascii_case(&host) && p == port)
+                {
+                    tracing::info!(
+                        "REPLICAOF would result into synchronization with the master we are \
+                         already connected with. No operation performed."
+                    );
+                    return Ok(Plan::Reply(Reply::Simple(
+                        "OK Already connected to specified master",
+                    )));
+                }
+                crate::replica_link::run::replicate(&s.shared, Some((host.clone(), port)));
+                tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{from}')");
+                Ok(Plan::Reply(Reply::Ok))
+            }
+        }
+    }
+}
+
+/// How the log names the client that asked.
+fn client_name(s: &Session) -> String {
+    format!("id={}", s.client.id)
+}
+
 /// This family's rows of the command table (see [`crate::command::table`]).
 #[rustfmt::skip]
 pub(crate) fn commands() -> Vec<crate::command::Spec> {
@@ -325,7 +414,9 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
     vec![
         Spec::local::<Sync>("psync"),
         Spec::local::<ReplConf>("replconf"),
+        Spec::local::<ReplicaOf>("replicaof"),
         Spec::local::<Role>("role"),
+        Spec::local::<ReplicaOf>("slaveof"),
         Spec::local::<Sync>("sync"),
         Spec::local::<Wait>("wait"),
         Spec::local::<WaitAof>("waitaof"),

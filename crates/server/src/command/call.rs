@@ -144,6 +144,9 @@ fn run(
             "Write commands are not allowed from read-only scripts.",
         ));
     }
+    if write && !ctx.master && ctx.read_only_replica() {
+        return Err(CommandError::Engine(EngineError::ReadOnlyReplica));
+    }
     if write && !ctx.wrote {
         // Refused only before the script's first write: once it has
         // written it runs to its end (redis's rule).

@@ -42,6 +42,10 @@ pub struct Ctx<'a> {
     /// arity and script checks (the table row's index and the request,
     /// name first): a refusal is the command's error. `None`: no check.
     pub authorize: Option<&'a Authorize<'a>>,
+    /// The commands come from this server's master (a replica applying
+    /// its replication stream): a write is not refused for this server
+    /// being a read-only replica.
+    pub master: bool,
     /// The messages a script published (PUBLISH, SPUBLISH through
     /// [`call`](super::call)), in order: delivered once the script's
     /// group has committed.
@@ -78,6 +82,7 @@ impl<'a> Ctx<'a> {
             subscribed: false,
             wrote: false,
             read: false,
+            master: false,
             authorize: None,
             published: Vec::new(),
             server,
@@ -159,6 +164,12 @@ impl<'a> Ctx<'a> {
     /// (`min-replicas-to-write`).
     pub(super) fn wants_replicas(&self) -> bool {
         self.server.wants_replicas.load(Ordering::Relaxed)
+    }
+
+    /// Whether this server is a read-only replica of a master (see
+    /// `crate::replica_link`).
+    pub(super) fn read_only_replica(&self) -> bool {
+        self.server.upstream.is_replica()
     }
 
     /// Why a command that may add data is refused now (over `maxmemory`

@@ -210,10 +210,19 @@ pub(crate) fn check(
         return Err(CommandError::NoReplicas);
     }
     // A read replica takes no writes (Redis's `READONLY`, checked after
-    // min-replicas as in Redis; see `respite_engine::replica`).
-    if spec.has_flag("write") && session.shared.engine.is_replica() {
+    // min-replicas as in Redis; see `respite_engine::replica` and
+    // `crate::replica_link`).
+    let upstream = &session.shared.upstream;
+    if spec.has_flag("write") && (session.shared.engine.is_replica() || upstream.is_replica()) {
         return Err(CommandError::Engine(
             respite_engine::EngineError::ReadOnlyReplica,
+        ));
+    }
+    // While a replica loads its master's data, only the commands redis
+    // flags `loading` run.
+    if upstream.is_loading() && !spec.has_flag("loading") {
+        return Err(CommandError::Raw(
+            "LOADING Redis is loading the dataset in memory".into(),
         ));
     }
     Ok((index, spec))

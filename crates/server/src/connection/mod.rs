@@ -233,10 +233,17 @@ where
                         if answer_gathered!().is_err() {
                             break 'conn;
                         }
+                        let handles = crate::repl::Handles {
+                            engine: &shared.engine,
+                            permits: &shared.write_permits,
+                            replid: shared.stats.replid(),
+                            shutdown: shared.shutdown.subscribe(),
+                            master: &shared.repl,
+                        };
                         crate::repl::serve_replica(
                             &mut stream,
                             &mut input,
-                            &shared,
+                            &handles,
                             &client,
                             sync,
                             killed.as_mut(),

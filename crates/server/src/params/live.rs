@@ -65,6 +65,11 @@ pub(super) fn get(s: &Shared, name: &str) -> Option<String> {
             crate::limits::format_limits(&lock(&s.settings.output_limits))
         }
         "tcp-backlog" => s.config.tcp_backlog.to_string(),
+        // `host port` while a replica (see `crate::replica_link`).
+        "replicaof" => s
+            .upstream
+            .master()
+            .map_or_else(String::new, |(host, port)| format!("{host} {port}")),
         "enable-debug-command" => match s.config.enable_debug_command {
             crate::config::DebugCommand::No => "no",
             crate::config::DebugCommand::Yes => "yes",

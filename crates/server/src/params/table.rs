@@ -269,7 +269,10 @@ pub(super) static PARAMS: &[Param] = &[
     // docs/commands.md lists them.
     stored("masterauth", Kind::Str, ""),
     stored("masteruser", Kind::Str, ""),
-    alias(fixed("replicaof", Kind::ReplicaOf, ""), "slaveof"),
+    alias(
+        live("replicaof", Kind::ReplicaOf, Access::Immutable),
+        "slaveof",
+    ),
     stored(
         "repl-backlog-size",
         Kind::Memory(1, LONG_MAX as u64),

@@ -1,0 +1,647 @@
+//! respite as a replica of a real redis-server 7.0 master: the full
+//! synchronization of a populated master (disk-based and diskless, with
+//! `masteruser`/`masterauth`), the live stream under a write load of every
+//! type (scripts' effects, transactions, expiries, pops), the link broken
+//! on the master (`CLIENT KILL TYPE replica`) and continued with `PSYNC`
+//! (`+CONTINUE`, counted in the master's `sync_partial_ok`), respite
+//! restarted and continued from the point stored with its data, the
+//! replica's refusals (`READONLY`), INFO replication and ROLE, and the
+//! promotion (`REPLICAOF NO ONE`); both datasets compared key by key with
+//! DEBUG DIGEST-VALUE and PEXPIRETIME, and whole with DEBUG DIGEST. A fake
+//! master sending garbage in the middle of a MULTI checks that the error
+//! is clear, nothing of the broken transaction is applied, and the link
+//! continues from the last whole command.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{info_field, RedisServer, Respited};
+use redis::Connection;
+
+/// Databases the load writes to.
+const DBS: [u32; 3] = [0, 2, 5];
+
+fn con_db(port: u16, db: u32) -> Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/{db}"))
+        .expect("client")
+        .get_connection()
+        .expect("connect")
+}
+
+fn info_text(con: &mut Connection, section: &str) -> String {
+    redis::cmd("INFO").arg(section).query(con).expect("INFO")
+}
+
+/// Waits until respite's link is up and its sync done.
+fn wait_link_up(replica: &mut Connection, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let text = info_text(replica, "replication");
+        if text.contains("master_link_status:up") && text.contains("master_sync_in_progress:0") {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the link did not come up: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A redis-server master that allows DEBUG, with a backlog large enough
+/// for a restart of respite under load.
+fn master(extra: &[&str]) -> Option<RedisServer> {
+    let mut args = vec![
+        "--enable-debug-command",
+        "yes",
+        "--repl-backlog-size",
+        "64mb",
+    ];
+    args.extend_from_slice(extra);
+    RedisServer::start_with(&args)
+}
+
+/// A respite configuration in `dir` with DEBUG allowed and `more`.
+fn config(dir: &std::path::Path, more: &str) -> String {
+    let conf = dir.join("respite.toml");
+    std::fs::write(&conf, format!("enable_debug_command = \"yes\"\n{more}")).unwrap();
+    conf.to_str().unwrap().to_string()
+}
+
+/// Fills every type, with and without expiries, in several databases.
+fn populate(port: u16, n: usize) {
+    for db in DBS {
+        let mut c = con_db(port, db);
+        let mut pipe = redis::pipe();
+        for i in 0..n {
+            pipe.cmd("SET")
+                .arg(format!("s:{i}"))
+                .arg(format!("v{i}"))
+                .ignore();
+            pipe.cmd("HSET")
+                .arg(format!("h:{}", i % 50))
+                .arg(format!("f{i}"))
+                .arg(i)
+                .ignore();
+            pipe.cmd("RPUSH")
+                .arg(format!("l:{}", i % 40))
+                .arg(i)
+                .ignore();
+            pipe.cmd("SADD")
+                .arg(format!("set:{}", i % 30))
+                .arg(i)
+                .ignore();
+            pipe.cmd("ZADD")
+                .arg(format!("z:{}", i % 20))
+                .arg(i as f64 / 3.0)
+                .arg(format!("m{i}"))
+                .ignore();
+            if i % 7 == 0 {
+                pipe.cmd("SET")
+                    .arg(format!("ttl:{i}"))
+                    .arg(i)
+                    .arg("EX")
+                    .arg(1000)
+                    .ignore();
+            }
+        }
+        pipe.cmd("XADD")
+            .arg("stream")
+            .arg("*")
+            .arg("a")
+            .arg(1)
+            .ignore();
+        pipe.cmd("XGROUP")
+            .arg("CREATE")
+            .arg("stream")
+            .arg("g")
+            .arg("0")
+            .ignore();
+        pipe.cmd("PFADD")
+            .arg("hll")
+            .arg("a")
+            .arg("b")
+            .arg("c")
+            .ignore();
+        pipe.query::<()>(&mut c).expect("populate");
+    }
+}
+
+/// One client's share of the load: every kind of write, until `stop`.
+fn load(port: u16, seed: u64, stop: Arc<AtomicBool>) -> u64 {
+    let mut cons: Vec<Connection> = DBS.iter().map(|&db| con_db(port, db)).collect();
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut ops = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let r = next();
+        let c = &mut cons[(r % DBS.len() as u64) as usize];
+        let k = next() % 60;
+        let v = next() % 1000;
+        let mut cmd = |args: &[&str]| {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            // Errors (WRONGTYPE between kinds of the same key) are part
+            // of the load: they must replicate nothing.
+            let _: redis::RedisResult<redis::Value> = cmd.query(c);
+        };
+        let key = |p: &str| format!("{p}:{k}");
+        match next() % 26 {
+            0 => cmd(&["SET", &key("s"), &v.to_string()]),
+            1 => cmd(&["INCRBY", &key("n"), &v.to_string()]),
+            2 => cmd(&["INCRBYFLOAT", &key("f"), "1.5"]),
+            3 => cmd(&["APPEND", &key("s"), "x"]),
+            4 => cmd(&["HSET", &key("h"), &format!("f{v}"), &v.to_string()]),
+            5 => cmd(&["HINCRBYFLOAT", &key("h"), "fl", "0.25"]),
+            6 => cmd(&["LPUSH", &key("l"), &v.to_string()]),
+            7 => cmd(&["RPOP", &key("l")]),
+            8 => cmd(&["SADD", &key("set"), &v.to_string()]),
+            9 => cmd(&["SPOP", &key("set")]),
+            10 => cmd(&["ZADD", &key("z"), &v.to_string(), &format!("m{v}")]),
+            11 => cmd(&["ZINCRBY", &key("z"), "2", &format!("m{}", v % 10)]),
+            12 => cmd(&["EXPIRE", &key("s"), "1000"]),
+            13 => cmd(&["SET", &key("short"), "x", "PX", &(20 + v % 200).to_string()]),
+            14 => cmd(&["DEL", &key("s")]),
+            15 => cmd(&["RENAME", &key("l"), &format!("l:{}", (k + 1) % 60)]),
+            16 => cmd(&["XADD", "stream", "*", "v", &v.to_string()]),
+            17 => cmd(&[
+                "EVAL",
+                "redis.call('INCR', KEYS[1]); redis.call('SADD', KEYS[2], ARGV[1]); return redis.call('SRANDMEMBER', KEYS[2])",
+                "2",
+                &key("n"),
+                &key("set"),
+                &v.to_string(),
+            ]),
+            18 => {
+                let _: redis::RedisResult<()> = redis::pipe()
+                    .atomic()
+                    .cmd("SET")
+                    .arg(key("s"))
+                    .arg(v)
+                    .cmd("LPUSH")
+                    .arg(key("l"))
+                    .arg(v)
+                    .cmd("HDEL")
+                    .arg(key("h"))
+                    .arg(format!("f{}", v % 10))
+                    .query(c);
+            }
+            19 => cmd(&["MSET", &key("s"), "1", &format!("s:{}", (k + 7) % 60), "2"]),
+            20 => cmd(&["LMOVE", &key("l"), &format!("l:{}", (k + 3) % 60), "LEFT", "RIGHT"]),
+            21 => cmd(&["GETEX", &key("s"), "PX", "100000"]),
+            22 => cmd(&["PFADD", "hll", &v.to_string()]),
+            23 => cmd(&["SETRANGE", &key("s"), "2", "ab"]),
+            24 => cmd(&["ZPOPMIN", &key("z")]),
+            _ => cmd(&["PERSIST", &key("s")]),
+        }
+        ops += 1;
+    }
+    ops
+}
+
+/// Both datasets, compared: DBSIZE of each database, DEBUG DIGEST, and
+/// key by key where the digests differ.
+fn assert_same(master: u16, replica: u16) {
+    for db in 0..16 {
+        let mut m = con_db(master, db);
+        let mut r = con_db(replica, db);
+        let mk: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut m).unwrap();
+        let mut mk = mk;
+        let mut rk: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut r).unwrap();
+        mk.sort();
+        rk.sort();
+        let show = |v: &[Vec<u8>]| {
+            v.iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(show(&mk), show(&rk), "the keys of database {db} differ");
+        for key in &mk {
+            let a: Vec<String> = redis::cmd("DEBUG")
+                .arg("DIGEST-VALUE")
+                .arg(key)
+                .query(&mut m)
+                .unwrap();
+            let b: Vec<String> = redis::cmd("DEBUG")
+                .arg("DIGEST-VALUE")
+                .arg(key)
+                .query(&mut r)
+                .unwrap();
+            let pm: i64 = redis::cmd("PEXPIRETIME").arg(key).query(&mut m).unwrap();
+            let pr: i64 = redis::cmd("PEXPIRETIME").arg(key).query(&mut r).unwrap();
+            assert_eq!(
+                (a, pm),
+                (b, pr),
+                "key {:?} of database {db} differs",
+                String::from_utf8_lossy(key)
+            );
+        }
+    }
+    let dm: String = redis::cmd("DEBUG")
+        .arg("DIGEST")
+        .query(&mut con_db(master, 0))
+        .unwrap();
+    let dr: String = redis::cmd("DEBUG")
+        .arg("DIGEST")
+        .query(&mut con_db(replica, 0))
+        .unwrap();
+    assert_eq!(dm, dr, "DEBUG DIGEST differs");
+}
+
+/// Lets the master's sweep delete what expired, then waits until respite
+/// applied everything the master sent: its `slave_repl_offset` reaches
+/// the master's `master_repl_offset`. (WAIT on the master would not do:
+/// redis waits for the offset of the asking client's own last write.)
+fn settle(master: &mut Connection, replica: &mut Connection) {
+    std::thread::sleep(Duration::from_millis(600));
+    let target = info_field(master, "replication", "master_repl_offset");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let applied = info_field(replica, "replication", "slave_repl_offset");
+        if applied >= target {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "respite applied {applied} of the master's {target} bytes"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn run_load(port: u16, clients: u64, secs: u64, during: impl FnOnce()) -> u64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let handles: Vec<_> = (0..clients)
+        .map(|i| {
+            let stop = stop.clone();
+            std::thread::spawn(move || load(port, i + 1, stop))
+        })
+        .collect();
+    during();
+    std::thread::sleep(Duration::from_secs(secs));
+    stop.store(true, Ordering::Relaxed);
+    handles.into_iter().map(|h| h.join().unwrap()).sum()
+}
+
+/// One request on a raw socket, its reply's first line.
+fn raw_line(port: u16, request: &[u8]) -> String {
+    let mut s = common::raw_for(port);
+    s.write_all(request).unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    line
+}
+
+#[test]
+fn respite_follows_a_redis_master_through_breaks_and_restarts_then_takes_over() {
+    let Some(master) = master(&["--repl-diskless-sync", "no"]) else {
+        return;
+    };
+    populate(master.port, 300);
+    let dir = tempfile::tempdir().unwrap();
+    let conf = config(
+        dir.path(),
+        &format!("replicaof = \"127.0.0.1 {}\"\n", master.port),
+    );
+    let mut replica = Respited::start_in(dir.path(), &["--config", &conf]);
+    let mut r = replica.client();
+    let text = wait_link_up(&mut r, Duration::from_secs(60));
+    for field in [
+        "role:slave",
+        &format!("master_host:127.0.0.1\r\nmaster_port:{}", master.port),
+        "master_last_io_seconds_ago:",
+        "slave_read_repl_offset:",
+        "slave_repl_offset:",
+        "slave_read_only:1",
+    ] {
+        assert!(
+            text.contains(field),
+            "INFO replication lacks {field:?}: {text}"
+        );
+    }
+    let mut m = master.client();
+    settle(&mut m, &mut r);
+    assert_same(master.port, replica.port);
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), 1.0);
+    // The master's history is the replica's: same ID, same offset.
+    let m_text = info_text(&mut m, "replication");
+    let r_text = info_text(&mut r, "replication");
+    let field = |text: &str, name: &str| -> String {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    assert_eq!(
+        field(&m_text, "master_replid"),
+        field(&r_text, "master_replid")
+    );
+    assert_eq!(
+        field(&m_text, "master_repl_offset"),
+        field(&r_text, "slave_repl_offset")
+    );
+    // A replica refuses clients' writes with redis's text, scripts' too.
+    assert_eq!(
+        raw_line(replica.port, b"SET x 1\r\n"),
+        "-READONLY You can't write against a read only replica.\r\n"
+    );
+    assert_eq!(
+        raw_line(
+            replica.port,
+            b"EVAL \"return redis.call('SET','x','1')\" 0\r\n"
+        ),
+        "-READONLY You can't write against a read only replica. script: \
+         131b5f2ed4a6e4f431cc21897ae043d687859f08, on @user_script:1.\r\n"
+    );
+    let role: redis::Value = redis::cmd("ROLE").query(&mut r).unwrap();
+    let role = format!("{role:?}");
+    assert!(
+        role.contains("slave")
+            && role.contains("connected")
+            && role.contains(&master.port.to_string()),
+        "ROLE: {role}"
+    );
+
+    // The link broken on the master while writes go on: continued.
+    let master_port = master.port;
+    let ops = run_load(master.port, 3, 4, || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let mut m = con_db(master_port, 0);
+        let killed: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("replica")
+            .query(&mut m)
+            .unwrap();
+        assert_eq!(killed, 1);
+    });
+    assert!(ops > 1000, "the load ran ({ops} operations)");
+    wait_link_up(&mut r, Duration::from_secs(30));
+    settle(&mut m, &mut r);
+    assert_same(master.port, replica.port);
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), 1.0);
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), 1.0);
+
+    // respite restarted while writes go on: it continues from the point
+    // stored with its data.
+    let dir_path = dir.path().to_path_buf();
+    let conf2 = conf.clone();
+    let mut restarted = None;
+    run_load(master.port, 3, 3, || {
+        std::thread::sleep(Duration::from_millis(1000));
+        assert!(replica.terminate().success());
+        std::thread::sleep(Duration::from_millis(500));
+        restarted = Some(Respited::start_in(&dir_path, &["--config", &conf2]));
+    });
+    let replica = restarted.unwrap();
+    replica.wait_log("partial resynchronization", Duration::from_secs(30));
+    let mut r = replica.client();
+    wait_link_up(&mut r, Duration::from_secs(30));
+    settle(&mut m, &mut r);
+    assert_same(master.port, replica.port);
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), 2.0);
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), 1.0);
+
+    // Promotion: the data stays, writes are taken, ROLE and INFO say
+    // master, and the master's later writes no longer arrive.
+    let ok: String = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("1")
+        .query(&mut m)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("mine")
+        .arg("1")
+        .query(&mut r)
+        .unwrap();
+    let role: redis::Value = redis::cmd("ROLE").query(&mut r).unwrap();
+    assert!(format!("{role:?}").contains("master"), "ROLE: {role:?}");
+    assert!(info_text(&mut r, "replication").contains("role:master"));
+    std::thread::sleep(Duration::from_millis(300));
+    let after: Option<String> = redis::cmd("GET").arg("after").query(&mut r).unwrap();
+    assert_eq!(after, None);
+    let _: () = redis::cmd("DEL").arg("mine").query(&mut r).unwrap();
+    let _: () = redis::cmd("DEL").arg("after").query(&mut m).unwrap();
+    assert_same(master.port, replica.port);
+}
+
+#[test]
+fn a_diskless_master_with_an_acl_user_replaces_what_respite_held() {
+    let Some(master) = master(&[
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]) else {
+        return;
+    };
+    populate(master.port, 200);
+    let mut m = master.client();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("repl")
+        .arg("on")
+        .arg(">s3cret")
+        .arg("+@all")
+        .arg("~*")
+        .query(&mut m)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = config(dir.path(), "");
+    let replica = Respited::start_in(dir.path(), &["--config", &conf]);
+    let mut r = replica.client();
+    // What respite held before is replaced by the master's data.
+    let _: () = redis::cmd("SET")
+        .arg("local-only")
+        .arg("1")
+        .query(&mut r)
+        .unwrap();
+    // A wrong password: the link does not come up, the log says why.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("masteruser")
+        .arg("repl")
+        .query(&mut r)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("masterauth")
+        .arg("wrong")
+        .query(&mut r)
+        .unwrap();
+    let ok: String = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port)
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    replica.wait_log("unable to AUTH to MASTER", Duration::from_secs(20));
+    let role: redis::Value = redis::cmd("ROLE").query(&mut r).unwrap();
+    assert!(format!("{role:?}").contains("slave"), "ROLE: {role:?}");
+    assert!(info_text(&mut r, "replication").contains("master_link_status:down"));
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("masterauth")
+        .arg("s3cret")
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(
+        raw_line(
+            replica.port,
+            format!("REPLICAOF 127.0.0.1 {}\r\n", master.port).as_bytes()
+        ),
+        "+OK Already connected to specified master\r\n"
+    );
+    wait_link_up(&mut r, Duration::from_secs(60));
+    settle(&mut m, &mut r);
+    assert_same(master.port, replica.port);
+    let gone: Option<String> = redis::cmd("GET").arg("local-only").query(&mut r).unwrap();
+    assert_eq!(gone, None);
+    // And the stream after a diskless sync.
+    run_load(master.port, 2, 2, || {});
+    settle(&mut m, &mut r);
+    assert_same(master.port, replica.port);
+    assert_eq!(
+        raw_line(replica.port, b"REPLICAOF 127.0.0.1 notaport\r\n"),
+        "-ERR Invalid master port\r\n"
+    );
+}
+
+/// A fake master: answers the handshake, sends `rdb` after
+/// `+FULLRESYNC`, or continues; the test then writes the stream.
+struct FakeMaster {
+    listener: TcpListener,
+}
+
+const REPLID: &str = "0123456789abcdef0123456789abcdef01234567";
+
+impl FakeMaster {
+    /// Accepts a link and reads its handshake up to PSYNC; answers
+    /// everything before PSYNC with +PONG / +OK, and returns the socket
+    /// and PSYNC's arguments.
+    fn accept(&self) -> (TcpStream, Vec<String>) {
+        let (s, _) = self.listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut reader = BufReader::new(s.try_clone().unwrap());
+        let mut out = s.try_clone().unwrap();
+        loop {
+            let args = read_command(&mut reader);
+            match args[0].to_ascii_uppercase().as_str() {
+                "PING" => out.write_all(b"+PONG\r\n").unwrap(),
+                "PSYNC" => return (s, args[1..].to_vec()),
+                _ => out.write_all(b"+OK\r\n").unwrap(),
+            }
+        }
+    }
+}
+
+fn read_command(reader: &mut impl BufRead) -> Vec<String> {
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let n: usize = line.trim()[1..].parse().expect("a multibulk");
+    (0..n)
+        .map(|_| {
+            let mut len = String::new();
+            reader.read_line(&mut len).unwrap();
+            let len: usize = len.trim()[1..].parse().unwrap();
+            let mut buf = vec![0; len + 2];
+            reader.read_exact(&mut buf).unwrap();
+            String::from_utf8_lossy(&buf[..len]).into_owned()
+        })
+        .collect()
+}
+
+fn cmd(args: &[&str]) -> Vec<u8> {
+    common::encode(args)
+}
+
+#[test]
+fn a_master_sending_garbage_mid_stream_leaves_nothing_half_applied() {
+    let fake = FakeMaster {
+        listener: TcpListener::bind("127.0.0.1:0").unwrap(),
+    };
+    let port = fake.listener.local_addr().unwrap().port();
+    let replica = Respited::start(&["--replicaof", &format!("127.0.0.1 {port}")]);
+    let (mut s, psync) = fake.accept();
+    assert_eq!(psync, ["?", "-1"]);
+    // An RDB holding one key, sent disk-based.
+    let mut rdb = respite_rdb::RdbWriter::new(Vec::new(), &[]).unwrap();
+    rdb.select_db(0, 1, 0).unwrap();
+    rdb.entry(
+        0,
+        b"loaded",
+        &respite_rdb::Value::String(b"yes".to_vec()),
+        None,
+    )
+    .unwrap();
+    let rdb = rdb.finish().unwrap();
+    s.write_all(format!("+FULLRESYNC {REPLID} 1000\r\n${}\r\n", rdb.len()).as_bytes())
+        .unwrap();
+    s.write_all(&rdb).unwrap();
+    let first = [cmd(&["SELECT", "0"]), cmd(&["SET", "a", "1"])].concat();
+    s.write_all(&first).unwrap();
+    // A transaction cut by garbage: none of it may be applied.
+    s.write_all(&cmd(&["MULTI"])).unwrap();
+    s.write_all(&cmd(&["SET", "b", "2"])).unwrap();
+    s.write_all(b"*2\r\n+garbage\r\n").unwrap();
+    replica.wait_log("protocol error from the master", Duration::from_secs(20));
+    // The link comes back asking for what follows the last whole command.
+    let (mut s, psync) = fake.accept();
+    let expected = 1000 + first.len() as i64;
+    assert_eq!(psync, [REPLID.to_string(), (expected + 1).to_string()]);
+    let mut r = replica.client();
+    let a: Option<String> = redis::cmd("GET").arg("a").query(&mut r).unwrap();
+    let b: Option<String> = redis::cmd("GET").arg("b").query(&mut r).unwrap();
+    let loaded: Option<String> = redis::cmd("GET").arg("loaded").query(&mut r).unwrap();
+    assert_eq!(
+        (a.as_deref(), b, loaded.as_deref()),
+        (Some("1"), None, Some("yes"))
+    );
+    // Continued: the whole transaction, then an acknowledgement asked for.
+    s.write_all(b"+CONTINUE\r\n").unwrap();
+    let tx = [
+        cmd(&["MULTI"]),
+        cmd(&["SET", "b", "2"]),
+        cmd(&["INCR", "a"]),
+        cmd(&["EXEC"]),
+    ]
+    .concat();
+    s.write_all(&tx).unwrap();
+    s.write_all(&cmd(&["REPLCONF", "GETACK", "*"])).unwrap();
+    let mut reader = BufReader::new(s.try_clone().unwrap());
+    let want = (expected + tx.len() as i64).to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ack = read_command(&mut reader);
+        assert_eq!(&ack[..2], ["REPLCONF", "ACK"]);
+        if ack[2] == want {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no ACK of {want}: {ack:?}");
+    }
+    let a: Option<String> = redis::cmd("GET").arg("a").query(&mut r).unwrap();
+    let b: Option<String> = redis::cmd("GET").arg("b").query(&mut r).unwrap();
+    assert_eq!((a.as_deref(), b.as_deref()), (Some("2"), Some("2")));
+    let text = info_text(&mut r, "replication");
+    assert!(text.contains(&format!("master_replid:{REPLID}")), "{text}");
+}
