@@ -939,3 +939,172 @@ fn publish_from_scripts_differential() {
     }
     assert_eq!(received[0], received[1]);
 }
+
+/// The daemon's resident memory, in bytes.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Hostile scripts each get an error and leave the server serving, with
+/// its memory bounded by `lua-memory-limit`: tables, strings and
+/// encoders' outputs past the limit, deep recursion, decoder bombs, bad
+/// `redis.call` arguments and odd error objects. A script that wrote
+/// before its error keeps its writes (redis does not roll back).
+#[test]
+fn hostile_scripts() {
+    let respite = Respited::start(&[]);
+    let mut c = Conn::open(respite.port, 2);
+    assert_eq!(
+        c.command(&["CONFIG", "SET", "lua-memory-limit", "64mb"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        c.command(&["CONFIG", "GET", "lua-memory-limit"]),
+        b"*2\r\n$16\r\nlua-memory-limit\r\n$8\r\n67108864\r\n"
+    );
+    let cases: &[(&str, &str)] = &[
+        ("local t = {} for i = 1, 1e9 do t[i] = i end", "not enough memory"),
+        ("return string.rep('x', 1024 * 1024 * 1024)", "not enough memory"),
+        ("return string.rep('ab', 1e10)", ""),
+        ("local s = string.rep('x', 1024 * 1024) local t = {} for i = 1, 1000 do t[i] = s .. i end", "not enough memory"),
+        ("local s = 'x' while true do s = s .. s end", "not enough memory"),
+        ("local s = string.rep('x', 1024 * 1024) local t = {} for i = 1, 4000 do t[i] = s end return #cjson.encode(t)", "not enough memory"),
+        ("local s = string.rep('x', 1024 * 1024) local t = {} for i = 1, 4000 do t[i] = s end return #cmsgpack.pack(t)", "not enough memory"),
+        ("local s = string.rep('x', 1024 * 1024) local t = {} for i = 1, 4000 do t[i] = s end return #cmsgpack.pack(unpack(t))", ""),
+        ("local function f(n) return f(n + 1) + 1 end return f(1)", "stack overflow"),
+        ("local function f() local ok, e = pcall(f) error(e, 0) end return f()", "C stack overflow"),
+        ("local function f(t) return f({t}) end return f({})", ""),
+        ("return cjson.decode(string.rep('[', 100000))", "too many nested"),
+        ("return cjson.decode(string.rep('{\"a\":', 100000))", ""),
+        ("return cmsgpack.unpack('\\221\\255\\255\\255\\255')", ""),
+        ("return cmsgpack.unpack('\\223\\255\\255\\255\\255')", ""),
+        ("return cmsgpack.unpack(string.rep('\\145', 100000) .. '\\192')", ""),
+        ("return struct.unpack('c2000000000', 'x')", ""),
+        ("return struct.pack('c2000000000', 'x')", ""),
+        ("return struct.pack(string.rep('i', 1000000), 1)", ""),
+        ("return redis.call()", "Please specify at least one argument"),
+        ("return redis.call({})", ""),
+        ("return redis.call('set', {}, 'v')", "Lua redis lib command arguments must be strings or integers"),
+        ("return redis.call('set', 'k', nil)", ""),
+        ("return redis.call('eval', 'return 1', 0)", "not allowed from script"),
+        ("return redis.call(string.rep('x', 10000000))", "Unknown Redis command"),
+        ("error({err = 'MYERR custom'})", "MYERR custom"),
+        ("error(setmetatable({}, {__index = function() error('meta') end}))", ""),
+        ("error(nil)", ""),
+        ("error(12)", ""),
+        ("error(string.rep('e', 10000000))", ""),
+        ("return assert(loadstring(string.rep('(', 100000)))", "chunk has too many syntax levels"),
+        ("local co = coroutine.create(function() while true do coroutine.yield(string.rep('y', 1e6)) end end) local t = {} for i = 1, 1000 do local _, v = coroutine.resume(co) t[i] = v .. i end", "not enough memory"),
+        ("redis.call('set', 'written', 'yes') local t = {} for i = 1, 1e9 do t[i] = i end", "not enough memory"),
+    ];
+    let mut other = Conn::open(respite.port, 2);
+    let mut peak = 0;
+    for (script, expected) in cases {
+        let reply = c.command(&["EVAL", script, "0"]);
+        let text = String::from_utf8_lossy(&reply);
+        assert!(text.starts_with('-'), "{script}: {text:.200}");
+        assert!(text.contains(expected), "{script}: {text:.200}");
+        // Others are still served, at once.
+        let started = std::time::Instant::now();
+        assert_eq!(
+            other.command(&["SET", "alive", "1"]),
+            b"+OK\r\n",
+            "{script}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2), "{script}");
+        peak = peak.max(rss_bytes(respite.pid()));
+    }
+    assert!(peak < 600 << 20, "resident memory reached {peak} bytes");
+    // What redis-server answers with a value, respite answers alike: a
+    // recursion whose every level is caught by pcall (its first value), a
+    // chunk too deep to compile or a big one compiled (loadstring's nil,
+    // a function: both nil).
+    for (script, expected) in [
+        (
+            "local function f() return pcall(f) end return f()",
+            &b":1\r\n"[..],
+        ),
+        ("return loadstring(string.rep('(', 100000))", b"$-1\r\n"),
+        (
+            "return loadstring(string.rep('x = 1 ', 1000000))",
+            b"$-1\r\n",
+        ),
+    ] {
+        assert_eq!(c.command(&["EVAL", script, "0"]), expected, "{script}");
+    }
+    // The parser under collections (CVE-2025-49844's pattern): chunks
+    // parsed while garbage is collected all the time still parse.
+    assert_eq!(
+        c.command(&[
+            "EVAL",
+            "local n = 0 for i = 1, 200 do local junk = string.rep('x', 10000) .. i \
+             collectgarbage('collect') local f = loadstring('return ' .. string.rep('1+', 2000) .. '1') \
+             n = n + f() end return n",
+            "0"
+        ]),
+        b":400200\r\n"
+    );
+    assert_eq!(c.command(&["GET", "written"]), b"$3\r\nyes\r\n");
+    // A script that stays within the limit still runs (the garbage of the
+    // failed ones was collected).
+    assert_eq!(
+        c.command(&[
+            "EVAL",
+            "local t = {} for i = 1, 100000 do t[i] = i end return #t",
+            "0"
+        ]),
+        b":100000\r\n"
+    );
+    // Without a limit, what fits in memory runs.
+    assert_eq!(
+        c.command(&["CONFIG", "SET", "lua-memory-limit", "0"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        c.command(&["EVAL", "return #string.rep('x', 100 * 1024 * 1024)", "0"]),
+        b":104857600\r\n"
+    );
+}
+
+/// A write sent while a script runs, before `busy-reply-threshold`, is
+/// answered BUSY once the script passes the threshold (redis reads it only
+/// then), and runs normally when the script ends before it; against
+/// redis-server.
+#[test]
+fn writes_queued_behind_a_busy_script_get_busy() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let spin = |ms: u64| {
+        format!(
+            "local t0 = redis.call('time') while true do local t = redis.call('time') \
+             if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > {} then break end end return 1",
+            ms * 1000
+        )
+    };
+    let mut outcomes = Vec::new();
+    for port in [redis.port, respite.port] {
+        let mut c = Conn::open(port, 2);
+        c.command(&["CONFIG", "SET", "busy-reply-threshold", "300"]);
+        let mut got = Vec::new();
+        for ms in [1200u64, 100] {
+            let body = spin(ms);
+            let script = std::thread::spawn(move || {
+                let mut s = Conn::open(port, 2);
+                s.command(&["EVAL", body.as_str(), "0"])
+            });
+            std::thread::sleep(Duration::from_millis(60));
+            got.push(String::from_utf8_lossy(&c.command(&["SET", "queued", "1"])).into_owned());
+            got.push(String::from_utf8_lossy(&script.join().expect("script")).into_owned());
+        }
+        outcomes.push(got);
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+    assert!(outcomes[1][0].starts_with("-BUSY"), "{:?}", outcomes[1]);
+}

@@ -212,7 +212,9 @@ fn check_library(
         return Err(e);
     }
     let mut engine = Engine::new_functions().map_err(|e| e.to_string())?;
-    let functions = engine.load_library(&code[header.code_start..], timeout)?;
+    let functions = super::scripting::bounded(&mut engine, |engine| {
+        engine.load_library(&code[header.code_start..], timeout)
+    })?;
     if functions.is_empty() {
         return Err("No functions registered".into());
     }
@@ -529,10 +531,11 @@ impl LocalCommand for FunctionCmd {
         })
     }
 
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
         Ok(match self {
             FunctionCmd::Load { replace, code } => {
                 let code = code?;
+                super::scripting::refresh_memory_limit(&s.shared);
                 change_plan(move |txn| load(txn, code, replace))
             }
             FunctionCmd::Delete(name) => change_plan(move |txn| {
@@ -902,7 +905,9 @@ fn fcall(
         }
         match slot.as_mut() {
             Some((_, engine)) => {
-                let v = engine.call_function(&name, &keys, &args, host, RunOptions::default());
+                let v = super::scripting::bounded(engine, |engine| {
+                    engine.call_function(&name, &keys, &args, host, RunOptions::default())
+                });
                 VM_BYTES.store(engine.used_memory() as u64, Ordering::Relaxed);
                 Ok(v)
             }
