@@ -1108,3 +1108,127 @@ fn writes_queued_behind_a_busy_script_get_busy() {
     assert_eq!(outcomes[0], outcomes[1]);
     assert!(outcomes[1][0].starts_with("-BUSY"), "{:?}", outcomes[1]);
 }
+
+/// What redis refuses around a script's run, reply by reply against
+/// redis-server in RESP2 and RESP3: a shebang script over `maxmemory`
+/// (refused whole unless `allow-oom` or `no-writes`; an `allow-oom` one
+/// writes), FUNCTION LOAD and an FCALL over `maxmemory`, NOREPLICAS for a
+/// shebang script that may write, commands redis has and flags
+/// `noscript` (CLUSTER), XREAD and XREADGROUP with BLOCK, and DEBUG from
+/// a script once DEBUG SET-DISABLE-DENY-SCRIPTS lets it (PROTOCOL's
+/// replies through `redis.setresp`).
+#[test]
+fn refusals_around_a_run_differential() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").expect("config");
+    let respite = Respited::start_in(dir.path(), &["--config", conf.to_str().expect("path")]);
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let session: &[&str] = &[
+        "FUNCTION | LOAD | REPLACE | #!lua name=lib\\nredis.register_function('w', function(k) return redis.call('set', k[1], 'w') end)\\nredis.register_function{function_name='oom', callback=function(k) return redis.call('set', k[1], 'o') end, flags={'allow-oom'}}",
+        "SET | x | 1",
+        "CONFIG | SET | maxmemory | 1",
+        "EVAL | #!lua\\nreturn 1 | 0",
+        "EVAL | #!lua flags=allow-oom\\nreturn redis.call('set', 'x', 2) | 0",
+        "EVAL | #!lua flags=no-writes\\nreturn redis.call('get', 'x') | 0",
+        "EVAL_RO | #!lua\\nreturn 1 | 0",
+        "EVAL | return redis.pcall('set', 'x', 3) | 0",
+        "EVAL | return redis.call('get', 'x') | 0",
+        "FCALL | w | 1 | x",
+        "FCALL | oom | 1 | x",
+        "FUNCTION | LOAD | #!lua name=other\\nredis.register_function('o', function() return 1 end)",
+        "CONFIG | SET | maxmemory | 0",
+        "CONFIG | SET | min-replicas-to-write | 1",
+        "EVAL | #!lua\\nreturn redis.call('get', 'x') | 0",
+        "EVAL | #!lua flags=no-writes\\nreturn redis.call('get', 'x') | 0",
+        "EVAL | return redis.call('get', 'x') | 0",
+        "EVAL | return redis.pcall('set', 'x', 4) | 0",
+        "CONFIG | SET | min-replicas-to-write | 0",
+        "EVAL | return redis.pcall('cluster', 'reset', 'hard') | 0",
+        "EVAL | return redis.pcall('cluster') | 0",
+        "EVAL | return redis.pcall('xread', 'BLOCK', '0', 'STREAMS', 's', '$') | 0",
+        "EVAL | return redis.pcall('XRead', 'COUNT', '1', 'BLOCK', '0', 'STREAMS', 's', '$') | 0",
+        "EVAL | return redis.pcall('xread', 'COUNT', 'x', 'BLOCK', '0', 'STREAMS', 's', '$') | 0",
+        "EVAL | return redis.pcall('xreadgroup', 'GROUP', 'g', 'c', 'BLOCK', '0', 'STREAMS', 's', '>') | 0",
+        "EVAL | return redis.pcall('xreadgroup', 'GROUP', 'g', 'c', 'NOACK', 'BLOCK', '0', 'STREAMS', 's', '>') | 0",
+        "EVAL | return redis.pcall('xread', 'STREAMS', 's', '0') | 0",
+        "EVAL | return redis.pcall('debug', 'protocol', 'double') | 0",
+        "DEBUG | SET-DISABLE-DENY-SCRIPTS | 1",
+        "EVAL | return redis.call('debug', 'protocol', 'double') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'double') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'bignum') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'map') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'set') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'verbatim') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'true') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'null') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'attrib') | 0",
+        "EVAL | redis.call('set', 'k', 'v', 'PX', '1') redis.call('debug', 'sleep', '0.01') return redis.call('exists', 'k') | 0",
+        "DEBUG | SET-DISABLE-DENY-SCRIPTS | 0",
+        "EVAL | return redis.pcall('debug', 'protocol', 'double') | 0",
+    ];
+    let mut failures = Vec::new();
+    for resp in [2u8, 3] {
+        let mut theirs = Conn::open(redis.port, resp);
+        let mut ours = Conn::open(respite.port, resp);
+        for line in session {
+            let args: Vec<String> = line.split(" | ").map(|w| w.replace("\\n", "\n")).collect();
+            let expected = theirs.command(&args);
+            let got = ours.command(&args);
+            if expected != got {
+                failures.push(format!(
+                    "RESP{resp} {line}\n  redis:   {:?}\n  respite: {:?}",
+                    String::from_utf8_lossy(&expected),
+                    String::from_utf8_lossy(&got)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The commands a script calls are counted in INFO commandstats as redis
+/// counts them: run (`calls`, `failed_calls` for an error reply) or
+/// refused before they ran (`rejected_calls`: arity, `noscript`, a write
+/// from a read-only script); against redis-server.
+#[test]
+fn script_calls_in_commandstats_differential() {
+    let respite = Respited::start(&[]);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let fields = |info: &[u8], cmd: &str| -> String {
+        let text = String::from_utf8_lossy(info).into_owned();
+        let Some(line) = text
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+        else {
+            return String::new();
+        };
+        line.split(',')
+            .filter(|f| !f.contains("usec"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut seen = Vec::new();
+    for port in [redis.port, respite.port] {
+        let mut c = Conn::open(port, 2);
+        c.command(&["CONFIG", "RESETSTAT"]);
+        c.command(&[
+            "EVAL",
+            "redis.call('set', 'k', 'v') redis.pcall('set', 'k') redis.pcall('incr', 'k') \
+             redis.pcall('cluster', 'info') return redis.call('get', 'k')",
+            "0",
+        ]);
+        c.command(&["EVAL_RO", "return redis.pcall('set', 'k', 'v')", "0"]);
+        let info = c.command(&["INFO", "commandstats"]);
+        seen.push(
+            ["set", "get", "incr", "cluster", "eval", "eval_ro"]
+                .map(|cmd| fields(&info, cmd))
+                .to_vec(),
+        );
+    }
+    assert_eq!(seen[0], seen[1]);
+}

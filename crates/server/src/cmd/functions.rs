@@ -532,6 +532,13 @@ impl LocalCommand for FunctionCmd {
     }
 
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        // LOAD and RESTORE are redis's `denyoom` subcommands: refused over
+        // `maxmemory` (or `maxdisk`, or on a full disk) before they run.
+        if matches!(self, FunctionCmd::Load { .. } | FunctionCmd::Restore(_)) {
+            if let Some(refusal) = s.shared.engine.refusal() {
+                return Err(CommandError::Engine(refusal));
+            }
+        }
         Ok(match self {
             FunctionCmd::Load { replace, code } => {
                 let code = code?;
@@ -828,11 +835,16 @@ impl Fcall {
         let (no_writes, publishes, name) = {
             let registry = registries().writer.clone();
             match command.get(1).and_then(|n| registry.function(n)) {
-                Some((library, function)) => (
-                    function.flags.no_writes,
-                    super::scripting::may_publish(&library.code),
-                    function.name.clone(),
-                ),
+                Some((library, function)) => {
+                    if let Err(e) = super::scripting::refuse_before_run(s, &function.flags) {
+                        return Plan::Reply(e.into());
+                    }
+                    (
+                        function.flags.no_writes,
+                        super::scripting::may_publish(&library.code),
+                        function.name.clone(),
+                    )
+                }
                 None => (false, false, String::new()),
             }
         };
@@ -891,6 +903,7 @@ fn fcall(
         // read-only function it now is.
         host.read_only = true;
     }
+    host.ctx.allow_oom = function.flags.allow_oom;
     let name = function.name.clone();
     let split = 3 + numkeys as usize;
     let keys: Vec<&[u8]> = command[3..split].iter().map(|k| k.as_ref()).collect();

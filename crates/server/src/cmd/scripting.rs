@@ -535,6 +535,7 @@ impl Eval {
     fn plan(self, s: &mut Session) -> Result<Plan, CommandError> {
         let script = self.script?;
         let flags = script.flags;
+        refuse_before_run(s, &flags)?;
         if self.read_only && !flags.compat && !flags.no_writes {
             return Err(CommandError::Other(
                 "Can not execute a script with write flag using *_ro command.".into(),
@@ -549,7 +550,9 @@ impl Eval {
             keys: self.keys.clone(),
         };
         let (keys, args) = (self.keys, self.args);
+        let allow_oom = !flags.compat && flags.allow_oom;
         Ok(launch.plan(s, move |host| {
+            host.ctx.allow_oom = allow_oom;
             let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
             let args: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
             let value = with_engine(|engine| {
@@ -558,6 +561,38 @@ impl Eval {
             Ok(to_reply(value))
         }))
     }
+}
+
+/// The refusals redis makes before it runs a script that declares its
+/// flags (a shebang, or a function), in redis's order: `processCommand`'s,
+/// with the script's flags standing in for the command's
+/// (`scriptFlagsToCmdFlags`: a script is `denyoom` unless `allow-oom` or
+/// `no-writes`, a write unless `no-writes`). Over `maxmemory` (or
+/// `maxdisk`, or on a full disk) such a script is refused whole, whatever
+/// it would call; without the replicas `min-replicas-to-write` asks for,
+/// NOREPLICAS; on a read replica, READONLY. A script in compatibility
+/// mode (no shebang) has EVAL's flags: only its calls are checked.
+pub(crate) fn refuse_before_run(
+    s: &Session,
+    flags: &respite_script::Flags,
+) -> Result<(), CommandError> {
+    if flags.compat {
+        return Ok(());
+    }
+    if !flags.allow_oom && !flags.no_writes {
+        if let Some(refusal) = s.shared.engine.refusal() {
+            return Err(CommandError::Engine(refusal));
+        }
+    }
+    if !flags.no_writes {
+        if s.shared.wants_replicas.load(Ordering::Relaxed) {
+            return Err(CommandError::NoReplicas);
+        }
+        if s.shared.engine.is_replica() {
+            return Err(CommandError::Engine(EngineError::ReadOnlyReplica));
+        }
+    }
+    Ok(())
 }
 
 /// Whether a script's code may publish (names PUBLISH or SPUBLISH, in any

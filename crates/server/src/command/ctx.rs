@@ -46,6 +46,10 @@ pub struct Ctx<'a> {
     /// [`call`](super::call)), in order: delivered once the script's
     /// group has committed.
     pub published: Vec<Published>,
+    /// The script declared `allow-oom`: [`call`](super::call) does not
+    /// refuse its `denyoom` commands over `maxmemory` (redis's
+    /// `SCRIPT_ALLOW_OOM`).
+    pub allow_oom: bool,
     /// The server, read only through the methods below.
     server: &'a Shared,
 }
@@ -80,6 +84,7 @@ impl<'a> Ctx<'a> {
             read: false,
             authorize: None,
             published: Vec::new(),
+            allow_oom: false,
             server,
         }
     }
@@ -159,6 +164,12 @@ impl<'a> Ctx<'a> {
     /// (`min-replicas-to-write`).
     pub(super) fn wants_replicas(&self) -> bool {
         self.server.wants_replicas.load(Ordering::Relaxed)
+    }
+
+    /// The command statistics, which count a script's calls too.
+    pub(super) fn stats(&self) -> &'a crate::stats::CommandStats {
+        let server: &'a Shared = self.server;
+        &server.stats
     }
 
     /// Why a command that may add data is refused now (over `maxmemory`
