@@ -1232,3 +1232,72 @@ fn script_calls_in_commandstats_differential() {
     }
     assert_eq!(seen[0], seen[1]);
 }
+
+/// The Lua security fixes, reply by reply against redis-server 7.0.15 as
+/// distributions ship it (with the 2025 Lua fixes): malformed long
+/// strings and comments (CVE-2025-46819's lexer paths: unfinished,
+/// invalid delimiters, a `[[` nested inside, long runs of `=`) compile to
+/// redis's errors or strings, and `unpack` and `rawget` at the edges of
+/// the int range (CVE-2025-46817) answer redis's values or "too many
+/// results to unpack"; none of them takes the server down.
+#[test]
+fn lua_security_fixes_differential() {
+    let respite = Respited::start(&[]);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let compile =
+        |code: &str| format!("local f, e = loadstring({code}) return {{f and 1 or 0, e}}");
+    let mut scripts: Vec<String> = [
+        "'x = [[abc'",
+        "'--[[ unfinished comment'",
+        "'x = [==[abc]=]'",
+        "'x = [='",
+        "'x = [==x'",
+        "'--[==[ abc ]='",
+        "'x = [[' .. string.rep('=', 100000)",
+        "'--[' .. string.rep('=', 100000) .. '['",
+        "'--[' .. string.rep('=', 100000)",
+        "'x = [' .. string.rep('=', 100000) .. 'x'",
+        "'x = [[a]] .. [[b'",
+        "'x = [[ [[ ]]'",
+        "'x = [[ [['",
+        "'--[[ a [[ b ]] return 1'",
+        "'--[[\\n\\n[[\\n' .. string.rep('a', 70000)",
+        "'return [==[ [==[ [[ ]==]'",
+    ]
+    .iter()
+    .map(|code| compile(code))
+    .collect();
+    scripts.extend(
+        [
+            "return [[a [[ b]]",
+            "return loadstring('return [[a [[ b]] .. [[c]]')()",
+            "return unpack({}, -2147483648, -2147483648)",
+            "return unpack({1, 2, 3}, 2147483646, 2147483647)",
+            "return unpack({}, 0, 2147483647)",
+            "return unpack({}, -2147483648, 2147483647)",
+            "return unpack({}, -2147483647, 0)",
+            "return rawget({}, -2147483648)",
+            "local t = {} t[-2147483648] = 'min' return {rawget(t, -2147483648), unpack(t, -2147483648, -2147483648)}",
+            "return #{unpack({1, 2}, -1, 1)}",
+        ]
+        .map(String::from),
+    );
+    let mut failures = Vec::new();
+    let mut theirs = Conn::open(redis.port, 2);
+    let mut ours = Conn::open(respite.port, 2);
+    for script in &scripts {
+        let expected = theirs.command(&["EVAL", script, "0"]);
+        let got = ours.command(&["EVAL", script, "0"]);
+        if expected != got {
+            failures.push(format!(
+                "{script:.120}\n  redis:   {:.300}\n  respite: {:.300}",
+                String::from_utf8_lossy(&expected),
+                String::from_utf8_lossy(&got)
+            ));
+        }
+    }
+    assert_eq!(ours.command(&["PING"]), b"+PONG\r\n");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
