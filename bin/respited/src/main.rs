@@ -383,6 +383,11 @@ fn serve(
         n => n,
     };
     runtime.worker_threads(io_threads);
+    // A script's reply may nest arrays some 8,000 deep, as redis's does
+    // (up to Lua's stack limit), and a connection encodes and drops it
+    // recursively: more than a thread's default 2 MiB in a debug build.
+    // Only the pages a thread touches are committed.
+    runtime.thread_stack_size(64 << 20);
     let runtime = match runtime.build() {
         Ok(r) => r,
         Err(e) => {

@@ -17,7 +17,8 @@
 //!    time the recovery took;
 //! 3. everything acknowledged so far is read back: unique SETs (small and
 //!    1 MB values), an INCR counter, MULTI/EXEC transactions over five
-//!    types, RPUSH lists (every element, in order), HSET fields and ZADD
+//!    types, EVAL scripts making the same five writes (applied whole or
+//!    not at all), RPUSH lists (every element, in order), HSET fields and ZADD
 //!    members. A write sent but not acknowledged when the server died is
 //!    "in doubt": it may be there or not, but nothing beyond it may be;
 //! 4. several writer clients, each on its own keys, write and record every
@@ -49,6 +50,15 @@ use rand::{Rng, SeedableRng};
 const CI_CYCLES: usize = 21;
 /// Writer clients, each with its own keys.
 const WRITERS: usize = 5;
+/// The script the crash run's EVALs run: the five writes of its MULTI/EXEC
+/// (SET, INCR, RPUSH, HSET, ZADD), answering the INCR.
+const FIVE_WRITES: &str = "local r = ARGV[1] \
+    redis.call('set', KEYS[1], r) \
+    local n = redis.call('incr', KEYS[2]) \
+    redis.call('rpush', KEYS[3], r) \
+    redis.call('hset', KEYS[4], 'f' .. r, r) \
+    redis.call('zadd', KEYS[5], r, 'm' .. r) \
+    return n";
 /// The size of a large value.
 const BIG: usize = 1024 * 1024;
 /// Slots of large values per writer: each large SET overwrites one, so the
@@ -108,6 +118,11 @@ struct Model {
     /// on `m:{w}:*`, which must agree with one another).
     multi_acked: u64,
     multi_doubt: bool,
+    /// Scripts run (each an EVAL of the same five writes on `e:{w}:*`, which
+    /// must agree with one another: a script is applied whole or not at
+    /// all).
+    script_acked: u64,
+    script_doubt: bool,
     /// RPUSH `l:{w}` of "0", "1", ...: elements acknowledged.
     list_acked: u64,
     list_doubt: bool,
@@ -168,6 +183,7 @@ enum Op {
     Big,
     Incr,
     Multi,
+    Script,
     Push,
     Hset,
     Zadd,
@@ -180,7 +196,8 @@ fn pick(rng: &mut StdRng, big_chance: f64) -> Op {
     match rng.random_range(0..100) {
         0..30 => Op::Set,
         30..45 => Op::Incr,
-        45..58 => Op::Multi,
+        45..52 => Op::Multi,
+        52..58 => Op::Script,
         58..73 => Op::Push,
         73..87 => Op::Hset,
         _ => Op::Zadd,
@@ -293,6 +310,31 @@ impl Model {
                         Err(e) => {
                             died(e);
                             self.multi_doubt = true;
+                            false
+                        }
+                    }
+                }
+                Op::Script => {
+                    let r = self.script_acked;
+                    let got: redis::RedisResult<i64> = redis::cmd("EVAL")
+                        .arg(FIVE_WRITES)
+                        .arg(5)
+                        .arg(format!("e:{w}:s"))
+                        .arg(format!("e:{w}:n"))
+                        .arg(format!("e:{w}:l"))
+                        .arg(format!("e:{w}:h"))
+                        .arg(format!("e:{w}:z"))
+                        .arg(r)
+                        .query(&mut con);
+                    match got {
+                        Ok(n) => {
+                            assert_eq!(n, r as i64 + 1, "EVAL of {w}");
+                            self.script_acked += 1;
+                            true
+                        }
+                        Err(e) => {
+                            died(e);
+                            self.script_doubt = true;
                             false
                         }
                     }
@@ -502,6 +544,44 @@ impl Model {
         doubt_applied += u64::from(k > self.multi_acked);
         self.multi_acked = k;
         self.multi_doubt = false;
+
+        // Scripts: as MULTI/EXEC, on `e:{w}:*`.
+        let (s, n, l, h, z): MultiKeys = redis::pipe()
+            .cmd("GET")
+            .arg(format!("e:{w}:s"))
+            .cmd("GET")
+            .arg(format!("e:{w}:n"))
+            .cmd("LRANGE")
+            .arg(format!("e:{w}:l"))
+            .arg(0)
+            .arg(-1)
+            .cmd("HGETALL")
+            .arg(format!("e:{w}:h"))
+            .cmd("ZRANGE")
+            .arg(format!("e:{w}:z"))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(con)
+            .expect("read the script's keys");
+        let k = n.unwrap_or(0);
+        let most = self.script_acked + u64::from(self.script_doubt);
+        assert!(
+            (self.script_acked..=most).contains(&k),
+            "{k} scripts of writer {w} applied, acknowledged {}, sent {most}",
+            self.script_acked
+        );
+        assert_eq!(s, k.checked_sub(1), "script torn: e:{w}:s vs {k} applied");
+        assert_eq!(l, (0..k).collect::<Vec<_>>(), "script torn: e:{w}:l");
+        let mut h = h;
+        h.sort_by_key(|(_, v)| *v);
+        let want_h: Vec<(String, u64)> = (0..k).map(|r| (format!("f{r}"), r)).collect();
+        assert_eq!(h, want_h, "script torn: e:{w}:h");
+        let want_z: Vec<(String, u64)> = (0..k).map(|r| (format!("m{r}"), r)).collect();
+        assert_eq!(z, want_z, "script torn: e:{w}:z");
+        doubt_applied += u64::from(k > self.script_acked);
+        self.script_acked = k;
+        self.script_doubt = false;
 
         // RPUSH: every acknowledged element, in order, nothing else.
         let l: Vec<u64> = redis::cmd("LRANGE")

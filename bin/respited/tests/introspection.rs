@@ -676,6 +676,7 @@ fn config_get_and_set_match_redis_for_shared_parameters() {
                     "read-cache-bytes",
                     "maxdisk",
                     "disk-reserve-bytes",
+                    "lua-memory-limit",
                 ]
                 .contains(&name.as_str()),
                 "{name} unknown to redis"

@@ -939,3 +939,365 @@ fn publish_from_scripts_differential() {
     }
     assert_eq!(received[0], received[1]);
 }
+
+/// The daemon's resident memory, in bytes.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Hostile scripts each get an error and leave the server serving, with
+/// its memory bounded by `lua-memory-limit`: tables, strings and
+/// encoders' outputs past the limit, deep recursion, decoder bombs, bad
+/// `redis.call` arguments and odd error objects. A script that wrote
+/// before its error keeps its writes (redis does not roll back).
+#[test]
+fn hostile_scripts() {
+    let respite = Respited::start(&[]);
+    let mut c = Conn::open(respite.port, 2);
+    assert_eq!(
+        c.command(&["CONFIG", "SET", "lua-memory-limit", "64mb"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        c.command(&["CONFIG", "GET", "lua-memory-limit"]),
+        b"*2\r\n$16\r\nlua-memory-limit\r\n$8\r\n67108864\r\n"
+    );
+    let cases: &[(&str, &str)] = &[
+        ("local t = {} for i = 1, 1e9 do t[i] = i end", "not enough memory"),
+        ("return string.rep('x', 1024 * 1024 * 1024)", "not enough memory"),
+        ("return string.rep('ab', 1e10)", ""),
+        ("local s = string.rep('x', 1024 * 1024) local t = {} for i = 1, 1000 do t[i] = s .. i end", "not enough memory"),
+        ("local s = 'x' while true do s = s .. s end", "not enough memory"),
+        ("local s = string.rep('x', 1024 * 1024) local t = {} for i = 1, 4000 do t[i] = s end return #cjson.encode(t)", "not enough memory"),
+        ("local s = string.rep('x', 1024 * 1024) local t = {} for i = 1, 4000 do t[i] = s end return #cmsgpack.pack(t)", "not enough memory"),
+        ("local s = string.rep('x', 1024 * 1024) local t = {} for i = 1, 4000 do t[i] = s end return #cmsgpack.pack(unpack(t))", ""),
+        ("local function f(n) return f(n + 1) + 1 end return f(1)", "stack overflow"),
+        ("local function f() local ok, e = pcall(f) error(e, 0) end return f()", "C stack overflow"),
+        ("local function f(t) return f({t}) end return f({})", ""),
+        ("return cjson.decode(string.rep('[', 100000))", "too many nested"),
+        ("return cjson.decode(string.rep('{\"a\":', 100000))", ""),
+        ("return cmsgpack.unpack('\\221\\255\\255\\255\\255')", ""),
+        ("return cmsgpack.unpack('\\223\\255\\255\\255\\255')", ""),
+        ("return cmsgpack.unpack(string.rep('\\145', 100000) .. '\\192')", ""),
+        ("return struct.unpack('c2000000000', 'x')", ""),
+        ("return struct.pack('c2000000000', 'x')", ""),
+        ("return struct.pack(string.rep('i', 1000000), 1)", ""),
+        ("return redis.call()", "Please specify at least one argument"),
+        ("return redis.call({})", ""),
+        ("return redis.call('set', {}, 'v')", "Lua redis lib command arguments must be strings or integers"),
+        ("return redis.call('set', 'k', nil)", ""),
+        ("return redis.call('eval', 'return 1', 0)", "not allowed from script"),
+        ("return redis.call(string.rep('x', 10000000))", "Unknown Redis command"),
+        ("error({err = 'MYERR custom'})", "MYERR custom"),
+        ("error(setmetatable({}, {__index = function() error('meta') end}))", ""),
+        ("error(nil)", ""),
+        ("error(12)", ""),
+        ("error(string.rep('e', 10000000))", ""),
+        ("return assert(loadstring(string.rep('(', 100000)))", "chunk has too many syntax levels"),
+        ("local co = coroutine.create(function() while true do coroutine.yield(string.rep('y', 1e6)) end end) local t = {} for i = 1, 1000 do local _, v = coroutine.resume(co) t[i] = v .. i end", "not enough memory"),
+        ("redis.call('set', 'written', 'yes') local t = {} for i = 1, 1e9 do t[i] = i end", "not enough memory"),
+    ];
+    let mut other = Conn::open(respite.port, 2);
+    let mut peak = 0;
+    for (script, expected) in cases {
+        let reply = c.command(&["EVAL", script, "0"]);
+        let text = String::from_utf8_lossy(&reply);
+        assert!(text.starts_with('-'), "{script}: {text:.200}");
+        assert!(text.contains(expected), "{script}: {text:.200}");
+        // Others are still served, at once.
+        let started = std::time::Instant::now();
+        assert_eq!(
+            other.command(&["SET", "alive", "1"]),
+            b"+OK\r\n",
+            "{script}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2), "{script}");
+        peak = peak.max(rss_bytes(respite.pid()));
+    }
+    assert!(peak < 600 << 20, "resident memory reached {peak} bytes");
+    // What redis-server answers with a value, respite answers alike: a
+    // recursion whose every level is caught by pcall (its first value), a
+    // chunk too deep to compile or a big one compiled (loadstring's nil,
+    // a function: both nil).
+    for (script, expected) in [
+        (
+            "local function f() return pcall(f) end return f()",
+            &b":1\r\n"[..],
+        ),
+        ("return loadstring(string.rep('(', 100000))", b"$-1\r\n"),
+        (
+            "return loadstring(string.rep('x = 1 ', 1000000))",
+            b"$-1\r\n",
+        ),
+    ] {
+        assert_eq!(c.command(&["EVAL", script, "0"]), expected, "{script}");
+    }
+    // The parser under collections (CVE-2025-49844's pattern): chunks
+    // parsed while garbage is collected all the time still parse.
+    assert_eq!(
+        c.command(&[
+            "EVAL",
+            "local n = 0 for i = 1, 200 do local junk = string.rep('x', 10000) .. i \
+             collectgarbage('collect') local f = loadstring('return ' .. string.rep('1+', 2000) .. '1') \
+             n = n + f() end return n",
+            "0"
+        ]),
+        b":400200\r\n"
+    );
+    assert_eq!(c.command(&["GET", "written"]), b"$3\r\nyes\r\n");
+    // A script that stays within the limit still runs (the garbage of the
+    // failed ones was collected).
+    assert_eq!(
+        c.command(&[
+            "EVAL",
+            "local t = {} for i = 1, 100000 do t[i] = i end return #t",
+            "0"
+        ]),
+        b":100000\r\n"
+    );
+    // Without a limit, what fits in memory runs.
+    assert_eq!(
+        c.command(&["CONFIG", "SET", "lua-memory-limit", "0"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        c.command(&["EVAL", "return #string.rep('x', 100 * 1024 * 1024)", "0"]),
+        b":104857600\r\n"
+    );
+}
+
+/// A write sent while a script runs, before `busy-reply-threshold`, is
+/// answered BUSY once the script passes the threshold (redis reads it only
+/// then), and runs normally when the script ends before it; against
+/// redis-server.
+#[test]
+fn writes_queued_behind_a_busy_script_get_busy() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let spin = |ms: u64| {
+        format!(
+            "local t0 = redis.call('time') while true do local t = redis.call('time') \
+             if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > {} then break end end return 1",
+            ms * 1000
+        )
+    };
+    let mut outcomes = Vec::new();
+    for port in [redis.port, respite.port] {
+        let mut c = Conn::open(port, 2);
+        c.command(&["CONFIG", "SET", "busy-reply-threshold", "300"]);
+        let mut got = Vec::new();
+        for ms in [1200u64, 100] {
+            let body = spin(ms);
+            let script = std::thread::spawn(move || {
+                let mut s = Conn::open(port, 2);
+                s.command(&["EVAL", body.as_str(), "0"])
+            });
+            std::thread::sleep(Duration::from_millis(60));
+            got.push(String::from_utf8_lossy(&c.command(&["SET", "queued", "1"])).into_owned());
+            got.push(String::from_utf8_lossy(&script.join().expect("script")).into_owned());
+        }
+        outcomes.push(got);
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+    assert!(outcomes[1][0].starts_with("-BUSY"), "{:?}", outcomes[1]);
+}
+
+/// What redis refuses around a script's run, reply by reply against
+/// redis-server in RESP2 and RESP3: a shebang script over `maxmemory`
+/// (refused whole unless `allow-oom` or `no-writes`; an `allow-oom` one
+/// writes), FUNCTION LOAD and an FCALL over `maxmemory`, NOREPLICAS for a
+/// shebang script that may write, commands redis has and flags
+/// `noscript` (CLUSTER), XREAD and XREADGROUP with BLOCK, and DEBUG from
+/// a script once DEBUG SET-DISABLE-DENY-SCRIPTS lets it (PROTOCOL's
+/// replies through `redis.setresp`).
+#[test]
+fn refusals_around_a_run_differential() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").expect("config");
+    let respite = Respited::start_in(dir.path(), &["--config", conf.to_str().expect("path")]);
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let session: &[&str] = &[
+        "FUNCTION | LOAD | REPLACE | #!lua name=lib\\nredis.register_function('w', function(k) return redis.call('set', k[1], 'w') end)\\nredis.register_function{function_name='oom', callback=function(k) return redis.call('set', k[1], 'o') end, flags={'allow-oom'}}",
+        "SET | x | 1",
+        "CONFIG | SET | maxmemory | 1",
+        "EVAL | #!lua\\nreturn 1 | 0",
+        "EVAL | #!lua flags=allow-oom\\nreturn redis.call('set', 'x', 2) | 0",
+        "EVAL | #!lua flags=no-writes\\nreturn redis.call('get', 'x') | 0",
+        "EVAL_RO | #!lua\\nreturn 1 | 0",
+        "EVAL | return redis.pcall('set', 'x', 3) | 0",
+        "EVAL | return redis.call('get', 'x') | 0",
+        "FCALL | w | 1 | x",
+        "FCALL | oom | 1 | x",
+        "FUNCTION | LOAD | #!lua name=other\\nredis.register_function('o', function() return 1 end)",
+        "CONFIG | SET | maxmemory | 0",
+        "CONFIG | SET | min-replicas-to-write | 1",
+        "EVAL | #!lua\\nreturn redis.call('get', 'x') | 0",
+        "EVAL | #!lua flags=no-writes\\nreturn redis.call('get', 'x') | 0",
+        "EVAL | return redis.call('get', 'x') | 0",
+        "EVAL | return redis.pcall('set', 'x', 4) | 0",
+        "CONFIG | SET | min-replicas-to-write | 0",
+        "EVAL | return redis.pcall('cluster', 'reset', 'hard') | 0",
+        "EVAL | return redis.pcall('cluster') | 0",
+        "EVAL | return redis.pcall('xread', 'BLOCK', '0', 'STREAMS', 's', '$') | 0",
+        "EVAL | return redis.pcall('XRead', 'COUNT', '1', 'BLOCK', '0', 'STREAMS', 's', '$') | 0",
+        "EVAL | return redis.pcall('xread', 'COUNT', 'x', 'BLOCK', '0', 'STREAMS', 's', '$') | 0",
+        "EVAL | return redis.pcall('xreadgroup', 'GROUP', 'g', 'c', 'BLOCK', '0', 'STREAMS', 's', '>') | 0",
+        "EVAL | return redis.pcall('xreadgroup', 'GROUP', 'g', 'c', 'NOACK', 'BLOCK', '0', 'STREAMS', 's', '>') | 0",
+        "EVAL | return redis.pcall('xread', 'STREAMS', 's', '0') | 0",
+        "EVAL | return redis.pcall('debug', 'protocol', 'double') | 0",
+        "DEBUG | SET-DISABLE-DENY-SCRIPTS | 1",
+        "EVAL | return redis.call('debug', 'protocol', 'double') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'double') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'bignum') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'map') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'set') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'verbatim') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'true') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'null') | 0",
+        "EVAL | redis.setresp(3) return redis.call('debug', 'protocol', 'attrib') | 0",
+        "EVAL | redis.call('set', 'k', 'v', 'PX', '1') redis.call('debug', 'sleep', '0.01') return redis.call('exists', 'k') | 0",
+        "DEBUG | SET-DISABLE-DENY-SCRIPTS | 0",
+        "EVAL | return redis.pcall('debug', 'protocol', 'double') | 0",
+    ];
+    let mut failures = Vec::new();
+    for resp in [2u8, 3] {
+        let mut theirs = Conn::open(redis.port, resp);
+        let mut ours = Conn::open(respite.port, resp);
+        for line in session {
+            let args: Vec<String> = line.split(" | ").map(|w| w.replace("\\n", "\n")).collect();
+            let expected = theirs.command(&args);
+            let got = ours.command(&args);
+            if expected != got {
+                failures.push(format!(
+                    "RESP{resp} {line}\n  redis:   {:?}\n  respite: {:?}",
+                    String::from_utf8_lossy(&expected),
+                    String::from_utf8_lossy(&got)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The commands a script calls are counted in INFO commandstats as redis
+/// counts them: run (`calls`, `failed_calls` for an error reply) or
+/// refused before they ran (`rejected_calls`: arity, `noscript`, a write
+/// from a read-only script); against redis-server.
+#[test]
+fn script_calls_in_commandstats_differential() {
+    let respite = Respited::start(&[]);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let fields = |info: &[u8], cmd: &str| -> String {
+        let text = String::from_utf8_lossy(info).into_owned();
+        let Some(line) = text
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+        else {
+            return String::new();
+        };
+        line.split(',')
+            .filter(|f| !f.contains("usec"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut seen = Vec::new();
+    for port in [redis.port, respite.port] {
+        let mut c = Conn::open(port, 2);
+        c.command(&["CONFIG", "RESETSTAT"]);
+        c.command(&[
+            "EVAL",
+            "redis.call('set', 'k', 'v') redis.pcall('set', 'k') redis.pcall('incr', 'k') \
+             redis.pcall('cluster', 'info') return redis.call('get', 'k')",
+            "0",
+        ]);
+        c.command(&["EVAL_RO", "return redis.pcall('set', 'k', 'v')", "0"]);
+        let info = c.command(&["INFO", "commandstats"]);
+        seen.push(
+            ["set", "get", "incr", "cluster", "eval", "eval_ro"]
+                .map(|cmd| fields(&info, cmd))
+                .to_vec(),
+        );
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
+/// The Lua security fixes, reply by reply against redis-server 7.0.15 as
+/// distributions ship it (with the 2025 Lua fixes): malformed long
+/// strings and comments (CVE-2025-46819's lexer paths: unfinished,
+/// invalid delimiters, a `[[` nested inside, long runs of `=`) compile to
+/// redis's errors or strings, and `unpack` and `rawget` at the edges of
+/// the int range (CVE-2025-46817) answer redis's values or "too many
+/// results to unpack"; none of them takes the server down.
+#[test]
+fn lua_security_fixes_differential() {
+    let respite = Respited::start(&[]);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let compile =
+        |code: &str| format!("local f, e = loadstring({code}) return {{f and 1 or 0, e}}");
+    let mut scripts: Vec<String> = [
+        "'x = [[abc'",
+        "'--[[ unfinished comment'",
+        "'x = [==[abc]=]'",
+        "'x = [='",
+        "'x = [==x'",
+        "'--[==[ abc ]='",
+        "'x = [[' .. string.rep('=', 100000)",
+        "'--[' .. string.rep('=', 100000) .. '['",
+        "'--[' .. string.rep('=', 100000)",
+        "'x = [' .. string.rep('=', 100000) .. 'x'",
+        "'x = [[a]] .. [[b'",
+        "'x = [[ [[ ]]'",
+        "'x = [[ [['",
+        "'--[[ a [[ b ]] return 1'",
+        "'--[[\\n\\n[[\\n' .. string.rep('a', 70000)",
+        "'return [==[ [==[ [[ ]==]'",
+    ]
+    .iter()
+    .map(|code| compile(code))
+    .collect();
+    scripts.extend(
+        [
+            "return [[a [[ b]]",
+            "return loadstring('return [[a [[ b]] .. [[c]]')()",
+            "return unpack({}, -2147483648, -2147483648)",
+            "return unpack({1, 2, 3}, 2147483646, 2147483647)",
+            "return unpack({}, 0, 2147483647)",
+            "return unpack({}, -2147483648, 2147483647)",
+            "return unpack({}, -2147483647, 0)",
+            "return rawget({}, -2147483648)",
+            "local t = {} t[-2147483648] = 'min' return {rawget(t, -2147483648), unpack(t, -2147483648, -2147483648)}",
+            "return #{unpack({1, 2}, -1, 1)}",
+        ]
+        .map(String::from),
+    );
+    let mut failures = Vec::new();
+    let mut theirs = Conn::open(redis.port, 2);
+    let mut ours = Conn::open(respite.port, 2);
+    for script in &scripts {
+        let expected = theirs.command(&["EVAL", script, "0"]);
+        let got = ours.command(&["EVAL", script, "0"]);
+        if expected != got {
+            failures.push(format!(
+                "{script:.120}\n  redis:   {:.300}\n  respite: {:.300}",
+                String::from_utf8_lossy(&expected),
+                String::from_utf8_lossy(&got)
+            ));
+        }
+    }
+    assert_eq!(ours.command(&["PING"]), b"+PONG\r\n");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

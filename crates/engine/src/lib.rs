@@ -450,6 +450,7 @@ impl<R: Send + 'static> Engine<R> {
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
             .name("respite-writer".into())
+            .stack_size(SCRIPT_STACK)
             .spawn(move || {
                 let run = std::panic::AssertUnwindSafe(|| {
                     writer::run(conn, write_rx, settings, writer_stats, deliver)
@@ -807,6 +808,13 @@ impl<R: Send + 'static> Drop for Engine<R> {
         }
     }
 }
+
+/// The stack of the threads that run Lua scripts (the writer and the
+/// readers): redis's Lua libraries recurse as deep as Lua's own limits
+/// let them (`cmsgpack.unpack` of some 4,000 nested arrays before its
+/// "stack overflow" error), which a thread's default 2 MiB does not hold
+/// in a debug build. Only the pages a thread touches are committed.
+pub(crate) const SCRIPT_STACK: usize = 64 << 20;
 
 #[cfg(test)]
 mod tests {

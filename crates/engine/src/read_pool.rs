@@ -118,6 +118,7 @@ impl ReadPool {
             let deliver = deliver.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("respite-reader-{i}"))
+                .stack_size(crate::SCRIPT_STACK)
                 .spawn(move || reader_loop(conn, rx, cache, access, deliver, replica))
                 .map_err(crate::EngineError::Thread)?;
             threads.push(handle);

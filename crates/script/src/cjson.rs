@@ -257,6 +257,9 @@ unsafe fn append_data(
     depth: c_int,
     json: &mut Vec<u8>,
 ) -> Result<(), String> {
+    if crate::output_too_long(json.len()) {
+        return Err("not enough memory".into());
+    }
     match lua_type(l, -1) {
         LUA_TSTRING => append_string(l, json, -1),
         LUA_TNUMBER => append_number(l, cfg, json, -1)?,

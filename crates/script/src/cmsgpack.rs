@@ -119,6 +119,9 @@ unsafe fn table_is_an_array(l: State) -> bool {
 
 /// `mp_encode_lua_type`: encodes and pops the value at the top.
 unsafe fn encode(l: State, buf: &mut Vec<u8>, level: c_int) {
+    if crate::output_too_long(buf.len()) {
+        raise(l, "not enough memory");
+    }
     let mut t = lua_type(l, -1);
     if t == LUA_TTABLE && level == MAX_NESTING {
         t = LUA_TNIL;

@@ -119,6 +119,19 @@ pub trait Host {
     }
 }
 
+/// The most bytes `cjson.encode` and `cmsgpack.pack` build outside the
+/// interpreter's own memory (their output buffers): the last memory limit
+/// an engine was given. A table that holds one long string many times
+/// would otherwise make an output far larger than the interpreter holds.
+static OUTPUT_LIMIT: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(usize::MAX);
+
+/// Whether an encoder's output of `len` bytes is past [`OUTPUT_LIMIT`]:
+/// it then fails with Lua's own "not enough memory".
+pub(crate) fn output_too_long(len: usize) -> bool {
+    len > OUTPUT_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// `redis.log` while no script runs (a function library being loaded) has
 /// no host to write to; redis writes to its log, respite drops it.
 pub(crate) fn log_outside_run(_level: LogLevel, _message: &[u8]) {}
@@ -645,6 +658,16 @@ impl Engine {
     /// script gets "not enough memory". 0 lifts the cap.
     pub fn set_memory_limit(&self, bytes: usize) {
         let _ = self.lua.set_memory_limit(bytes);
+        OUTPUT_LIMIT.store(
+            if bytes == 0 { usize::MAX } else { bytes },
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// Runs a full garbage collection (what a script left behind, which
+    /// Lua 5.1 would otherwise keep until its next cycle).
+    pub fn collect_garbage(&self) {
+        let _ = self.lua.gc_collect();
     }
 
     /// Whether `sha` is compiled in this interpreter.

@@ -237,10 +237,8 @@ static void read_long_string (LexState *ls, SemInfo *seminfo, int sep) {
         if (skip_sep(ls) == sep) {
           save_and_next(ls);  /* skip 2nd `[' */
           cont++;
-#if LUA_COMPAT_LSTR == 1
-          if (sep == 0)
-            luaX_lexerror(ls, "nesting of [[...]] is deprecated", '[');
-#endif
+          /* no "nesting of [[...]] is deprecated" error (CVE-2025-46819):
+             a nested `[[' is part of the string, as in the patched redis */
         }
         break;
       }

@@ -212,7 +212,9 @@ fn check_library(
         return Err(e);
     }
     let mut engine = Engine::new_functions().map_err(|e| e.to_string())?;
-    let functions = engine.load_library(&code[header.code_start..], timeout)?;
+    let functions = super::scripting::bounded(&mut engine, |engine| {
+        engine.load_library(&code[header.code_start..], timeout)
+    })?;
     if functions.is_empty() {
         return Err("No functions registered".into());
     }
@@ -529,10 +531,18 @@ impl LocalCommand for FunctionCmd {
         })
     }
 
-    fn apply(self, _s: &mut Session) -> Result<Plan, CommandError> {
+    fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
+        // LOAD and RESTORE are redis's `denyoom` subcommands: refused over
+        // `maxmemory` (or `maxdisk`, or on a full disk) before they run.
+        if matches!(self, FunctionCmd::Load { .. } | FunctionCmd::Restore(_)) {
+            if let Some(refusal) = s.shared.engine.refusal() {
+                return Err(CommandError::Engine(refusal));
+            }
+        }
         Ok(match self {
             FunctionCmd::Load { replace, code } => {
                 let code = code?;
+                super::scripting::refresh_memory_limit(&s.shared);
                 change_plan(move |txn| load(txn, code, replace))
             }
             FunctionCmd::Delete(name) => change_plan(move |txn| {
@@ -825,11 +835,16 @@ impl Fcall {
         let (no_writes, publishes, name) = {
             let registry = registries().writer.clone();
             match command.get(1).and_then(|n| registry.function(n)) {
-                Some((library, function)) => (
-                    function.flags.no_writes,
-                    super::scripting::may_publish(&library.code),
-                    function.name.clone(),
-                ),
+                Some((library, function)) => {
+                    if let Err(e) = super::scripting::refuse_before_run(s, &function.flags) {
+                        return Plan::Reply(e.into());
+                    }
+                    (
+                        function.flags.no_writes,
+                        super::scripting::may_publish(&library.code),
+                        function.name.clone(),
+                    )
+                }
                 None => (false, false, String::new()),
             }
         };
@@ -888,6 +903,7 @@ fn fcall(
         // read-only function it now is.
         host.read_only = true;
     }
+    host.ctx.allow_oom = function.flags.allow_oom;
     let name = function.name.clone();
     let split = 3 + numkeys as usize;
     let keys: Vec<&[u8]> = command[3..split].iter().map(|k| k.as_ref()).collect();
@@ -902,7 +918,9 @@ fn fcall(
         }
         match slot.as_mut() {
             Some((_, engine)) => {
-                let v = engine.call_function(&name, &keys, &args, host, RunOptions::default());
+                let v = super::scripting::bounded(engine, |engine| {
+                    engine.call_function(&name, &keys, &args, host, RunOptions::default())
+                });
                 VM_BYTES.store(engine.used_memory() as u64, Ordering::Relaxed);
                 Ok(v)
             }

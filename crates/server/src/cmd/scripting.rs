@@ -123,6 +123,7 @@ pub(crate) fn busy(threshold_ms: u64) -> Option<&'static str> {
 /// Marks a script (`eval`) or function `name` called by `command` as
 /// running, until [`end_run`].
 pub(crate) fn begin_run(eval: bool, name: String, command: Vec<Bytes>) {
+    RUN_ID.fetch_add(1, Ordering::AcqRel);
     *run_info() = Some(RunInfo {
         eval,
         name,
@@ -136,8 +137,66 @@ pub(crate) fn begin_run(eval: bool, name: String, command: Vec<Bytes>) {
     RUNNING.store(true, Ordering::Release);
 }
 
+/// Each run on the writer's number, counted up by [`begin_run`].
+static RUN_ID: AtomicU64 = AtomicU64::new(0);
+
+/// The last runs on the writer: their number, how long they ran (ms),
+/// and whether they were EVAL scripts.
+fn finished_runs() -> std::sync::MutexGuard<'static, std::collections::VecDeque<(u64, u64, bool)>> {
+    static RUNS: Mutex<std::collections::VecDeque<(u64, u64, bool)>> =
+        Mutex::new(std::collections::VecDeque::new());
+    RUNS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A write planned while a script runs on the writer waits in the
+/// writer's queue behind it. Redis reads such a command only once the
+/// script passes `busy-reply-threshold` (and answers BUSY) or has ended
+/// (and runs it): so the write is wrapped to answer BUSY if the script
+/// that was running when it was planned ran past the threshold. Commands
+/// redis flags `allow-busy`, and plans that are not writes, are left as
+/// they are.
+pub(crate) fn busy_if_late(s: &Session, spec: &crate::command::Spec, plan: Plan) -> Plan {
+    if !script_running() || !matches!(plan, Plan::Write(_)) {
+        return plan;
+    }
+    if crate::meta::find(spec.name.as_bytes(), None).is_some_and(|m| m.has_flag("allow_busy")) {
+        return plan;
+    }
+    let Plan::Write(op) = plan else {
+        return plan;
+    };
+    let threshold: u64 = s
+        .shared
+        .params
+        .get("busy-reply-threshold")
+        .parse()
+        .unwrap_or(5000);
+    let running = RUN_ID.load(Ordering::Acquire);
+    Plan::Write(Box::new(move |txn: &mut Txn<'_, '_>| {
+        let late = finished_runs()
+            .iter()
+            .find(|(id, _, _)| *id == running)
+            .filter(|(_, ms, _)| threshold > 0 && *ms >= threshold)
+            .map(|(_, _, eval)| *eval);
+        match late {
+            Some(eval) => Ok(Reply::error(if eval { BUSY_SCRIPT } else { BUSY_FUNCTION })),
+            None => op(txn),
+        }
+    }))
+}
+
 /// Marks the running script or function finished.
 pub(crate) fn end_run() {
+    let ran = run_info()
+        .as_ref()
+        .map(|info| (info.start.elapsed().as_millis() as u64, info.eval));
+    if let Some((ms, eval)) = ran {
+        let mut runs = finished_runs();
+        if runs.len() == 8 {
+            runs.pop_front();
+        }
+        runs.push_back((RUN_ID.load(Ordering::Acquire), ms, eval));
+    }
     RUN_STARTED.store(0, Ordering::Release);
     RUNNING.store(false, Ordering::Release);
     KILL.store(false, Ordering::Release);
@@ -232,7 +291,7 @@ fn with_engine<R>(f: impl FnOnce(&mut Engine) -> R) -> Result<R, CommandError> {
         }
         match slot.as_mut() {
             Some((_, engine)) => {
-                let r = f(engine);
+                let r = bounded(engine, f);
                 VM_BYTES.store(engine.used_memory() as u64, Ordering::Relaxed);
                 Ok(r)
             }
@@ -240,6 +299,39 @@ fn with_engine<R>(f: impl FnOnce(&mut Engine) -> R) -> Result<R, CommandError> {
         }
     });
     result
+}
+
+/// `lua-memory-limit` as last read (0: none): the most memory one Lua
+/// interpreter may hold. An allocation past it fails, and the script gets
+/// Lua's "not enough memory" error; the server is unharmed.
+static MEMORY_LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_MEMORY_LIMIT);
+
+/// `lua-memory-limit`'s default: 512 MiB.
+const DEFAULT_MEMORY_LIMIT: u64 = 512 << 20;
+
+/// Reads `lua-memory-limit` for the scripts planned next.
+pub(crate) fn refresh_memory_limit(shared: &crate::Shared) {
+    let limit = shared
+        .params
+        .get("lua-memory-limit")
+        .parse()
+        .unwrap_or(DEFAULT_MEMORY_LIMIT);
+    MEMORY_LIMIT.store(limit, Ordering::Relaxed);
+}
+
+/// Runs `f` on `engine` under the memory limit; collects the garbage
+/// after a run that left the interpreter holding over half of it (Lua 5.1
+/// does not collect when an allocation fails, so the next script would
+/// start short).
+pub(crate) fn bounded<R>(engine: &mut Engine, f: impl FnOnce(&mut Engine) -> R) -> R {
+    let limit = MEMORY_LIMIT.load(Ordering::Relaxed);
+    // A field store: cheap enough to make before every run.
+    engine.set_memory_limit(limit as usize);
+    let r = f(engine);
+    if limit > 0 && engine.used_memory() as u64 > limit / 2 {
+        engine.collect_garbage();
+    }
+    r
 }
 
 /// The EVAL interpreter's memory after its last use (INFO
@@ -443,6 +535,7 @@ impl Eval {
     fn plan(self, s: &mut Session) -> Result<Plan, CommandError> {
         let script = self.script?;
         let flags = script.flags;
+        refuse_before_run(s, &flags)?;
         if self.read_only && !flags.compat && !flags.no_writes {
             return Err(CommandError::Other(
                 "Can not execute a script with write flag using *_ro command.".into(),
@@ -457,7 +550,9 @@ impl Eval {
             keys: self.keys.clone(),
         };
         let (keys, args) = (self.keys, self.args);
+        let allow_oom = !flags.compat && flags.allow_oom;
         Ok(launch.plan(s, move |host| {
+            host.ctx.allow_oom = allow_oom;
             let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
             let args: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
             let value = with_engine(|engine| {
@@ -466,6 +561,38 @@ impl Eval {
             Ok(to_reply(value))
         }))
     }
+}
+
+/// The refusals redis makes before it runs a script that declares its
+/// flags (a shebang, or a function), in redis's order: `processCommand`'s,
+/// with the script's flags standing in for the command's
+/// (`scriptFlagsToCmdFlags`: a script is `denyoom` unless `allow-oom` or
+/// `no-writes`, a write unless `no-writes`). Over `maxmemory` (or
+/// `maxdisk`, or on a full disk) such a script is refused whole, whatever
+/// it would call; without the replicas `min-replicas-to-write` asks for,
+/// NOREPLICAS; on a read replica, READONLY. A script in compatibility
+/// mode (no shebang) has EVAL's flags: only its calls are checked.
+pub(crate) fn refuse_before_run(
+    s: &Session,
+    flags: &respite_script::Flags,
+) -> Result<(), CommandError> {
+    if flags.compat {
+        return Ok(());
+    }
+    if !flags.allow_oom && !flags.no_writes {
+        if let Some(refusal) = s.shared.engine.refusal() {
+            return Err(CommandError::Engine(refusal));
+        }
+    }
+    if !flags.no_writes {
+        if s.shared.wants_replicas.load(Ordering::Relaxed) {
+            return Err(CommandError::NoReplicas);
+        }
+        if s.shared.engine.is_replica() || s.shared.upstream.is_replica() {
+            return Err(CommandError::Engine(EngineError::ReadOnlyReplica));
+        }
+    }
+    Ok(())
 }
 
 /// Whether a script's code may publish (names PUBLISH or SPUBLISH, in any
@@ -531,6 +658,7 @@ impl Launch {
 
     fn plan_boxed(self, s: &Session, run: RunFn) -> Plan {
         let shared = s.shared.clone();
+        refresh_memory_limit(&shared);
         let caller = s.client.clone();
         let tracked = self.keys;
         let (db, resp3, touches) = (s.db(), s.resp3(), s.touches());

@@ -231,7 +231,8 @@ impl ContextCommand for LastSave {
 }
 
 /// `DEBUG SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | OBJECT key | RELOAD |
-/// CHANGE-REPL-ID | DIGEST | DIGEST-VALUE key [key ...] | HELP`: the subset of redis's DEBUG that test suites
+/// CHANGE-REPL-ID | DIGEST | DIGEST-VALUE key [key ...] | PROTOCOL type |
+/// SET-DISABLE-DENY-SCRIPTS 0|1 | HELP`: the subset of redis's DEBUG that test suites
 /// use. Only with `enable_debug_command` set, as in Redis 7.
 pub enum Debug {
     /// Stalls the writer thread for that long, as a write operation (so
@@ -254,6 +255,9 @@ pub enum Debug {
     Protocol(Reply),
     /// DEBUG DIGEST-VALUE key ...: redis's digest of each key's value.
     DigestValue(Vec<Bytes>),
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS 0|1: lets scripts call the commands
+    /// redis flags `noscript` (DEBUG among them).
+    SetDisableDenyScripts(bool),
     /// DEBUG HELP.
     Help,
 }
@@ -297,6 +301,7 @@ impl LocalCommand for Debug {
             ("DIGEST", 0) => Debug::Digest,
             ("PROTOCOL", 1) => Debug::Protocol(protocol_sample(&args.next()?, s.resp3())?),
             ("DIGEST-VALUE", _) => Debug::DigestValue(args.rest()),
+            ("SET-DISABLE-DENY-SCRIPTS", 1) => Debug::SetDisableDenyScripts(args.next_i64()? != 0),
             ("HELP", 0) => Debug::Help,
             _ => return Err(sub.syntax("DEBUG")),
         })
@@ -337,6 +342,10 @@ impl LocalCommand for Debug {
                 Ok(Plan::Reply(Reply::Ok))
             }
             Debug::Protocol(reply) => Ok(Plan::Reply(reply)),
+            Debug::SetDisableDenyScripts(disabled) => {
+                crate::command::call::disable_deny_scripts(disabled);
+                Ok(Plan::Reply(Reply::Ok))
+            }
             Debug::Digest => {
                 let databases = s.shared.config.databases;
                 Ok(Plan::Read(
@@ -405,6 +414,33 @@ impl LocalCommand for Debug {
 }
 
 /// DEBUG PROTOCOL's sample of a RESP type, redis's values (debug.c).
+/// DEBUG called from a script (once DEBUG SET-DISABLE-DENY-SCRIPTS lets
+/// it): PROTOCOL's sample replies, and SLEEP, which stalls the script
+/// where it runs; the subcommands that need a connection are refused as
+/// other connection commands are.
+fn script_debug(
+    ctx: &mut crate::command::Ctx<'_>,
+    mut args: Args,
+    _target: crate::command::call::Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let sub = crate::args::subcommand(&mut args)?;
+    match (sub.name.as_str(), args.remaining()) {
+        ("PROTOCOL", 1) => protocol_sample(&args.next()?, ctx.resp3),
+        ("SLEEP", 1) => {
+            let seconds = String::from_utf8_lossy(&args.next()?)
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
+                .ok_or_else(|| CommandError::Other("value is out of range".into()))?;
+            std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+            Ok(Reply::Ok)
+        }
+        _ => Err(CommandError::Other(
+            "This Redis command is not supported from script".into(),
+        )),
+    }
+}
+
 fn protocol_sample(name: &[u8], resp3: bool) -> Result<Reply, CommandError> {
     let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
     Ok(match name.to_ascii_lowercase().as_slice() {
@@ -608,7 +644,7 @@ pub(crate) fn commands() -> Vec<crate::command::Spec> {
         Spec::local::<Save>("save"),
         Spec::local::<BgSave>("bgsave"),
         Spec::context::<LastSave>("lastsave"),
-        Spec::local::<Debug>("debug"),
+        Spec::local::<Debug>("debug").with_call(script_debug),
         Spec::read::<crate::lolwut::Lolwut>("lolwut"),
         Spec::write::<SwapDb>("swapdb"),
         Spec::context::<Time>("time"),

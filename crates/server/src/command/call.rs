@@ -12,7 +12,11 @@
 //! (one try, the timeout's reply if there is nothing: what it does inside
 //! EXEC, through the same [`blocking::try_once`](crate::blocking::try_once)),
 //! and the few connection commands that need no connection (PING, ECHO,
-//! SELECT, TIME, LASTSAVE) from the context alone.
+//! SELECT, TIME, LASTSAVE) from the context alone. Each call is counted in
+//! the command statistics as redis counts a script's calls: run, failed,
+//! or rejected by those checks.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use respite_engine::{EngineError, Txn, View};
@@ -98,26 +102,29 @@ pub fn resolve(request: &[Bytes]) -> Option<usize> {
     Some(index)
 }
 
-fn run(
-    ctx: &mut Ctx<'_>,
-    request: Vec<Bytes>,
-    target: Target<'_, '_, '_>,
-) -> Result<Reply, CommandError> {
-    let Some(name) = request.first() else {
-        return Err(script_error(
-            "Please specify at least one argument for this redis lib call",
-        ));
-    };
-    let unknown = || script_error("Unknown Redis command called from script");
-    let index = crate::command::lookup_index(name).ok_or_else(unknown)?;
-    let spec = &crate::command::TABLE[index];
-    // redis looks a container's subcommand up with the command: an unknown
-    // one is an unknown command, and the subcommand's arity and flags are
-    // the ones checked.
-    let mut described = meta::find(spec.name.as_bytes(), None).ok_or_else(unknown)?;
+/// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call the commands redis
+/// flags `noscript` (redis's test suite calls DEBUG from scripts so).
+static DENY_SCRIPTS_DISABLED: AtomicBool = AtomicBool::new(false);
+
+/// Turns the `noscript` refusal off (`true`) or back on.
+pub(crate) fn disable_deny_scripts(disabled: bool) {
+    DENY_SCRIPTS_DISABLED.store(disabled, Ordering::Relaxed);
+}
+
+/// redis's checks of a command called from a script that come before the
+/// command runs, in redis's order: a container's subcommand is looked up
+/// with the command (an unknown one is an unknown command), then the
+/// arity and the `noscript` flag of the subcommand, if any. Answers the
+/// description checked.
+fn script_checks(
+    described: &'static meta::Meta,
+    request: &[Bytes],
+) -> Result<&'static meta::Meta, CommandError> {
+    let mut described = described;
     if let Some(sub) = request.get(1) {
         if !described.subcommands().is_empty() {
-            described = meta::find(spec.name.as_bytes(), Some(sub)).ok_or_else(unknown)?;
+            described = meta::find(described.command.as_bytes(), Some(sub))
+                .ok_or_else(|| script_error("Unknown Redis command called from script"))?;
         }
     }
     let argc = request.len() as i32;
@@ -127,34 +134,133 @@ fn run(
             "Wrong number of args calling Redis command from script",
         ));
     }
-    if described.has_flag("noscript") {
+    if described.has_flag("noscript") && !DENY_SCRIPTS_DISABLED.load(Ordering::Relaxed) {
         return Err(script_error(
             "This Redis command is not allowed from script",
         ));
     }
+    Ok(described)
+}
+
+/// XREAD and XREADGROUP refuse BLOCK from a script (other blocking
+/// commands run as their non-blocking form): redis's error, named as the
+/// script spelled the command, when its option scan reaches BLOCK, which
+/// it does before it parses the streams (an option it does not know ends
+/// the scan, and the command's own parse then answers its error).
+fn xread_block_refused(request: &[Bytes]) -> Result<(), CommandError> {
+    let group = request[0].eq_ignore_ascii_case(b"xreadgroup");
+    let mut i = 1;
+    while i < request.len() {
+        let more = request.len() - i - 1;
+        let option = &request[i];
+        if option.eq_ignore_ascii_case(b"BLOCK") && more > 0 {
+            return Err(CommandError::Other(format!(
+                "{} command is not allowed with BLOCK option from scripts",
+                String::from_utf8_lossy(&request[0])
+            )));
+        } else if option.eq_ignore_ascii_case(b"COUNT")
+            && more > 0
+            && crate::args::parse_i64(&request[i + 1]).is_some()
+        {
+            i += 2;
+        } else if group && option.eq_ignore_ascii_case(b"GROUP") && more >= 2 {
+            i += 3;
+        } else if group && option.eq_ignore_ascii_case(b"NOACK") {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn run(
+    ctx: &mut Ctx<'_>,
+    request: Vec<Bytes>,
+    target: Target<'_, '_, '_>,
+) -> Result<Reply, CommandError> {
+    let stats = ctx.stats();
+    match checked(ctx, request, target) {
+        Outcome::Refused(described, e) => {
+            if let Some(described) = described {
+                stats.rejected(stats.row_of(described));
+            }
+            Err(e)
+        }
+        Outcome::Ran(described, elapsed, result) => {
+            let failed = matches!(result, Err(_) | Ok(Reply::Error(_)));
+            stats.record(stats.row_of(described), elapsed, failed);
+            result
+        }
+    }
+}
+
+/// How a call ended, for the command statistics, as redis counts a
+/// script's calls: refused before it ran (`rejected_calls`; nothing for
+/// an unknown command), or run for so long (`calls`, `failed_calls`).
+enum Outcome {
+    Refused(Option<&'static meta::Meta>, CommandError),
+    Ran(
+        &'static meta::Meta,
+        std::time::Duration,
+        Result<Reply, CommandError>,
+    ),
+}
+
+fn checked(ctx: &mut Ctx<'_>, request: Vec<Bytes>, target: Target<'_, '_, '_>) -> Outcome {
+    let Some(name) = request.first() else {
+        return Outcome::Refused(
+            None,
+            script_error("Please specify at least one argument for this redis lib call"),
+        );
+    };
+    let unknown = || script_error("Unknown Redis command called from script");
+    let Some(index) = crate::command::lookup_index(name) else {
+        // A command redis has and respite does not (CLUSTER, FAILOVER...)
+        // gets redis's refusals first: most are `noscript`.
+        let Some(described) = meta::find(name, None) else {
+            return Outcome::Refused(None, unknown());
+        };
+        return match script_checks(described, &request) {
+            Ok(_) => Outcome::Refused(None, unknown()),
+            Err(e) => Outcome::Refused(Some(described), e),
+        };
+    };
+    let spec = &crate::command::TABLE[index];
+    let Some(described) = meta::find(spec.name.as_bytes(), None) else {
+        return Outcome::Refused(None, unknown());
+    };
+    let described = match script_checks(described, &request) {
+        Ok(d) => d,
+        Err(e) => return Outcome::Refused(Some(described), e),
+    };
+    let refused = |e| Outcome::Refused(Some(described), e);
     if let Some(authorize) = ctx.authorize {
-        authorize(index, &request)?;
+        if let Err(e) = authorize(index, &request) {
+            return refused(e);
+        }
     }
     let write = described.has_flag("write");
     // redis's `may_replicate` commands (COMMAND INFO does not show the
     // flag): of those a script may call, PFCOUNT, PUBLISH and SPUBLISH.
     let may_replicate = matches!(spec.name, "pfcount" | "publish" | "spublish");
     if matches!(target, Target::Reader(_)) && (write || may_replicate) {
-        return Err(script_error(
+        return refused(script_error(
             "Write commands are not allowed from read-only scripts.",
         ));
     }
     if write && !ctx.master && ctx.read_only_replica() {
-        return Err(CommandError::Engine(EngineError::ReadOnlyReplica));
+        return refused(CommandError::Engine(EngineError::ReadOnlyReplica));
     }
     if write && !ctx.wrote {
         // Refused only before the script's first write: once it has
         // written it runs to its end (redis's rule).
         if ctx.wants_replicas() {
-            return Err(CommandError::NoReplicas);
+            return refused(CommandError::NoReplicas);
         }
-        if let Some(refusal) = ctx.disk_refusal().filter(|_| described.has_flag("denyoom")) {
-            return Err(CommandError::Engine(refusal));
+        let denyoom = described.has_flag("denyoom") && !ctx.allow_oom;
+        if let Some(refusal) = ctx.disk_refusal().filter(|_| denyoom) {
+            return refused(CommandError::Engine(refusal));
         }
     }
     if write {
@@ -163,7 +269,14 @@ fn run(
     if described.has_flag("readonly") {
         ctx.read = true;
     }
-    (spec.call)(ctx, Args::after_name(request), target)
+    let started = std::time::Instant::now();
+    let result = if matches!(spec.name, "xread" | "xreadgroup") {
+        xread_block_refused(&request)
+    } else {
+        Ok(())
+    }
+    .and_then(|()| (spec.call)(ctx, Args::after_name(request), target));
+    Outcome::Ran(described, started.elapsed(), result)
 }
 
 #[cfg(test)]

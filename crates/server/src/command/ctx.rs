@@ -50,6 +50,10 @@ pub struct Ctx<'a> {
     /// [`call`](super::call)), in order: delivered once the script's
     /// group has committed.
     pub published: Vec<Published>,
+    /// The script declared `allow-oom`: [`call`](super::call) does not
+    /// refuse its `denyoom` commands over `maxmemory` (redis's
+    /// `SCRIPT_ALLOW_OOM`).
+    pub allow_oom: bool,
     /// The server, read only through the methods below.
     server: &'a Shared,
 }
@@ -85,6 +89,7 @@ impl<'a> Ctx<'a> {
             master: false,
             authorize: None,
             published: Vec::new(),
+            allow_oom: false,
             server,
         }
     }
@@ -170,6 +175,12 @@ impl<'a> Ctx<'a> {
     /// `crate::replica_link`).
     pub(super) fn read_only_replica(&self) -> bool {
         self.server.upstream.is_replica()
+    }
+
+    /// The command statistics, which count a script's calls too.
+    pub(super) fn stats(&self) -> &'a crate::stats::CommandStats {
+        let server: &'a Shared = self.server;
+        &server.stats
     }
 
     /// Why a command that may add data is refused now (over `maxmemory`

@@ -106,6 +106,9 @@ pub(crate) fn try_dispatch(
     let started = std::time::Instant::now();
     let plan =
         (spec.plan)(session, Args::after_name(request)).unwrap_or_else(|e| Plan::Reply(e.into()));
+    // A write queued behind a running script gets BUSY if that script
+    // runs past the threshold (see `scripting::busy_if_late`).
+    let plan = crate::cmd::scripting::busy_if_late(session, spec, plan);
     // MONITOR shows the database as it is after the command (SELECT's).
     tracking.set_db(session.db());
     Ok(super::track::track(plan, started, tracking))

@@ -240,6 +240,13 @@ pub(super) static PARAMS: &[Param] = &[
         stored("busy-reply-threshold", Kind::Int(0, LONG_MAX), "5000"),
         "lua-time-limit",
     ),
+    // respite's own: the most memory one Lua interpreter may hold (0: no
+    // limit; see `cmd::scripting`).
+    stored(
+        "lua-memory-limit",
+        Kind::Memory(0, LONG_MAX as u64),
+        "536870912",
+    ),
     stored("save", Kind::Save, ""),
     stored("activerehashing", Kind::Bool, "yes"),
     stored("active-expire-effort", Kind::Int(1, 10), "1"),
