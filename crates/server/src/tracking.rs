@@ -404,7 +404,14 @@ impl Tracking {
             let bcasting = bcast && !table.prefixes.is_empty();
             for change in changes {
                 match change {
-                    Change::Key { origin, key } => {
+                    Change::Key { .. } | Change::Expired { .. } => {
+                        // A key a read found expired is the server's change;
+                        // its reader stays registered, untold.
+                        let (origin, reader, key) = match change {
+                            Change::Key { origin, key } => (origin, 0, key),
+                            Change::Expired { reader, key } => (0, reader, key),
+                            Change::Flush { .. } => continue,
+                        };
                         if bcasting {
                             for (p, b) in table.prefixes.iter_mut() {
                                 if key.starts_with(p) {
@@ -412,13 +419,17 @@ impl Tracking {
                                 }
                             }
                         }
-                        if let Some(ids) = table.keys.remove(&key) {
+                        if let Some(mut ids) = table.keys.remove(&key) {
+                            let kept = reader != 0 && ids.remove(&reader);
                             table.items -= ids.len() as u64;
-                            let keys: Arc<[Bytes]> = Arc::from(vec![key]);
+                            let keys: Arc<[Bytes]> = Arc::from(vec![key.clone()]);
                             let mut ids: Vec<u64> = ids.into_iter().collect();
                             ids.sort_unstable();
                             for id in ids {
                                 out.push(Out::Key(id, origin, keys.clone()));
+                            }
+                            if kept {
+                                table.keys.insert(key, HashSet::from([reader]));
                             }
                         }
                     }
