@@ -160,6 +160,16 @@ pub enum Change {
         /// The key.
         key: Bytes,
     },
+    /// A read the transaction ran for `client` (inside EXEC): CLIENT
+    /// TRACKING remembers its keys here, after the changes before it and
+    /// before those after it, as redis remembers a read's keys when it
+    /// has run.
+    Remember {
+        /// The client that read.
+        client: u64,
+        /// The keys it read.
+        keys: Vec<Bytes>,
+    },
     /// FLUSHDB or FLUSHALL by the client `origin`: every key is invalid.
     Flush {
         /// The client whose command flushed.

@@ -53,6 +53,9 @@ pub struct Txn<'s, 'c> {
     pub(crate) whole: Vec<crate::propagate::Whole>,
     /// A client tracks keys (see [`Txn::order_seen`]).
     tracking: bool,
+    /// Reads whose keys CLIENT TRACKING remembers, each at its place in
+    /// `touched` (see [`Txn::remember`]).
+    pub(crate) remembers: Vec<(usize, u64, Vec<bytes::Bytes>)>,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -80,6 +83,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             flushed: false,
             whole: Vec::new(),
             tracking: false,
+            remembers: Vec::new(),
         }
     }
 
@@ -119,6 +123,16 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.view.notify = mask;
         self.view.find_expired = find_expired;
         self.tracking = tracking;
+    }
+
+    /// Notes that `client` read `keys` here, among this operation's
+    /// changes, for CLIENT TRACKING (`notify::Change::Remember`): only
+    /// while a client tracks keys.
+    pub fn remember(&mut self, client: u64, keys: Vec<bytes::Bytes>) {
+        if self.tracking {
+            self.remembers
+                .push((self.touched.keys().len(), client, keys));
+        }
     }
 
     /// Whether the order in which this operation changes keys can be seen

@@ -188,32 +188,53 @@ impl Mark {
 /// CLIENT TRACKING's changes of a committed transaction: each operation's
 /// keys in order, or one flush for an operation that flushed (its touched
 /// keys are only WATCH's).
-fn changes_of(touched: &Touched, marks: &[Mark]) -> Vec<crate::notify::Change> {
+fn changes_of(
+    touched: &Touched,
+    marks: &[Mark],
+    remembers: Remembers,
+) -> Vec<crate::notify::Change> {
     use crate::notify::Change;
     let keys = touched.keys();
     let mut out = Vec::new();
+    // Reads inside EXEC, each at its place among the keys.
+    let mut remembers = remembers.into_iter().peekable();
+    let mut remember_until = |at: usize, out: &mut Vec<Change>| {
+        while let Some((_, client, keys)) = remembers.next_if(|r| r.0 <= at) {
+            out.push(Change::Remember { client, keys });
+        }
+    };
     for (i, m) in marks.iter().enumerate() {
         let end = marks.get(i + 1).map_or(keys.len(), |n| n.start);
         if m.flushed {
+            remember_until(m.start, &mut out);
             out.push(Change::Flush { origin: m.origin });
+            remember_until(end.saturating_sub(1).max(m.start), &mut out);
             continue;
         }
-        out.extend(keys[m.start.min(end)..end].iter().map(|(_, key)| {
-            if m.reader != 0 {
+        let start = m.start.min(end);
+        for (at, (_, key)) in keys.iter().enumerate().take(end).skip(start) {
+            remember_until(at, &mut out);
+            let key = key.clone();
+            out.push(if m.reader != 0 {
                 Change::Expired {
                     reader: m.reader,
-                    key: key.clone(),
+                    key,
                 }
             } else {
                 Change::Key {
                     origin: m.origin,
-                    key: key.clone(),
+                    key,
                 }
-            }
-        }));
+            });
+        }
     }
+    remember_until(usize::MAX, &mut out);
     out
 }
+
+/// The reads inside EXEC whose keys CLIENT TRACKING remembers: (place in
+/// the transaction's touched keys, client, keys).
+type Remembers = Vec<(usize, u64, Vec<bytes::Bytes>)>;
 
 /// A `Txn` for one operation, with the keyspace event classes wanted now.
 fn new_txn<'a, 'c>(stmts: &'a Statements<'c>, settings: &'a WriterSettings) -> Txn<'a, 'c> {
@@ -320,6 +341,9 @@ struct Writer<'s, 'c, R> {
     /// and whether it flushed: what CLIENT TRACKING's changes are made of
     /// once the transaction commits.
     marks: Vec<Mark>,
+    /// Reads inside EXEC in the open transaction, whose keys CLIENT
+    /// TRACKING remembers at their place (see `changes_of`).
+    remembers: Remembers,
     /// The changes of the transaction just committed, for CLIENT TRACKING
     /// (made only while a client tracks; see `notify.rs`).
     changes: Vec<crate::notify::Change>,
@@ -396,6 +420,7 @@ pub(crate) fn run<R: Send + 'static>(
         served: Vec::new(),
         events: Vec::new(),
         marks: Vec::new(),
+        remembers: Vec::new(),
         changes: Vec::new(),
         propagated: Vec::new(),
         last_measure: Instant::now(),
@@ -596,6 +621,14 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         let mut touched = txn.take_touched();
         self.marks.push(Mark::of(self.touched.keys().len(), &txn));
+        if result.is_ok() && !txn.remembers.is_empty() {
+            let base = self.touched.keys().len();
+            self.remembers.extend(
+                std::mem::take(&mut txn.remembers)
+                    .into_iter()
+                    .map(|(at, client, keys)| (base + at, client, keys)),
+            );
+        }
         // Keys its read commands found expired go now, in its transaction,
         // as redis deletes them at the lookup (see `view.rs`), but not
         // while a CLIENT PAUSE holds expiry. The server deletes them, not
@@ -768,6 +801,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             Some(cause) => {
                 self.touched = Touched::default();
                 self.marks.clear();
+                self.remembers.clear();
                 Err(format!(
                     "a command in the same transaction failed while writing ({cause})"
                 ))
@@ -875,11 +909,12 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         cache.commit_done();
         let marks = std::mem::take(&mut self.marks);
+        let remembers = std::mem::take(&mut self.remembers);
         // Read only now that the commit is visible: a client that tracks a
         // key set the flag before it registered the key, and registered
         // it before its read began (see `notify.rs`).
         if result.is_ok() && self.settings.notifier.tracking() {
-            self.changes = changes_of(&touched, &marks);
+            self.changes = changes_of(&touched, &marks, remembers);
         }
         if result.is_ok() {
             cache.write_through(&touched, &was_cached);

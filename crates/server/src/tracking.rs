@@ -364,15 +364,8 @@ impl Tracking {
     /// client is in BCAST mode or OPTIN/OPTOUT and CACHING say no.
     /// `keys` are the command's key arguments.
     pub fn remember(&self, client: &impl Tracker, keys: impl Iterator<Item = Bytes>) {
-        {
-            let s = lock(&client.tracking().settings);
-            if !s.on || s.bcast {
-                return;
-            }
-            let caching = client.tracking().caching();
-            if (s.optin && !caching) || (s.optout && caching) {
-                return;
-            }
+        if !self.would_remember(client) {
+            return;
         }
         let mut table = lock(&self.table);
         for key in keys {
@@ -387,6 +380,17 @@ impl Tracking {
         }
     }
 
+    /// Whether a read of `client` now has its keys remembered: tracking
+    /// on, not BCAST, and OPTIN or OPTOUT as CLIENT CACHING says.
+    pub fn would_remember(&self, client: &impl Tracker) -> bool {
+        let s = lock(&client.tracking().settings);
+        if !s.on || s.bcast {
+            return false;
+        }
+        let caching = client.tracking().caching();
+        !((s.optin && !caching) || (s.optout && caching))
+    }
+
     /// A committed group's changes (the writer's sink): each changed key's
     /// remembered clients are told and the key forgotten; a flush tells
     /// every tracking client and empties the table; then each BCAST
@@ -399,6 +403,7 @@ impl Tracking {
     /// the keys (not when the table is only trimmed).
     fn invalidate_keys<C: Clients>(&self, clients: &C, changes: Vec<Change>, bcast: bool) {
         let mut out: Vec<Out> = Vec::new();
+        let mut remembered = false;
         {
             let mut table = lock(&self.table);
             let bcasting = bcast && !table.prefixes.is_empty();
@@ -410,7 +415,7 @@ impl Tracking {
                         let (origin, reader, key) = match change {
                             Change::Key { origin, key } => (origin, 0, key),
                             Change::Expired { reader, key } => (0, reader, key),
-                            Change::Flush { .. } => continue,
+                            Change::Flush { .. } | Change::Remember { .. } => continue,
                         };
                         if bcasting {
                             for (p, b) in table.prefixes.iter_mut() {
@@ -437,6 +442,14 @@ impl Tracking {
                         table.keys.clear();
                         table.items = 0;
                         out.push(Out::Flush);
+                    }
+                    Change::Remember { client, keys } => {
+                        for key in keys {
+                            if table.keys.entry(key).or_default().insert(client) {
+                                table.items += 1;
+                            }
+                        }
+                        remembered = true;
                     }
                 }
             }
@@ -497,6 +510,9 @@ impl Tracking {
                     self.send(clients, &c, payload);
                 }
             }
+        }
+        if remembered {
+            self.limit(clients);
         }
     }
 
