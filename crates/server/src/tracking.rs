@@ -351,8 +351,11 @@ impl Tracking {
         *s = Settings::default();
         client.tracking().on.store(false, Ordering::Relaxed);
         client.tracking().caching.store(false, Ordering::Relaxed);
-        if self.clients.fetch_sub(1, Ordering::SeqCst) == 1 {
-            // Still under the table's lock (see `enable`).
+        // Still under the table's lock (see `enable`). Keys some client
+        // read stay in the table, as in redis, until they change or a
+        // flush empties it (INFO's `tracking_total_keys` counts them):
+        // the writer goes on telling the table of changes until then.
+        if self.clients.fetch_sub(1, Ordering::SeqCst) == 1 && table.keys.is_empty() {
             notifier.set_tracking(false);
         }
         drop(s);
