@@ -58,13 +58,18 @@ pub use config::Config;
 pub use reply::Reply;
 pub use state::Shared;
 
-/// Serves on `listeners` until shutdown begins (SHUTDOWN, or
+/// Applies the configuration file's `[redis]` table, then serves on
+/// `listeners` until shutdown begins (SHUTDOWN, or
 /// [`Shared::begin_shutdown`] from a signal handler); then waits for open
 /// connections, drains the writer and checkpoints. The service manager is
 /// told READY=1 as accepting starts (the database is open and every
 /// listener bound by then), and its stop timeout is extended while the
 /// drain runs (see [`service`]).
 pub async fn run(shared: Arc<Shared>, listeners: listener::Listeners) {
+    // Checked by `Config::validate` already: this cannot fail.
+    if let Err(e) = params::apply_file(&shared) {
+        tracing::warn!("configuration [redis] table: {e}");
+    }
     state::install_notifications(&shared);
     state::install_tracking(&shared);
     repl::install(&shared);

@@ -147,10 +147,6 @@ impl Shared {
         };
         let limits = *lock(&shared.settings.output_limits);
         shared.settings.output_limit.store(limits[0]);
-        // Checked by `Config::validate` already: this cannot fail.
-        if let Err(e) = crate::params::apply_file(&shared) {
-            tracing::warn!("configuration [redis] table: {e}");
-        }
         shared
     }
 
