@@ -829,3 +829,61 @@ fn read_misses_emit_keymiss_as_redis_does() {
         &[("KEm", false), ("Km", true), ("Em", false)],
     );
 }
+
+#[test]
+fn reads_in_transactions_and_scripts_emit_keymiss_in_order() {
+    compare(
+        &[(
+            &[&["SET", "here", "1"]],
+            &[
+                &["MULTI"],
+                &["GET", "nokey"],
+                &["SET", "a", "1"],
+                &["MGET", "a", "m1", "here"],
+                &["HGET", "noh", "f"],
+                &["DEL", "a"],
+                &["EXEC"],
+                &[
+                    "EVAL",
+                    "redis.call('get','x'); redis.call('set','y','1'); return redis.call('llen','z')",
+                    "0",
+                ],
+                &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "nokey"],
+                &["EVAL", "return redis.call('exists', KEYS[1])", "1", "nokey"],
+            ],
+        )],
+        &[("KEAm", false), ("Km", true), ("Em", false)],
+    );
+}
+
+#[test]
+fn a_read_that_finds_a_key_expired_announces_it_as_redis_does() {
+    // With the sweep off, only the reads' lookups can find the keys
+    // expired: redis deletes each then (`expired`), before the `keymiss`
+    // of the same lookup; a read on the read pool, a read inside EXEC and
+    // a script's read alike.
+    let scene: &[Cmd<'_>] = &[
+        &["SET", "foo", "bar", "PX", "20"],
+        &["SET", "k2", "v", "PX", "20"],
+        &["RPUSH", "l", "a"],
+        &["PEXPIRE", "l", "20"],
+        &["SET", "t", "v", "PX", "20"],
+        &["SET", "s", "v", "PX", "20"],
+        &["DEBUG", "SLEEP", "0.1"],
+        &["GET", "foo"],
+        &["GET", "foo"],
+        &["MGET", "nokey", "k2", "nokey"],
+        &["MULTI"],
+        &["LRANGE", "l", "0", "-1"],
+        &["SET", "n", "1"],
+        &["GET", "t"],
+        &["EXEC"],
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "s"],
+        &["SET", "foo", "again"],
+        &["DEBUG", "SET-ACTIVE-EXPIRE", "1"],
+    ];
+    compare(
+        &[(&[&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]], scene)],
+        &[("KEA", false), ("Exm", true), ("KEAm", false)],
+    );
+}

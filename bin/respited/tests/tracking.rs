@@ -776,3 +776,56 @@ fn a_script_that_reads_tracks_its_declared_keys() {
         ],
     );
 }
+
+#[test]
+fn a_read_that_finds_a_key_expired_invalidates_it_before_nothing_else() {
+    // With the sweep off only the read's lookup can find the key expired:
+    // redis deletes it then, so the tracking client hears of it right
+    // after the read's reply (tracking.tcl's "not interleaved with
+    // multiple keys response"); and a BCAST NOLOOP client hears of a key
+    // its own transaction's read found expired, since the server deleted
+    // it, not the client.
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let ours = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    let steps = [
+        hello3(0),
+        on(0, &["CLIENT", "TRACKING", "on"]),
+        on(1, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
+        on(1, &["MSET", "x", "1", "y", "2"]),
+        on(1, &["PEXPIRE", "y", "100"]),
+        on(0, &["GET", "y"]),
+        sleep(1, &["PING"], 150),
+        on(0, &["MGET", "x", "y"]),
+        on(0, &["MGET", "x", "y"]),
+        on(
+            2,
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "REDIRECT", "$ID1", "NOLOOP",
+            ],
+        ),
+        on(1, &["SUBSCRIBE", "__redis__:invalidate"]),
+        on(2, &["MULTI"]),
+        on(2, &["SET", "k", "v", "PX", "1"]),
+        on(2, &["SET", "other", "v"]),
+        on(2, &["DEBUG", "SLEEP", "0.1"]),
+        on(2, &["GET", "k"]),
+        on(2, &["EXEC"]),
+        on(0, &["CLIENT", "TRACKING", "off"]),
+        on(2, &["CLIENT", "TRACKING", "off"]),
+        on(2, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]),
+    ];
+    let theirs = play(redis.port, 3, &steps);
+    let got = play(ours.port, 3, &steps);
+    assert_eq!(
+        got,
+        theirs,
+        "\nrespite:\n{}\nredis:\n{}",
+        got.join("\n"),
+        theirs.join("\n")
+    );
+}

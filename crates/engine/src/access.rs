@@ -88,7 +88,8 @@ pub struct Access {
     /// Figures RESTORE gave keys (IDLETIME, FREQ), set once the write
     /// that created them commits: (db, key, idle seconds, counter).
     restored: std::sync::Mutex<Vec<Restored>>,
-    /// Where a miss is announced (`keymiss`, see `notify.rs`).
+    /// Where a read's misses and expired keys are announced (`keymiss`,
+    /// `expired`: see `view.rs`).
     misses_to: std::sync::OnceLock<std::sync::Arc<crate::notify::Notifier>>,
 }
 
@@ -173,6 +174,11 @@ impl Access {
     /// `notifier` (when that class is on and someone listens).
     pub fn notify_misses_to(&self, notifier: std::sync::Arc<crate::notify::Notifier>) {
         let _ = self.misses_to.set(notifier);
+    }
+
+    /// Where a read-pool view announces what its lookups met.
+    pub(crate) fn notifier(&self) -> Option<&crate::notify::Notifier> {
+        self.misses_to.get().map(|n| &**n)
     }
 
     /// Gives a key RESTORE writes the idle time (`IDLETIME`) or the LFU
@@ -331,9 +337,6 @@ impl Access {
             }
         } else {
             self.misses[stripe].fetch_add(1, Ordering::Relaxed);
-            if let Some(n) = self.misses_to.get() {
-                n.key_miss(db, key);
-            }
         }
     }
 

@@ -793,12 +793,12 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// STORE over an existing key overwrites it, as redis's `setKey`).
     pub fn not_new(&mut self, db: u32, key: &[u8]) {
         if self.notifying(notify::NEW) {
-            let at = self
-                .events
+            let events = self.events_mut();
+            let at = events
                 .iter()
                 .rposition(|e| e.event == "new" && e.db == db && e.key == key);
             if let Some(i) = at {
-                self.events.remove(i);
+                events.remove(i);
             }
         }
     }
@@ -1061,6 +1061,42 @@ impl<'s, 'c> Txn<'s, 'c> {
             expired,
             more_to_free: freed >= FREE_CHUNK,
         })
+    }
+
+    /// Deletes each key in `found` that is still expired (a key a read
+    /// found expired, which a write may have replaced since, or the sweep
+    /// deleted), and puts its `expired` event into `events` at the place
+    /// given with it (redis's `expireIfNeeded` on a read's lookup). Returns
+    /// how many it deleted.
+    pub(crate) fn expire_reported(
+        &mut self,
+        found: Vec<(usize, u32, bytes::Bytes)>,
+        events: &mut Vec<notify::Event>,
+    ) -> Result<usize> {
+        let mut n = 0;
+        // Last first, so that the places of the earlier ones still hold.
+        for (at, db, key) in found.into_iter().rev() {
+            let Some(stored) = self.stored(db, &key)? else {
+                continue;
+            };
+            if stored.expire_at.is_none_or(|t| t > self.now()) {
+                continue;
+            }
+            self.drop_stored(db, &key, &stored)?;
+            n += 1;
+            if self.notifying(notify::EXPIRED) {
+                events.insert(
+                    at.min(events.len()),
+                    notify::Event {
+                        class: notify::EXPIRED,
+                        event: "expired",
+                        db,
+                        key,
+                    },
+                );
+            }
+        }
+        Ok(n)
     }
 
     /// Deletes up to `limit` element rows of dropped keys. Returns how many.

@@ -273,6 +273,9 @@ impl<R: Send + 'static> Delivery<R> {
 /// `R` is the type write operations produce (the server's reply type).
 pub struct Engine<R: Send + 'static> {
     write_tx: Sender<Msg<R>>,
+    /// The writer's queue as the readers reach it (see `view.rs`): they
+    /// hold it weakly.
+    _found_tx: Option<Arc<Sender<Msg<R>>>>,
     read_tx: Sender<read_pool::ReadRequest>,
     stats: Arc<Stats>,
     max_batch: Arc<AtomicUsize>,
@@ -412,6 +415,16 @@ impl<R: Send + 'static> Engine<R> {
         // Unbounded here: the server bounds operations in flight with an
         // async semaphore, so connection tasks wait without blocking a thread.
         let (write_tx, write_rx) = crossbeam_channel::unbounded();
+        // Reads hand the keys they found expired to the writer (see
+        // `view.rs`) through a weak handle: the queue still closes when the
+        // engine goes.
+        let found_tx = Arc::new(write_tx.clone());
+        let weak_tx = Arc::downgrade(&found_tx);
+        notifier.set_found_sink(Box::new(move |found| {
+            if let Some(tx) = weak_tx.upgrade() {
+                let _ = tx.send(Msg::Found(found));
+            }
+        }));
         let checkpointer = if external {
             checkpointer::Checkpointer::disabled()
         } else {
@@ -474,6 +487,7 @@ impl<R: Send + 'static> Engine<R> {
         threads.push(writer);
         Ok(Engine {
             write_tx,
+            _found_tx: Some(found_tx),
             read_tx: pool.tx,
             stats,
             max_batch,
@@ -535,6 +549,7 @@ impl<R: Send + 'static> Engine<R> {
         );
         Ok(Engine {
             write_tx,
+            _found_tx: None,
             read_tx: pool.tx,
             stats: Arc::new(Stats::new()),
             max_batch: Arc::new(AtomicUsize::new(config.max_batch.max(1))),
@@ -765,6 +780,8 @@ impl<R: Send + 'static> Engine<R> {
     /// stored). Reads never show an expired key either way.
     pub fn set_active_expire(&self, on: bool) {
         self.active_expire.store(on, Ordering::Relaxed);
+        // Then reads delete the expired keys they find, as in redis.
+        self.notifier.set_sweep_off(!on);
     }
 
     /// Stops the writer's sweep of expired keys until `until` (CLIENT

@@ -148,6 +148,28 @@ pub enum Change {
         /// The key.
         key: Bytes,
     },
+    /// A key deleted because a read command of the client `reader` found
+    /// it expired (redis's lazy expiry): a change by the server (NOLOOP
+    /// hides it from nobody), except that the reader itself is not told
+    /// and stays registered, as in redis, which deletes the key before the
+    /// read and remembers the read's keys after it (the read's reply shows
+    /// the key gone).
+    Expired {
+        /// The client whose read found it expired.
+        reader: u64,
+        /// The key.
+        key: Bytes,
+    },
+    /// A read the transaction ran for `client` (inside EXEC): CLIENT
+    /// TRACKING remembers its keys here, after the changes before it and
+    /// before those after it, as redis remembers a read's keys when it
+    /// has run.
+    Remember {
+        /// The client that read.
+        client: u64,
+        /// The keys it read.
+        keys: Vec<Bytes>,
+    },
     /// FLUSHDB or FLUSHALL by the client `origin`: every key is invalid.
     Flush {
         /// The client whose command flushed.
@@ -157,6 +179,25 @@ pub enum Change {
 
 /// Receives the changes of each committed group, in order.
 pub type ChangeSink = Box<dyn Fn(Vec<Change>) + Send + Sync>;
+
+/// What one read on the read pool met that the writer must finish: keys
+/// its lookups found expired, which only the writer can delete, and the
+/// read's keyspace events (its `keymiss`es), which follow the deletions.
+pub(crate) struct Found {
+    /// The read's events, in order.
+    pub(crate) events: Vec<Event>,
+    /// Each key found expired, with the place in `events` where its
+    /// `expired` event belongs.
+    pub(crate) expired: Vec<(usize, u32, Bytes)>,
+    /// The client whose read it is (0: none known).
+    pub(crate) reader: u64,
+    /// The read's result, handed back once the events are out: as in
+    /// redis, whoever reads next sees the key gone and hears of it first.
+    pub(crate) done: Option<crate::read_pool::ReadDone>,
+}
+
+/// Takes a read's [`Found`] to the writer.
+pub(crate) type FoundSink = Box<dyn Fn(Found) + Send + Sync>;
 
 /// The notification settings the writer reads, and where events go.
 #[derive(Default)]
@@ -171,6 +212,10 @@ pub struct Notifier {
     /// the writer gather [`Change`]s.
     tracking: AtomicBool,
     change_sink: OnceLock<ChangeSink>,
+    /// Where a read's expired keys go: the writer's queue.
+    found_sink: OnceLock<FoundSink>,
+    /// The active sweep is off (DEBUG SET-ACTIVE-EXPIRE 0).
+    sweep_off: AtomicBool,
 }
 
 impl Notifier {
@@ -240,19 +285,38 @@ impl Notifier {
         }
     }
 
-    /// A read command's lookup missed (redis's `keymiss`, class `m`): a
-    /// read changes nothing, so the event is published at once, from the
-    /// reader that missed.
-    pub fn key_miss(&self, db: u32, key: &[u8]) {
-        if self.mask() & KEY_MISS == 0 {
-            return;
+    /// Tells whether the active expiry sweep is off.
+    pub(crate) fn set_sweep_off(&self, off: bool) {
+        self.sweep_off.store(off, Ordering::Relaxed);
+    }
+
+    /// Whether a read command's lookup that finds a key expired has it
+    /// deleted at once (redis's lazy expiry), given the event mask: while
+    /// someone would hear of it (`expired` events, a CLIENT TRACKING
+    /// client) or the sweep is off. Otherwise the sweep deletes it within
+    /// its period, and reads spare the look for an expired row.
+    pub(crate) fn lazy_expiry(&self, mask: u32) -> bool {
+        mask & EXPIRED != 0 || self.tracking() || self.sweep_off.load(Ordering::Relaxed)
+    }
+
+    /// Installs where the keys reads found expired go (the writer's queue;
+    /// once).
+    pub(crate) fn set_found_sink(&self, sink: FoundSink) {
+        let _ = self.found_sink.set(sink);
+    }
+
+    /// Hands a read's expired keys and events to the writer (see
+    /// [`Found`]); without a writer (a read replica), publishes the events.
+    pub(crate) fn report_expired(&self, found: Found) {
+        match self.found_sink.get() {
+            Some(sink) => sink(found),
+            None => {
+                self.publish(found.events);
+                if let Some(done) = found.done {
+                    crate::read_pool::complete_read(done);
+                }
+            }
         }
-        self.publish(vec![Event {
-            class: KEY_MISS,
-            event: "keymiss",
-            db,
-            key: Bytes::copy_from_slice(key),
-        }]);
     }
 
     /// Hands a committed group's events on.

@@ -95,7 +95,7 @@ pub(crate) fn refuse_writes<R: Send + 'static>(rx: Receiver<Msg<R>>, progress: A
                     .collect();
                 (item.done)(results);
             }
-            Ok(Msg::SetFsync(_)) => {}
+            Ok(Msg::SetFsync(_) | Msg::Found(_)) => {}
             Ok(Msg::Shutdown(done)) => {
                 done();
                 return;

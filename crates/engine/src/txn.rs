@@ -43,10 +43,6 @@ pub struct Txn<'s, 'c> {
     pub(crate) watches: &'s Watches,
     /// The encoding thresholds (see `encoding.rs`).
     pub(crate) thresholds: &'s crate::encoding::Thresholds,
-    /// The keyspace event classes wanted (0: none; see `notify.rs`).
-    pub(crate) notify: u32,
-    /// The events this operation produced, in order.
-    pub(crate) events: Vec<crate::notify::Event>,
     /// The client whose command this is (0: the server's own work), for
     /// CLIENT TRACKING's NOLOOP: the server sets it before running it.
     pub origin: u64,
@@ -55,6 +51,11 @@ pub struct Txn<'s, 'c> {
     pub(crate) flushed: bool,
     /// Its changes that name no key, for replication (see `propagate.rs`).
     pub(crate) whole: Vec<crate::propagate::Whole>,
+    /// A client tracks keys (see [`Txn::order_seen`]).
+    tracking: bool,
+    /// Reads whose keys CLIENT TRACKING remembers, each at its place in
+    /// `touched` (see [`Txn::remember`]).
+    pub(crate) remembers: Vec<(usize, u64, Vec<bytes::Bytes>)>,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -78,25 +79,25 @@ impl<'s, 'c> Txn<'s, 'c> {
             touched: Touched::default(),
             watches,
             thresholds,
-            notify: 0,
-            events: Vec::new(),
             origin: 0,
             flushed: false,
             whole: Vec::new(),
+            tracking: false,
+            remembers: Vec::new(),
         }
     }
 
     /// Whether events of `class` are wanted: a command whose event needs
     /// work to find out (a lookup) asks first.
     pub fn notifying(&self, class: u32) -> bool {
-        self.notify & class != 0
+        self.view.notify & class != 0
     }
 
     /// Notes a keyspace event (redis's `notifyKeyspaceEvent`), published
     /// once the group commits; nothing at all when its class is not wanted.
     pub fn notify(&mut self, class: u32, event: &'static str, db: u32, key: &[u8]) {
-        if self.notify & class != 0 {
-            self.events.push(crate::notify::Event {
+        if self.view.notify & class != 0 {
+            self.view.events.get_mut().push(crate::notify::Event {
                 class,
                 event,
                 db,
@@ -107,7 +108,57 @@ impl<'s, 'c> Txn<'s, 'c> {
 
     /// The events this operation produced, for the writer.
     pub(crate) fn take_events(&mut self) -> Vec<crate::notify::Event> {
-        std::mem::take(&mut self.events)
+        std::mem::take(self.view.events.get_mut())
+    }
+
+    /// The events noted so far, to take one back (see `Txn::not_new`).
+    pub(crate) fn events_mut(&mut self) -> &mut Vec<crate::notify::Event> {
+        self.view.events.get_mut()
+    }
+
+    /// Sets the keyspace event classes wanted (see `notify.rs`), whether
+    /// read commands' lookups look for expired keys (see `view.rs`), and
+    /// whether a client tracks keys.
+    pub(crate) fn set_notify(&mut self, mask: u32, find_expired: bool, tracking: bool) {
+        self.view.notify = mask;
+        self.view.find_expired = find_expired;
+        self.tracking = tracking;
+    }
+
+    /// Notes that `client` read `keys` here, among this operation's
+    /// changes, for CLIENT TRACKING (`notify::Change::Remember`): only
+    /// while a client tracks keys.
+    pub fn remember(&mut self, client: u64, keys: Vec<bytes::Bytes>) {
+        if self.tracking {
+            self.remembers
+                .push((self.touched.keys().len(), client, keys));
+        }
+    }
+
+    /// Whether the order in which this operation changes keys can be seen
+    /// outside: keyspace events are wanted, or a client tracks keys
+    /// (CLIENT TRACKING hears of them in that order). A command that would
+    /// rather write its keys in another order (MSET, in key order) keeps
+    /// redis's order then.
+    pub fn order_seen(&self) -> bool {
+        self.view.notify != 0 || self.tracking
+    }
+
+    /// Whether this operation's read commands found a key expired.
+    pub(crate) fn view_found_expired(&self) -> bool {
+        !self.view.found_expired.borrow().is_empty()
+    }
+
+    /// Deletes the keys this operation's read commands found expired, if
+    /// they still are, each `expired` event going where the read met the
+    /// key (redis's lazy expiry; see `view.rs`). Returns how many it
+    /// deleted.
+    pub(crate) fn expire_found(&mut self) -> crate::Result<usize> {
+        let found = std::mem::take(self.view.found_expired.get_mut());
+        let mut events = self.take_events();
+        let n = self.expire_reported(found, &mut events);
+        *self.view.events.get_mut() = events;
+        n
     }
 
     /// The keys this operation changed, for the writer.

@@ -112,6 +112,9 @@ pub(crate) enum Msg<R> {
     Write(WriteItem<R>),
     /// Switch durability between batches (CONFIG SET appendfsync).
     SetFsync(AppendFsync),
+    /// Keys a read found expired, to delete if they still are, with the
+    /// read's keyspace events (see `view.rs`).
+    Found(crate::notify::Found),
     /// Apply everything already queued, checkpoint, and stop; then call the
     /// callback.
     Shutdown(Box<dyn FnOnce() + Send>),
@@ -165,6 +168,8 @@ struct Mark {
     start: usize,
     origin: u64,
     flushed: bool,
+    /// The keys are ones a read of this client found expired (0: not so).
+    reader: u64,
 }
 
 impl Mark {
@@ -175,6 +180,7 @@ impl Mark {
             start,
             origin: txn.origin,
             flushed: txn.flushed,
+            reader: 0,
         }
     }
 }
@@ -182,32 +188,63 @@ impl Mark {
 /// CLIENT TRACKING's changes of a committed transaction: each operation's
 /// keys in order, or one flush for an operation that flushed (its touched
 /// keys are only WATCH's).
-fn changes_of(touched: &Touched, marks: &[Mark]) -> Vec<crate::notify::Change> {
+fn changes_of(
+    touched: &Touched,
+    marks: &[Mark],
+    remembers: Remembers,
+) -> Vec<crate::notify::Change> {
     use crate::notify::Change;
     let keys = touched.keys();
     let mut out = Vec::new();
+    // Reads inside EXEC, each at its place among the keys.
+    let mut remembers = remembers.into_iter().peekable();
+    let mut remember_until = |at: usize, out: &mut Vec<Change>| {
+        while let Some((_, client, keys)) = remembers.next_if(|r| r.0 <= at) {
+            out.push(Change::Remember { client, keys });
+        }
+    };
     for (i, m) in marks.iter().enumerate() {
         let end = marks.get(i + 1).map_or(keys.len(), |n| n.start);
         if m.flushed {
+            remember_until(m.start, &mut out);
             out.push(Change::Flush { origin: m.origin });
+            remember_until(end.saturating_sub(1).max(m.start), &mut out);
             continue;
         }
-        out.extend(
-            keys[m.start.min(end)..end]
-                .iter()
-                .map(|(_, key)| Change::Key {
+        let start = m.start.min(end);
+        for (at, (_, key)) in keys.iter().enumerate().take(end).skip(start) {
+            remember_until(at, &mut out);
+            let key = key.clone();
+            out.push(if m.reader != 0 {
+                Change::Expired {
+                    reader: m.reader,
+                    key,
+                }
+            } else {
+                Change::Key {
                     origin: m.origin,
-                    key: key.clone(),
-                }),
-        );
+                    key,
+                }
+            });
+        }
     }
+    remember_until(usize::MAX, &mut out);
     out
 }
+
+/// The reads inside EXEC whose keys CLIENT TRACKING remembers: (place in
+/// the transaction's touched keys, client, keys).
+type Remembers = Vec<(usize, u64, Vec<bytes::Bytes>)>;
 
 /// A `Txn` for one operation, with the keyspace event classes wanted now.
 fn new_txn<'a, 'c>(stmts: &'a Statements<'c>, settings: &'a WriterSettings) -> Txn<'a, 'c> {
     let mut txn = Txn::new(stmts, &settings.watches, &settings.thresholds);
-    txn.notify = settings.notifier.mask();
+    let mask = settings.notifier.mask();
+    txn.set_notify(
+        mask,
+        settings.notifier.lazy_expiry(mask),
+        settings.notifier.tracking(),
+    );
     txn
 }
 
@@ -304,6 +341,9 @@ struct Writer<'s, 'c, R> {
     /// and whether it flushed: what CLIENT TRACKING's changes are made of
     /// once the transaction commits.
     marks: Vec<Mark>,
+    /// Reads inside EXEC in the open transaction, whose keys CLIENT
+    /// TRACKING remembers at their place (see `changes_of`).
+    remembers: Remembers,
     /// The changes of the transaction just committed, for CLIENT TRACKING
     /// (made only while a client tracks; see `notify.rs`).
     changes: Vec<crate::notify::Change>,
@@ -380,6 +420,7 @@ pub(crate) fn run<R: Send + 'static>(
         served: Vec::new(),
         events: Vec::new(),
         marks: Vec::new(),
+        remembers: Vec::new(),
         changes: Vec::new(),
         propagated: Vec::new(),
         last_measure: Instant::now(),
@@ -419,6 +460,12 @@ pub(crate) fn run<R: Send + 'static>(
                 Msg::SetFsync(mode) => {
                     w.finish_txn();
                     w.set_fsync(mode);
+                }
+                // In queue order: a write the same client sent after the
+                // read comes after the deletion.
+                Msg::Found(f) => {
+                    w.finish_txn();
+                    w.expire_reported(vec![f]);
                 }
                 Msg::Shutdown(ack) => {
                     shutdown = Some(ack);
@@ -572,8 +619,46 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         if let Err(EngineError::Storage(e)) = &result {
             self.settings.disk.storage_failed(e);
         }
-        let touched = txn.take_touched();
+        let mut touched = txn.take_touched();
         self.marks.push(Mark::of(self.touched.keys().len(), &txn));
+        if result.is_ok() && !txn.remembers.is_empty() {
+            let base = self.touched.keys().len();
+            self.remembers.extend(
+                std::mem::take(&mut txn.remembers)
+                    .into_iter()
+                    .map(|(at, client, keys)| (base + at, client, keys)),
+            );
+        }
+        // Keys its read commands found expired go now, in its transaction,
+        // as redis deletes them at the lookup (see `view.rs`), but not
+        // while a CLIENT PAUSE holds expiry. The server deletes them, not
+        // the client (redis's `signalModifiedKey` with no client): NOLOOP
+        // does not hide them from CLIENT TRACKING.
+        let result = match result {
+            Ok(r) if txn.view_found_expired() && !self.expiry_paused() => {
+                match txn.expire_found() {
+                    Ok(n) => {
+                        self.stats.record_expired(n as u64);
+                        let expired = txn.take_touched();
+                        self.marks.push(Mark {
+                            start: self.touched.keys().len() + touched.keys().len(),
+                            origin: 0,
+                            flushed: false,
+                            reader: txn.origin,
+                        });
+                        touched.absorb(expired);
+                        Ok(r)
+                    }
+                    Err(e) => {
+                        if let EngineError::Storage(se) = &e {
+                            self.settings.disk.storage_failed(se);
+                        }
+                        Err(e)
+                    }
+                }
+            }
+            other => other,
+        };
         let whole = std::mem::take(&mut txn.whole);
         // WATCH and EXEC run on this thread too, so raising the versions
         // here, as the write happens, orders them exactly (see `watch.rs`).
@@ -582,7 +667,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             Err(e) if txn.wrote() => self.poisoned = Some(e.to_string()),
             // Failed before writing: it changed nothing, so no event.
             Err(_) => {}
-            Ok(_) => self.events.append(&mut txn.events),
+            Ok(_) => self.events.append(&mut txn.take_events()),
         }
         if !self.settings.blocking.is_empty() && self.poisoned.is_none() {
             let ready = self.settings.blocking.ready_keys(&touched);
@@ -667,7 +752,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 self.touched.absorb(touched);
                 let served = match attempt {
                     Ok(Ok(served)) => {
-                        self.events.append(&mut txn.events);
+                        self.events.append(&mut txn.take_events());
                         served
                     }
                     Ok(Err(e)) => {
@@ -716,6 +801,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             Some(cause) => {
                 self.touched = Touched::default();
                 self.marks.clear();
+                self.remembers.clear();
                 Err(format!(
                     "a command in the same transaction failed while writing ({cause})"
                 ))
@@ -823,11 +909,12 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         cache.commit_done();
         let marks = std::mem::take(&mut self.marks);
+        let remembers = std::mem::take(&mut self.remembers);
         // Read only now that the commit is visible: a client that tracks a
         // key set the flag before it registered the key, and registered
         // it before its read began (see `notify.rs`).
         if result.is_ok() && self.settings.notifier.tracking() {
-            self.changes = changes_of(&touched, &marks);
+            self.changes = changes_of(&touched, &marks, remembers);
         }
         if result.is_ok() {
             cache.write_through(&touched, &was_cached);
@@ -902,16 +989,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             }
         }
         // A CLIENT PAUSE holds the sweep; looked at only when one is due.
-        let paused = || {
-            self.settings
-                .expiry_paused_until
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some_and(|until| Instant::now() < until)
-        };
         if (self.sweep_again || self.last_sweep.elapsed() >= TICK)
             && self.settings.active_expire.load(Ordering::Relaxed)
-            && !paused()
+            && !self.expiry_paused()
         {
             self.sweep_expired();
         }
@@ -1083,6 +1163,102 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 self.sweep_again = false;
             }
         }
+    }
+
+    /// Whether a CLIENT PAUSE holds expiry now.
+    fn expiry_paused(&self) -> bool {
+        self.settings
+            .expiry_paused_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|until| Instant::now() < until)
+    }
+
+    /// Deletes the keys reads on the read pool found expired, if they still
+    /// are, in a transaction of its own between groups (as the sweep), and
+    /// publishes each read's events after the commit, its `expired` events
+    /// where the read met the keys (see `view.rs`). A key a write replaced
+    /// or the sweep deleted meanwhile is left alone, so each expired key is
+    /// announced once. Under a CLIENT PAUSE nothing is deleted (redis
+    /// 7.0's `expireIfNeeded` keeps the key then) and only the events go.
+    fn expire_reported(&mut self, found: Vec<crate::notify::Found>) {
+        if found.is_empty() {
+            return;
+        }
+        let mut dones = Vec::new();
+        let found: Vec<_> = found
+            .into_iter()
+            .map(|mut f| {
+                dones.extend(f.done.take());
+                f
+            })
+            .collect();
+        // The results go back once the events are out, whatever happened.
+        let hand_back = |dones: Vec<crate::read_pool::ReadDone>| {
+            dones.into_iter().for_each(crate::read_pool::complete_read)
+        };
+        if self.expiry_paused() {
+            for f in found {
+                self.settings.notifier.publish(f.events);
+            }
+            hand_back(dones);
+            return;
+        }
+        let mut published: Vec<crate::notify::Event> = Vec::new();
+        let originals: Vec<Vec<crate::notify::Event>> =
+            found.iter().map(|f| f.events.clone()).collect();
+        let result = (|| -> Result<usize> {
+            // DEFERRED: when every key is gone already, no write lock.
+            self.exec("BEGIN")?;
+            let mut txn = new_txn(self.stmts, &self.settings);
+            let mut n = 0;
+            let mut marks = Vec::new();
+            for f in found {
+                marks.push(Mark {
+                    start: txn.touched.keys().len(),
+                    origin: 0,
+                    flushed: false,
+                    reader: f.reader,
+                });
+                let mut events = f.events;
+                match txn.expire_reported(f.expired, &mut events) {
+                    Ok(k) => n += k,
+                    Err(e) => {
+                        let _ = self.exec("ROLLBACK");
+                        return Err(e);
+                    }
+                }
+                published.append(&mut events);
+            }
+            self.touched = txn.take_touched();
+            self.marks = marks;
+            self.commit_own_work()?;
+            Ok(n)
+        })();
+        match result {
+            Ok(n) => {
+                if n > 0 {
+                    self.stats.record_expired(n as u64);
+                    self.unsynced = true;
+                }
+                self.settings.notifier.publish(published);
+            }
+            Err(e) => {
+                let _ = self.exec("ROLLBACK");
+                self.touched = Touched::default();
+                self.marks.clear();
+                if let EngineError::Storage(e) = &e {
+                    self.settings.disk.storage_failed(e);
+                }
+                tracing::warn!(error = %e, "deleting keys reads found expired failed");
+                // The reads' own events still go; the sweep deletes the
+                // keys and announces them.
+                for events in originals {
+                    self.settings.notifier.publish(events);
+                }
+            }
+        }
+        hand_back(dones);
     }
 
     /// One bounded eviction step (see `evict.rs`), in its own transaction,

@@ -351,8 +351,11 @@ impl Tracking {
         *s = Settings::default();
         client.tracking().on.store(false, Ordering::Relaxed);
         client.tracking().caching.store(false, Ordering::Relaxed);
-        if self.clients.fetch_sub(1, Ordering::SeqCst) == 1 {
-            // Still under the table's lock (see `enable`).
+        // Still under the table's lock (see `enable`). Keys some client
+        // read stay in the table, as in redis, until they change or a
+        // flush empties it (INFO's `tracking_total_keys` counts them):
+        // the writer goes on telling the table of changes until then.
+        if self.clients.fetch_sub(1, Ordering::SeqCst) == 1 && table.keys.is_empty() {
             notifier.set_tracking(false);
         }
         drop(s);
@@ -364,15 +367,8 @@ impl Tracking {
     /// client is in BCAST mode or OPTIN/OPTOUT and CACHING say no.
     /// `keys` are the command's key arguments.
     pub fn remember(&self, client: &impl Tracker, keys: impl Iterator<Item = Bytes>) {
-        {
-            let s = lock(&client.tracking().settings);
-            if !s.on || s.bcast {
-                return;
-            }
-            let caching = client.tracking().caching();
-            if (s.optin && !caching) || (s.optout && caching) {
-                return;
-            }
+        if !self.would_remember(client) {
+            return;
         }
         let mut table = lock(&self.table);
         for key in keys {
@@ -387,6 +383,17 @@ impl Tracking {
         }
     }
 
+    /// Whether a read of `client` now has its keys remembered: tracking
+    /// on, not BCAST, and OPTIN or OPTOUT as CLIENT CACHING says.
+    pub fn would_remember(&self, client: &impl Tracker) -> bool {
+        let s = lock(&client.tracking().settings);
+        if !s.on || s.bcast {
+            return false;
+        }
+        let caching = client.tracking().caching();
+        !((s.optin && !caching) || (s.optout && caching))
+    }
+
     /// A committed group's changes (the writer's sink): each changed key's
     /// remembered clients are told and the key forgotten; a flush tells
     /// every tracking client and empties the table; then each BCAST
@@ -399,12 +406,20 @@ impl Tracking {
     /// the keys (not when the table is only trimmed).
     fn invalidate_keys<C: Clients>(&self, clients: &C, changes: Vec<Change>, bcast: bool) {
         let mut out: Vec<Out> = Vec::new();
+        let mut remembered = false;
         {
             let mut table = lock(&self.table);
             let bcasting = bcast && !table.prefixes.is_empty();
             for change in changes {
                 match change {
-                    Change::Key { origin, key } => {
+                    Change::Key { .. } | Change::Expired { .. } => {
+                        // A key a read found expired is the server's change;
+                        // its reader stays registered, untold.
+                        let (origin, reader, key) = match change {
+                            Change::Key { origin, key } => (origin, 0, key),
+                            Change::Expired { reader, key } => (0, reader, key),
+                            Change::Flush { .. } | Change::Remember { .. } => continue,
+                        };
                         if bcasting {
                             for (p, b) in table.prefixes.iter_mut() {
                                 if key.starts_with(p) {
@@ -412,13 +427,17 @@ impl Tracking {
                                 }
                             }
                         }
-                        if let Some(ids) = table.keys.remove(&key) {
+                        if let Some(mut ids) = table.keys.remove(&key) {
+                            let kept = reader != 0 && ids.remove(&reader);
                             table.items -= ids.len() as u64;
-                            let keys: Arc<[Bytes]> = Arc::from(vec![key]);
+                            let keys: Arc<[Bytes]> = Arc::from(vec![key.clone()]);
                             let mut ids: Vec<u64> = ids.into_iter().collect();
                             ids.sort_unstable();
                             for id in ids {
                                 out.push(Out::Key(id, origin, keys.clone()));
+                            }
+                            if kept {
+                                table.keys.insert(key, HashSet::from([reader]));
                             }
                         }
                     }
@@ -426,6 +445,14 @@ impl Tracking {
                         table.keys.clear();
                         table.items = 0;
                         out.push(Out::Flush);
+                    }
+                    Change::Remember { client, keys } => {
+                        for key in keys {
+                            if table.keys.entry(key).or_default().insert(client) {
+                                table.items += 1;
+                            }
+                        }
+                        remembered = true;
                     }
                 }
             }
@@ -486,6 +513,9 @@ impl Tracking {
                     self.send(clients, &c, payload);
                 }
             }
+        }
+        if remembered {
+            self.limit(clients);
         }
     }
 

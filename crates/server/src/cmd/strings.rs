@@ -631,7 +631,9 @@ fn put_pairs(
     pairs: Vec<(Bytes, Bytes)>,
     given: &[Bytes],
 ) -> Result<(), CommandError> {
-    if txn.notifying(STRING | respite_engine::notify::NEW | respite_engine::notify::EXPIRED) {
+    // In argument order when that order is seen (keyspace events, CLIENT
+    // TRACKING's invalidations), as redis writes them.
+    if txn.order_seen() {
         for kv in given.chunks_exact(2) {
             txn.put_string_shared(db, &kv[0], kv[1].clone(), None)?;
             txn.notify(STRING, "set", db, &kv[0]);

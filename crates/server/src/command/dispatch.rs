@@ -99,13 +99,34 @@ pub(crate) fn try_dispatch(
             _ => e,
         })?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
+    // Inside EXEC a read runs on the writer, among the transaction's
+    // writes: its keys are remembered there, in order with them (see
+    // `remember_in_exec`).
+    let in_exec = session.acl.in_exec && !session.shared.engine.is_replica();
+    let mut deferred = None;
     if session.client.tracking.is_on() {
-        remember_keys(session, spec, &request);
+        if in_exec {
+            deferred = keys_to_remember(session, spec, &request).filter(|_| {
+                session
+                    .shared
+                    .tracking
+                    .would_remember(session.client.as_ref())
+            });
+        } else {
+            remember_keys(session, spec, &request);
+        }
     }
     let mut tracking = super::track::Tracking::new(session, spec, &request);
     let started = std::time::Instant::now();
     let plan =
         (spec.plan)(session, Args::after_name(request)).unwrap_or_else(|e| Plan::Reply(e.into()));
+    let plan = match (deferred, plan) {
+        (Some(keys), Plan::Read(f, _)) => remember_in_exec(session.client.id, keys, f),
+        (Some(keys), Plan::Cached(read)) => {
+            remember_in_exec(session.client.id, keys, read.into_read().0)
+        }
+        (_, plan) => plan,
+    };
     // A write queued behind a running script gets BUSY if that script
     // runs past the threshold (see `scripting::busy_if_late`).
     let plan = crate::cmd::scripting::busy_if_late(session, spec, plan);
@@ -120,25 +141,43 @@ pub(crate) fn try_dispatch(
 /// EVAL_RO and its kin do not count themselves (the commands their
 /// scripts run would), nor do pub/sub commands.
 fn remember_keys(session: &Session, spec: &Spec, request: &[Bytes]) {
+    let Some(keys) = keys_to_remember(session, spec, request) else {
+        return;
+    };
+    session
+        .shared
+        .tracking
+        .remember(session.client.as_ref(), keys.into_iter());
+    session.shared.tracking.limit(session.shared.as_ref());
+}
+
+/// The keys CLIENT TRACKING remembers for a read-only command, if any.
+fn keys_to_remember(_session: &Session, spec: &Spec, request: &[Bytes]) -> Option<Vec<Bytes>> {
     let meta = spec.described(request.get(1).map(|b| &b[..]));
     if !meta.flags.contains(&"readonly")
         || meta.flags.contains(&"pubsub")
         || matches!(meta.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
     {
-        return;
+        return None;
     }
-    let Some(keys) = crate::cmd::introspection::find_keys(meta, request) else {
-        return;
-    };
-    if keys.is_empty() {
-        return;
-    }
-    session.shared.tracking.remember(
-        session.client.as_ref(),
-        keys.into_iter()
-            .filter_map(|(at, _)| request.get(at).cloned()),
-    );
-    session.shared.tracking.limit(session.shared.as_ref());
+    let keys: Vec<Bytes> = crate::cmd::introspection::find_keys(meta, request)?
+        .into_iter()
+        .filter_map(|(at, _)| request.get(at).cloned())
+        .collect();
+    (!keys.is_empty()).then_some(keys)
+}
+
+/// A read queued in MULTI, as EXEC runs it on the writer: its keys are
+/// remembered for `client` at its place among the transaction's changes
+/// (`Txn::remember`), so that, as in redis, a key the transaction wrote
+/// before this read does not invalidate it, and one it writes after does.
+/// (Whether the client remembers them at all, OPTIN and OPTOUT with CLIENT
+/// CACHING, was decided when EXEC planned it.) It writes nothing.
+fn remember_in_exec(client: u64, keys: Vec<Bytes>, read: super::ReadFn) -> Plan {
+    Plan::Write(Box::new(move |txn| {
+        txn.remember(client, keys);
+        Ok(read(txn))
+    }))
 }
 
 /// What can be refused without running the command: an unknown name, no

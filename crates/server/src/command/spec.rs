@@ -328,8 +328,7 @@ pub(crate) fn run_read<C: ReadCommand>(
 ) -> Result<Reply, CommandError> {
     let cmd = parse_all(args, ctx, C::parse)?;
     let view = target.view();
-    view.set_touch(super::traits::touch::<C>(ctx.touches));
-    cmd.apply(view)
+    view.read_command(super::traits::touch::<C>(ctx.touches), || cmd.apply(view))
 }
 
 /// A write: against the writer's transaction.
@@ -403,8 +402,8 @@ pub(crate) fn read_job_touching<C: ReadCommand>(cmd: C, touches: bool) -> (ReadF
     let touch = touch::<C>(touches);
     (
         Box::new(move |view| {
-            view.set_touch(touch);
-            cmd.apply(view).unwrap_or_else(Reply::from)
+            view.read_command(touch, || cmd.apply(view))
+                .unwrap_or_else(Reply::from)
         }),
         needs,
     )

@@ -231,6 +231,9 @@ pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
         })),
         Plan::Read(f, needs) => Plan::Read(
             Box::new(move |view| {
+                // Whose read it is, for CLIENT TRACKING (see
+                // `respite_engine::notify::Change::Expired`).
+                view.set_origin(t.caller.id);
                 let began = Instant::now();
                 let reply = f(view);
                 t.finish(began.elapsed(), Some(&reply));

@@ -45,6 +45,10 @@ pub(super) fn fast_set(
     }
     let index = crate::command::TABLE.set?;
     session.client.last_cmd.store(index, Ordering::Relaxed);
+    // CLIENT CACHING counts for one command (see `crate::command::dispatch`).
+    if session.client.tracking.is_on() {
+        session.client.tracking.command_done();
+    }
     let monitors = &session.shared.monitors;
     if monitors.active() {
         let [name, key, value] = [0, 1, 2].map(|i| &input[args[i].clone()]);
@@ -122,6 +126,18 @@ impl Turn {
         session.client.last_cmd.store(index, Ordering::Relaxed);
         let started = std::time::Instant::now();
         let key = &input[args[1].clone()];
+        if session.client.tracking.is_on() {
+            // CLIENT TRACKING: the key is remembered before the value
+            // cache or the read pool is looked at, as the general path
+            // does (see `crate::tracking`), and CLIENT CACHING's one
+            // command is this one.
+            shared.tracking.remember(
+                session.client.as_ref(),
+                std::iter::once(Bytes::copy_from_slice(key)),
+            );
+            shared.tracking.limit(shared);
+            session.client.tracking.command_done();
+        }
         let name = &input[args[0].clone()];
         if shared.monitors.active() {
             shared

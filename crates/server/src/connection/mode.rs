@@ -77,11 +77,10 @@ pub(super) enum Woken {
 
 impl Mode {
     /// Whether no filter applies to this connection's commands, so the
-    /// fast paths (plain GET and SET) may take them.
+    /// fast paths (plain GET and SET) may take them (a tracking client's
+    /// too: they remember its keys themselves).
     pub(super) fn plain(&self, session: &Session) -> bool {
-        self.monitor.is_none()
-            && !self.subscribed_resp2(session)
-            && !session.client.tracking.is_on()
+        self.monitor.is_none() && !self.subscribed_resp2(session)
     }
 
     /// RESP2 subscribed mode: only a few commands run.
