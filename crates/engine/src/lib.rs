@@ -40,6 +40,7 @@ pub mod access;
 pub mod blocking;
 pub mod cache;
 pub mod checkpointer;
+pub mod completion;
 pub mod config;
 pub mod disk;
 pub mod encoding;

@@ -193,7 +193,7 @@ pub(crate) struct Found {
     pub(crate) reader: u64,
     /// The read's result, handed back once the events are out: as in
     /// redis, whoever reads next sees the key gone and hears of it first.
-    pub(crate) done: Option<crate::read_pool::ReadDone>,
+    pub(crate) done: Option<crate::completion::ReadDone>,
 }
 
 /// Takes a read's [`Found`] to the writer.
@@ -313,7 +313,7 @@ impl Notifier {
             None => {
                 self.publish(found.events);
                 if let Some(done) = found.done {
-                    crate::read_pool::complete_read(done);
+                    crate::completion::complete_read(done);
                 }
             }
         }

@@ -32,6 +32,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
+
+pub use crate::completion::{complete_read, ReadDone};
 use rusqlite::Connection;
 
 use crate::access::Access;
@@ -45,10 +47,6 @@ use crate::view::View;
 /// database, and returns what hands its result back.
 pub type ReadJob = Box<dyn FnOnce(&View<'_, '_>) -> ReadDone + Send>;
 
-/// Hands one job's result to its caller; called outside any read
-/// transaction, possibly together with other jobs' (see [`DeliverReads`]).
-pub type ReadDone = Box<dyn FnOnce() + Send>;
-
 /// How readers hand back the results of the jobs they ran in a row, in the
 /// order they ran: all at once, so that a server can wake its connections
 /// with one signal (see [`deliver_reads_inline`] for the plain way).
@@ -57,14 +55,6 @@ pub type DeliverReads = Arc<dyn Fn(Vec<ReadDone>) + Send + Sync>;
 /// Calls every job's [`ReadDone`] on the reader thread.
 pub fn deliver_reads_inline() -> DeliverReads {
     Arc::new(|done| done.into_iter().for_each(complete_read))
-}
-
-/// Calls one job's [`ReadDone`]. One that panics (a bug) loses its own reply
-/// only, not the rest of its group, nor the thread or task delivering it.
-pub fn complete_read(done: ReadDone) {
-    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(done)) {
-        tracing::error!(panic = %crate::panic_message(&*payload), "a read completion panicked");
-    }
 }
 
 /// The most quick jobs a reader runs before handing their results back.

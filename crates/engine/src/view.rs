@@ -212,8 +212,8 @@ impl<'s, 'c> View<'s, 'c> {
     /// commit, then hands the result back (see the module docs).
     pub(crate) fn hand_on(
         &self,
-        done: Option<crate::read_pool::ReadDone>,
-    ) -> Option<crate::read_pool::ReadDone> {
+        done: Option<crate::completion::ReadDone>,
+    ) -> Option<crate::completion::ReadDone> {
         let Some(notifier) = self.notifier else {
             return done;
         };

@@ -10,6 +10,8 @@
 
 #![allow(dead_code)]
 
+pub mod replication;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
