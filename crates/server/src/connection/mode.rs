@@ -19,7 +19,9 @@
 //! drains the source before each command of a turn (so what was pushed
 //! before a command arrived goes out before its reply, as in redis) and at
 //! the end of the turn, into the turn's list of replies, and when it is
-//! idle it wakes for a push and writes it out as a turn of its own. A
+//! idle it wakes for a push and writes it out as a turn of its own, after
+//! letting every other ready task run (so one write carries all that the
+//! ready publishers sent, see [`Mode::next`]). A
 //! command's own MONITOR line is published right after it is planned, so
 //! the monitoring client sees its reply first, then its line, as redis
 //! shows it.
