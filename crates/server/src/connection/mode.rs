@@ -114,7 +114,7 @@ impl Mode {
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
+        let woken = tokio::select! {
             batch = monitor => match batch {
                 Some(batch) => {
                     self.first_batch = Some(batch);
@@ -129,7 +129,18 @@ impl Mode {
                 }
                 None => Woken::Closed,
             },
+        };
+        if let Woken::Push = woken {
+            // Let every other task that is ready run first: the publishers
+            // whose PUBLISH woke this one, and the others the same poll of
+            // the sockets found, so that one drain and one write carry all
+            // they published (redis writes a client's buffer once per
+            // event-loop pass the same way). Without this the runtime runs
+            // a woken task right after its waker, and a subscriber would
+            // write, and wake its own reader, once per message.
+            tokio::task::yield_now().await;
         }
+        woken
     }
 
     /// Every push waiting, encoded in the connection's protocol; empty
