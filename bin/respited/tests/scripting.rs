@@ -1568,6 +1568,17 @@ fn slowlog_keeps_script_calls_differential() {
 /// serving on its ordinary thread stacks.
 #[test]
 fn hostile_nesting_meets_redis_bounds_differential() {
+    // The replies nest thousands deep and `frame_len` reads them
+    // recursively: more than a test thread's default stack.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(hostile_nesting)
+        .expect("thread")
+        .join()
+        .expect("hostile nesting");
+}
+
+fn hostile_nesting() {
     let respite = Respited::start(&[]);
     let Some(redis) = RedisServer::start() else {
         return;
