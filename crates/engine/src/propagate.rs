@@ -61,6 +61,26 @@ pub struct Command {
     pub args: Vec<Bytes>,
 }
 
+/// Where a command's changes start in its operation's [`crate::Txn`]:
+/// taken before the command runs ([`crate::Txn::step_mark`]), handed back
+/// with the commands that reproduce it ([`crate::Txn::note_step`]).
+#[derive(Debug, Clone, Copy)]
+pub struct StepMark {
+    pub(crate) keys: usize,
+    pub(crate) whole: usize,
+    pub(crate) expired: usize,
+    pub(crate) changes: u64,
+}
+
+/// What one command of an operation did, as the commands a replica runs
+/// to do the same: they stand for the keys at `keys` in the operation's
+/// list of changed keys (which are then not read back as their state).
+#[derive(Debug)]
+pub(crate) struct Step {
+    pub(crate) keys: std::ops::Range<usize>,
+    pub(crate) commands: Vec<Command>,
+}
+
 /// Turns operations into commands and takes the committed ones.
 pub trait Propagator: Send + Sync {
     /// The commands that reproduce one operation: `whole` are its

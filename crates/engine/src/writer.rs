@@ -245,6 +245,7 @@ fn new_txn<'a, 'c>(stmts: &'a Statements<'c>, settings: &'a WriterSettings) -> T
         settings.notifier.lazy_expiry(mask),
         settings.notifier.tracking(),
     );
+    txn.propagating = settings.propagation.is_active();
     txn
 }
 
@@ -350,6 +351,9 @@ struct Writer<'s, 'c, R> {
     /// The open transaction's operations as commands for the replicas,
     /// handed on once it commits (see `propagate.rs`).
     propagated: Vec<Vec<crate::propagate::Command>>,
+    /// The commands the running operation's commands noted, over their
+    /// keys in `touched` (see `propagate.rs`).
+    steps: Vec<crate::propagate::Step>,
     /// The WAL index's counters when last looked at, to notice a
     /// checkpoint another process ran (external mode).
     last_frames: Option<crate::checkpointer::WalFrames>,
@@ -423,6 +427,7 @@ pub(crate) fn run<R: Send + 'static>(
         remembers: Vec::new(),
         changes: Vec::new(),
         propagated: Vec::new(),
+        steps: Vec::new(),
         last_measure: Instant::now(),
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
         last_frames: None,
@@ -619,6 +624,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         if let Err(EngineError::Storage(e)) = &result {
             self.settings.disk.storage_failed(e);
         }
+        self.steps = txn.take_steps(first_key);
         let mut touched = txn.take_touched();
         self.marks.push(Mark::of(self.touched.keys().len(), &txn));
         if result.is_ok() && !txn.remembers.is_empty() {
@@ -680,6 +686,8 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         if result.is_ok() && self.poisoned.is_none() {
             self.propagate(first_key, &whole);
+        } else {
+            self.steps.clear();
         }
         result
     }
@@ -687,16 +695,40 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// Notes, for the replicas, what the operation that changed the keys
     /// from `first_key` on (and the `whole` changes) did; a small, separate
     /// step after each operation (see `propagate.rs`).
+    ///
+    /// The commands its commands noted ([`Txn::note_step`]) go first, in
+    /// order; the keys none of them stands for (a key a read found
+    /// expired, a command that noted nothing) follow as their state.
     fn propagate(&mut self, first_key: usize, whole: &[crate::propagate::Whole]) {
+        let steps = std::mem::take(&mut self.steps);
         let Some(sink) = self.settings.propagation.sink() else {
             return;
         };
-        let keys = &self.touched.keys()[first_key.min(self.touched.keys().len())..];
-        if keys.is_empty() && whole.is_empty() {
+        let first_key = first_key.min(self.touched.keys().len());
+        let keys = &self.touched.keys()[first_key..];
+        if keys.is_empty() && whole.is_empty() && steps.is_empty() {
             return;
         }
-        let view = crate::view::View::at(self.stmts, crate::view::now_ms());
-        let commands = sink.effects(&view, keys, whole);
+        let mut covered = vec![false; keys.len()];
+        let mut commands = Vec::new();
+        for step in steps {
+            for i in step.keys {
+                if let Some(c) = i.checked_sub(first_key).and_then(|i| covered.get_mut(i)) {
+                    *c = true;
+                }
+            }
+            commands.extend(step.commands);
+        }
+        let rest: Vec<(u32, bytes::Bytes)> = keys
+            .iter()
+            .zip(&covered)
+            .filter(|(_, c)| !**c)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if !rest.is_empty() || !whole.is_empty() {
+            let view = crate::view::View::at(self.stmts, crate::view::now_ms());
+            commands.extend(sink.effects(&view, &rest, whole));
+        }
         if !commands.is_empty() {
             self.propagated.push(commands);
         }
@@ -745,6 +777,8 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     waiter.serve(&mut txn, db, &key)
                 }));
+                let mut steps = txn.take_steps(self.touched.keys().len());
+                self.steps.append(&mut steps);
                 let touched = txn.take_touched();
                 self.marks.push(Mark::of(self.touched.keys().len(), &txn));
                 self.settings.watches.touch(&touched);

@@ -45,7 +45,6 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use respite_engine::propagate::{Command, Propagator, Whole};
 use respite_engine::{Engine, EngineError, View, WriteItem};
-use respite_rdb::Value as RdbValue;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -430,37 +429,6 @@ fn db_arg(db: u32) -> Bytes {
     Bytes::from(db.to_string())
 }
 
-/// The commands that give `key` its state in `view`.
-fn key_state(view: &View<'_, '_>, db: u32, key: &Bytes) -> Option<Command> {
-    let state = match crate::value::read_value(view, db, key) {
-        Ok(state) => state,
-        Err(e) => {
-            tracing::error!(error = %e, "replication could not read a changed key");
-            return None;
-        }
-    };
-    let args = match state {
-        None => vec![Bytes::from_static(b"DEL"), key.clone()],
-        Some((RdbValue::String(value), expire_at)) => {
-            let mut args = vec![Bytes::from_static(b"SET"), key.clone(), Bytes::from(value)];
-            if let Some(at) = expire_at {
-                args.push(Bytes::from_static(b"PXAT"));
-                args.push(Bytes::from(at.to_string()));
-            }
-            args
-        }
-        Some((value, expire_at)) => vec![
-            Bytes::from_static(b"RESTORE"),
-            key.clone(),
-            Bytes::from(expire_at.unwrap_or(0).to_string()),
-            Bytes::from(respite_rdb::encode_dump(&value)),
-            Bytes::from_static(b"REPLACE"),
-            Bytes::from_static(b"ABSTTL"),
-        ],
-    };
-    Some(Command { db: Some(db), args })
-}
-
 impl Propagator for Feeder {
     fn effects(&self, view: &View<'_, '_>, keys: &[(u32, Bytes)], whole: &[Whole]) -> Vec<Command> {
         let mut out = Vec::new();
@@ -506,7 +474,7 @@ impl Propagator for Feeder {
         }
         out.extend(
             list.iter()
-                .filter_map(|(db, key)| key_state(view, *db, key)),
+                .filter_map(|(db, key)| crate::propagation::key_state(view, *db, key)),
         );
         out
     }
