@@ -79,6 +79,9 @@ pub struct StepMark {
 pub(crate) struct Step {
     pub(crate) keys: std::ops::Range<usize>,
     pub(crate) commands: Vec<Command>,
+    /// Sent as an operation of its own (a blocked client served after
+    /// the command that pushed: never inside that command's MULTI/EXEC).
+    pub(crate) alone: bool,
 }
 
 /// Turns operations into commands and takes the committed ones.

@@ -141,6 +141,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         self.steps.push(crate::propagate::Step {
             keys: mark.keys..self.touched.keys().len(),
             commands,
+            alone: false,
         });
     }
 

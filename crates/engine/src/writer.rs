@@ -679,7 +679,13 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             let ready = self.settings.blocking.ready_keys(&touched);
             self.touched.absorb(touched);
             if !ready.is_empty() {
+                // What serving them does is propagated after the operation,
+                // as redis serves blocked clients after the command.
+                let served_from = self.steps.len();
                 self.serve_blocked(ready.into());
+                for step in &mut self.steps[served_from..] {
+                    step.alone = true;
+                }
             }
         } else {
             self.touched.absorb(touched);
@@ -711,13 +717,18 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         let mut covered = vec![false; keys.len()];
         let mut commands = Vec::new();
+        let mut alone = Vec::new();
         for step in steps {
             for i in step.keys {
                 if let Some(c) = i.checked_sub(first_key).and_then(|i| covered.get_mut(i)) {
                     *c = true;
                 }
             }
-            commands.extend(step.commands);
+            if step.alone {
+                alone.push(step.commands);
+            } else {
+                commands.extend(step.commands);
+            }
         }
         let rest: Vec<(u32, bytes::Bytes)> = keys
             .iter()
@@ -732,6 +743,8 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         if !commands.is_empty() {
             self.propagated.push(commands);
         }
+        self.propagated
+            .extend(alone.into_iter().filter(|c| !c.is_empty()));
     }
 
     /// Hands the committed transaction's commands to the replicas.
