@@ -122,8 +122,9 @@ impl Stream {
                     let text = String::from_utf8_lossy(a).into_owned();
                     if i == 0 {
                         text.to_lowercase()
-                    } else if a.len() == 13 && a.iter().all(u8::is_ascii_digit) {
-                        "<ms>".into()
+                    } else if a.len() >= 13 && a[..13].iter().all(u8::is_ascii_digit) {
+                        // An absolute time, or a stream ID made of one.
+                        format!("<ms>{}", &text[13..])
                     } else {
                         text
                     }
@@ -231,6 +232,17 @@ fn cases() -> Vec<Vec<Vec<&'static str>>> {
             &["EVAL", "return redis.call('get', KEYS[1])", "1", "sc"],
             &["SADD", "pop", "x"],
             &["EVAL", "return redis.call('spop', KEYS[1])", "1", "pop"],
+        ]),
+        // Streams: XADD with the ID it chose.
+        c(&[
+            &["XADD", "st", "*", "f", "v"],
+            &["XADD", "st", "MAXLEN", "=", "5", "9999999999999-*", "f", "v"],
+            &["XADD", "st", "NOMKSTREAM", "9999999999999-5", "f", "v"],
+            &["XGROUP", "CREATE", "st", "g", "$"],
+            &["XDEL", "st", "9999999999999-0"],
+            &["XTRIM", "st", "MAXLEN", "1"],
+            &["XSETID", "st", "9999999999999-10"],
+            &["XGROUP", "DESTROY", "st", "g"],
         ]),
         // Keys and databases.
         c(&[

@@ -116,6 +116,8 @@ impl<'s, 'c> Txn<'s, 'c> {
     /// Whether anything changed since `mark`.
     pub fn changed_since(&self, mark: crate::propagate::StepMark) -> bool {
         self.changes != mark.changes
+            || self.touched.keys().len() != mark.keys
+            || self.whole.len() != mark.whole
     }
 
     /// The keys changed since `mark`, in order (repeats possible).

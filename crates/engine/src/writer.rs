@@ -753,7 +753,15 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// TRACKING only once the commit succeeded; a failed commit sends
     /// nothing.
     fn commit_own_work(&mut self) -> rusqlite::Result<()> {
+        // Each key's command on its own, never wrapped in MULTI/EXEC: redis
+        // propagates each expiration and eviction as it happens.
+        let before = self.propagated.len();
         self.propagate(0, &[]);
+        if self.propagated.len() > before {
+            let work = self.propagated.split_off(before);
+            self.propagated
+                .extend(work.into_iter().flatten().map(|c| vec![c]));
+        }
         if let Err(e) = self.commit() {
             self.propagated.clear();
             return Err(e);

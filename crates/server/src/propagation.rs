@@ -36,13 +36,16 @@
 //! | LMPOP, BLMPOP; ZMPOP, BZMPOP | `LPOP`/`RPOP key n`; `ZPOPMIN`/`ZPOPMAX key n` |
 //! | BLPOP, BRPOP; BZPOPMIN, BZPOPMAX | `LPOP`/`RPOP key`; `ZPOPMIN`/`ZPOPMAX key` |
 //! | BLMOVE, BRPOPLPUSH | `LMOVE ...`, `RPOPLPUSH ...` |
+//! | XADD with `*` or `ms-*` | XADD with the ID it chose |
 //!
-//! Every other write (streams, HyperLogLogs, SORT ... STORE, the GEO
-//! STORE forms, MIGRATE, DEBUG) is sent as the state of each key it
-//! changed, read inside the transaction right after it ran: `SET key
-//! value [PXAT ms]` for a string, `RESTORE key ms payload REPLACE ABSTTL`
-//! for another type, `DEL key` for a key that is gone. That is correct
-//! for any command, only not small for a big collection.
+//! Every other write (XADD or XTRIM with an approximate trim, XREADGROUP,
+//! XCLAIM and the other stream commands that depend on the time,
+//! HyperLogLogs, SORT ... STORE, the GEO STORE forms, MIGRATE, DEBUG) is
+//! sent as the state of each key it changed, read inside the transaction
+//! right after it ran: `SET key value [PXAT ms]` for a string, `RESTORE
+//! key ms payload REPLACE ABSTTL` for another type, `DEL key` for a key
+//! that is gone. That is correct for any command, only not small for a
+//! big collection.
 //!
 //! A write that finds its key expired (the sweep has not deleted it yet)
 //! treats it as missing; a replica, which never expires keys itself, still
@@ -265,7 +268,18 @@ fn forms(
         | "sadd" | "srem" | "smove" | "sinterstore" | "sunionstore" | "sdiffstore" | "zadd"
         | "zincrby" | "zrem" | "zremrangebyscore" | "zremrangebyrank" | "zremrangebylex"
         | "zunionstore" | "zinterstore" | "zdiffstore" | "zrangestore" | "zpopmin" | "zpopmax"
-        | "geoadd" => verbatim,
+        | "geoadd" | "xdel" | "xack" | "xsetid" => verbatim,
+        "xgroup" => {
+            let sub = request.get(1)?;
+            is_one_of(sub, &["create", "setid", "destroy", "delconsumer"])
+                .then(|| vec![request.to_vec()])
+        }
+        "xtrim" => {
+            // Approximate trimming depends on how the entries are stored.
+            let approximate = request.iter().skip(3).any(|a| a.as_ref() == b"~");
+            (!approximate).then(|| vec![request.to_vec()])
+        }
+        "xadd" => xadd(request, reply),
         "function" => {
             let sub = request.get(1)?;
             is_one_of(sub, &["load", "delete", "flush", "restore"]).then(|| vec![request.to_vec()])
@@ -362,6 +376,35 @@ fn forms(
         "blmove" => Some(vec![vec![b("LMOVE"), key, arg(2), arg(3), arg(4)]]),
         _ => None,
     }
+}
+
+/// XADD with the ID it chose in place of `*` (or `ms-*`), as redis sends
+/// it; `None` (its state) for an approximate trim, whose result depends on
+/// how the entries are stored.
+fn xadd(request: &[Bytes], reply: &Reply) -> Option<Vec<Vec<Bytes>>> {
+    let mut i = 2;
+    while i < request.len() {
+        let a = &request[i];
+        if is_one_of(a, &["NOMKSTREAM"]) {
+            i += 1;
+        } else if is_one_of(a, &["MAXLEN", "MINID"]) {
+            let next = request.get(i + 1)?;
+            if next.as_ref() == b"~" {
+                return None;
+            }
+            i += if next.as_ref() == b"=" { 3 } else { 2 };
+        } else if is_one_of(a, &["LIMIT"]) {
+            return None;
+        } else {
+            break;
+        }
+    }
+    let mut args = request.to_vec();
+    let id = args.get_mut(i)?;
+    if id.ends_with(b"*") {
+        *id = bulk(reply)?;
+    }
+    Some(vec![args])
 }
 
 /// The command that gives `key` its state in `view` (see the module

@@ -3,14 +3,18 @@
 //! `redis-cli --rdb`.
 //!
 //! **The stream.** The writer hands every committed operation over as
-//! commands (`respite_engine::propagate`): each key it changed as its new
-//! state (`SET key value [PXAT ms]` for a string, `RESTORE key ms payload
-//! REPLACE ABSTTL` for the other types, `DEL key` for a key that is gone,
-//! so expirations and evictions arrive as DEL), FLUSHDB, FLUSHALL and
-//! SWAPDB as themselves. [`Master::committed`] encodes them as RESP, with a
-//! SELECT whenever the database changes and MULTI/EXEC around an operation
-//! of more than one command (EXEC, a script, MSET, RENAME), appends them to
-//! the backlog and to each replica's queue, and counts the bytes in
+//! commands (`respite_engine::propagate`): each write command as itself
+//! or as redis 7.0 rewrites it (`SET key value PXAT ms` for a relative
+//! expiry, `SREM` for SPOP, `DEL` for GETDEL...), or, for the commands not
+//! known to replay exactly, each key it changed as its new state (`SET`,
+//! `RESTORE key ms payload REPLACE ABSTTL`, `DEL`; see
+//! `crate::propagation`); expirations and evictions as `DEL`; FLUSHDB,
+//! FLUSHALL and SWAPDB as themselves. [`Master::committed`] encodes them
+//! as RESP, with a SELECT whenever the database changes and MULTI/EXEC
+//! around an operation of more than one command (an EXEC or a script with
+//! more than one write that took effect, an SPOP of several members), the
+//! SELECT before MULTI, as redis orders them; appends them to the backlog
+//! and to each replica's queue, and counts the bytes in
 //! `master_repl_offset` exactly as redis counts them. A PING goes into the
 //! stream every 10 seconds while replicas are attached (redis's
 //! `repl-ping-replica-period`), and `REPLCONF GETACK *` when WAIT asks.
