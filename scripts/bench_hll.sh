@@ -5,7 +5,11 @@
 # `__rand_int__` placeholders drawn independently with -r 100: 100 HLL keys
 # `h<n>`, and elements of three placeholders each (a million distinct), so
 # a PFADD of 10 elements keeps changing registers. Tests:
-#   SET, GET           64-byte values over 100 keys (the baseline)
+#   SET, GET           64-byte values over 100 keys (the baseline); each
+#                      SET's value differs from the one it replaces (a
+#                      placeholder in it), since SQLite skips rewriting a
+#                      row whose bytes are unchanged and a SET of the same
+#                      value would write nothing
 #   PFADD              10 elements to one of the 100 HLLs
 #   PFCOUNT            one key, its cached cardinality valid
 #   PFCOUNT 3 keys     the union of three (never cached)
@@ -14,10 +18,16 @@
 #                      PFADDed once (10 elements), each key once
 #   PFMERGE            one of 100 destinations from two of the HLLs
 # Beside each rate: the server's CPU microseconds per command
-# (/proc/PID/stat utime+stime over the commands sent).
+# (/proc/PID/stat utime+stime over the commands sent) and, for the tests
+# that write, the bytes the server wrote to disk per command
+# (/proc/PID/io write_bytes: WAL or AOF, and checkpoints).
 #
 # Usage: scripts/bench_hll.sh RESPITED [REQUESTS] [MEMTIER]
 # Example: scripts/bench_hll.sh /tmp/respited-rel 100000 /usr/local/bin/memtier_benchmark
+# With BEFORE=OTHER_RESPITED, a fourth server (that build, same settings)
+# runs each test too, its column beside the first (an A/B of two builds in
+# one run). ONLY="SET|PFADD" runs only the tests whose label starts with one
+# of those words.
 set -euo pipefail
 bin=$1 n=${2:-100000} memtier=${3:-memtier_benchmark}
 dir=$(mktemp -d)
@@ -29,17 +39,23 @@ names=("respite, always" "redis, always" "redis, no persistence")
 redis-server --port 7662 --dir "$dir" --save "" --appendonly yes --appendfsync always \
     --appendfilename a.aof >/dev/null &
 redis-server --port 7663 --dir "$dir" --save "" --appendonly no >/dev/null &
+if [ -n "${BEFORE:-}" ]; then
+    ports=(7661 7664 7662 7663)
+    names=("respite, always" "respite before, always" "redis, always" "redis, no persistence")
+    "$BEFORE" --port 7664 --db "$dir/b.db" --appendfsync always 2>"$dir/b.log" &
+fi
 for p in "${ports[@]}"; do wait_up "$p"; done
 declare -A pid
 for p in "${ports[@]}"; do
     pid[$p]=$(redis-cli -p "$p" info server | tr -d '\r' | awk -F: '/^process_id/ {print $2}')
 done
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+written() { awk '/^write_bytes/ {print $2}' "/proc/$1/io"; }
 hz=$(getconf CLK_TCK)
 e='e__rand_int____rand_int____rand_int__'
 els="$e $e $e $e $e $e $e $e $e $e"
 tests=(
-    "SET|SET k__rand_int__ xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+    "SET|SET k__rand_int__ v__rand_int__xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
     "GET|GET k__rand_int__"
     "PFADD, 10 elements|PFADD h__rand_int__ $els"
     "PFCOUNT, one key (cached)|PFCOUNT h__rand_int__"
@@ -49,12 +65,18 @@ tests=(
 )
 echo "redis-benchmark -c 50 -n $n -r 100 (memtier_benchmark -t 2 -c 25 for the stale cache)"
 echo
-echo "| test | ${names[0]} | ${names[1]} | ${names[2]} | respite / redis always | respite / redis no persistence |"
-echo "|---|---|---|---|---|---|"
-declare -A rate cpu
+header="| test |"
+rule="|---|"
+for nm in "${names[@]}"; do header="$header $nm |"; rule="$rule---|"; done
+if [ -n "${BEFORE:-}" ]; then header="$header respite / respite before |"; rule="$rule---|"; fi
+echo "$header respite / redis always | respite / redis no persistence |"
+echo "$rule---|---|"
+declare -A rate cpu wb
 for t in "${tests[@]}"; do
     label=${t%%|*} cmd=${t#*|}
+    if [ -n "${ONLY:-}" ] && ! [[ "$label" =~ ^($ONLY) ]]; then continue; fi
     for p in "${ports[@]}"; do
+        w0=$(written "${pid[$p]}")
         if [ "$cmd" = stale ]; then
             # 100,000 fresh HLLs, each with a stale cache, counted once each.
             # (memtier takes --command-key-pattern after the --command; with
@@ -77,13 +99,26 @@ for t in "${tests[@]}"; do
             t1=$(ticks "${pid[$p]}")
             c=$n
         fi
+        # Let the fsyncs and a checkpoint the test set off finish first.
+        sleep 1
+        w1=$(written "${pid[$p]}")
         rate[$p]=${r%.*}
         cpu[$p]=$(awk -v t=$((t1 - t0)) -v c="$c" -v hz="$hz" 'BEGIN {printf "%.1f", t / hz / c * 1e6}')
+        wb[$p]=$(awk -v w=$((w1 - w0)) -v c="$c" 'BEGIN {printf "%.0f", w / c}')
     done
-    a=${ports[0]} b=${ports[1]} c3=${ports[2]}
-    echo "| $label | ${rate[$a]}/s, ${cpu[$a]} µs | ${rate[$b]}/s, ${cpu[$b]} µs | ${rate[$c3]}/s, ${cpu[$c3]} µs | \
-$(awk -v x="${rate[$a]}" -v y="${rate[$b]}" 'BEGIN {printf "%.2fx", x/y}') | \
-$(awk -v x="${rate[$a]}" -v y="${rate[$c3]}" 'BEGIN {printf "%.2fx", x/y}') |"
+    line="| $label |"
+    for p in "${ports[@]}"; do
+        case $label in
+            SET* | PF[AM]*) line="$line ${rate[$p]}/s, ${cpu[$p]} µs, ${wb[$p]} B |" ;;
+            *) line="$line ${rate[$p]}/s, ${cpu[$p]} µs |" ;;
+        esac
+    done
+    a=7661
+    if [ -n "${BEFORE:-}" ]; then
+        line="$line $(awk -v x="${rate[$a]}" -v y="${rate[7664]}" 'BEGIN {printf "%.2fx", x/y}') |"
+    fi
+    echo "$line $(awk -v x="${rate[$a]}" -v y="${rate[7662]}" 'BEGIN {printf "%.2fx", x/y}') | \
+$(awk -v x="${rate[$a]}" -v y="${rate[7663]}" 'BEGIN {printf "%.2fx", x/y}') |"
 done
 echo
-echo "$bin ($("$bin" --version 2>/dev/null || echo '?')), $(redis-server --version | awk '{print $3}')"
+echo "$bin ($("$bin" --version 2>/dev/null || echo '?'))${BEFORE:+, before: $BEFORE}, $(redis-server --version | awk '{print $3}')"

@@ -3741,6 +3741,76 @@ fn hyperloglog_promotions_and_copies() {
     );
 }
 
+/// A dense HLL is written in place by PFADD, PFCOUNT's cache and PFMERGE
+/// (only the bytes that change): the value read back, through the value
+/// cache and by range, is redis's; the expiry stays; WATCH sees the change
+/// and does not see a PFADD that changed nothing; a second connection
+/// reads the new bytes.
+#[test]
+fn hyperloglog_dense_updates_in_place() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let mut pair = Pair::connect(&respite, &redis);
+    let mut other = Pair::connect(&respite, &redis);
+    let mut bad = Vec::new();
+    let mut add = args(&["PFADD", "d"]);
+    add.extend((0..3000).map(|i| format!("x{i}").into_bytes()));
+    both_same(&mut pair, &add, &mut bad);
+    both_same(&mut pair, &args(&["PEXPIRE", "d", "100000000"]), &mut bad);
+    both_same(&mut pair, &args(&["PFDEBUG", "ENCODING", "d"]), &mut bad);
+    for round in 0..40 {
+        // Read it (filling the value cache), then change a few registers.
+        both_same(&mut other, &args(&["GET", "d"]), &mut bad);
+        let mut add = args(&["PFADD", "d"]);
+        add.extend((0..10).map(|i| format!("r{round}-{i}").into_bytes()));
+        both_same(&mut pair, &add, &mut bad);
+        both_same(&mut other, &args(&["GET", "d"]), &mut bad);
+        both_same(&mut other, &args(&["GETRANGE", "d", "0", "40"]), &mut bad);
+        both_same(&mut other, &args(&["STRLEN", "d"]), &mut bad);
+        if round % 5 == 0 {
+            both_same(&mut pair, &args(&["PFCOUNT", "d"]), &mut bad);
+            both_same(&mut other, &args(&["GET", "d"]), &mut bad);
+            both_same(&mut pair, &args(&["PFMERGE", "d", "d"]), &mut bad);
+            both_same(&mut other, &args(&["GET", "d"]), &mut bad);
+        }
+    }
+    let (ttl, _) = pair.both(&args(&["PTTL", "d"]));
+    assert!(
+        matches!(ttl.int(), Some(t) if t > 99_000_000),
+        "the expiry was kept: {}",
+        show(&ttl.raw)
+    );
+    // WATCH: a PFADD that changes a register aborts the EXEC, one that
+    // changes none does not.
+    let mut seen = [false; 2];
+    for i in 0..40 {
+        // The same element twice: the second PFADD never changes anything.
+        let element = format!("w{}", i / 2);
+        both_same(&mut pair, &args(&["WATCH", "d"]), &mut bad);
+        let added = both_same(&mut other, &args(&["PFADD", "d", &element]), &mut bad);
+        both_same(&mut pair, &args(&["MULTI"]), &mut bad);
+        both_same(&mut pair, &args(&["PING"]), &mut bad);
+        let exec = both_same(&mut pair, &args(&["EXEC"]), &mut bad);
+        let changed = added.int() == Some(1);
+        seen[usize::from(changed)] = true;
+        assert_eq!(exec.raw.starts_with(b"*-1"), changed, "{}", show(&exec.raw));
+    }
+    assert_eq!(
+        seen,
+        [true, true],
+        "PFADDs that changed registers and that did not"
+    );
+    both_same(&mut pair, &args(&["GET", "d"]), &mut bad);
+    assert!(
+        bad.is_empty(),
+        "{} differences:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
 /// HLLs corrupted at random (redis's own fuzz in hyperloglog.tcl, with
 /// every command run on the result): respite answers what redis-server
 /// answers, value and error, and never fails.

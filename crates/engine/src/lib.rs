@@ -38,6 +38,7 @@
 
 pub mod access;
 pub mod blocking;
+pub mod c_heap;
 pub mod cache;
 pub mod checkpointer;
 pub mod completion;

@@ -131,6 +131,45 @@ impl Txn<'_, '_> {
         Ok(())
     }
 
+    /// Stores `new` under a string key whose value is `old` now (read by
+    /// the caller in this operation, the expiry unchanged), writing only
+    /// the bytes that differ where the storage allows: a long value of the
+    /// same length is patched in place in its `strings` row (SQLite's
+    /// incremental blob writes dirty only the pages of the overflow chain
+    /// the changed bytes are on), so a PFADD to a dense HyperLogLog writes
+    /// the few pages its registers are on rather than all 12 KB. A value
+    /// that changes length, or lives in its key row, is stored whole
+    /// ([`Txn::put_string`]).
+    pub fn patch_string(
+        &mut self,
+        db: u32,
+        key: &[u8],
+        old: &[u8],
+        new: &[u8],
+        expire_at: Option<i64>,
+    ) -> Result<()> {
+        if old.len() == new.len() {
+            let id = self
+                .stmt("SELECT id FROM keys WHERE db = ?1 AND key = ?2 AND type = 0")?
+                .query_row(params![db, key], |r| r.get::<_, Option<i64>>(0))
+                .optional()?
+                .flatten();
+            if let Some(id) = id {
+                let mut blob =
+                    self.conn()
+                        .blob_open(rusqlite::MAIN_DB, c"strings", c"value", id, false)?;
+                if blob.len() == new.len() {
+                    self.changing(db, key);
+                    for (start, end) in changed_runs(old, new) {
+                        blob.write_at(&new[start..end], start)?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        self.put_string(db, key, new, expire_at)
+    }
+
     /// The row write shared by [`Txn::put_string`] and
     /// [`Txn::put_string_shared`] (which note the key themselves).
     fn store_string(
@@ -185,5 +224,55 @@ impl Txn<'_, '_> {
         self.stmt("INSERT INTO keys(db,key,type,value,expire_at,id) VALUES(?1,?2,0,?3,?4,?5)")?
             .execute(params![db, key, value, expire_at, id])?;
         Ok(())
+    }
+}
+
+/// The byte ranges where `new` differs from `old` (of one length), runs
+/// closer than a few bytes joined into one write. The slices are compared
+/// a block at a time (a `memcmp`), so a 12 KB value with ten changed bytes
+/// costs about a microsecond.
+fn changed_runs(old: &[u8], new: &[u8]) -> Vec<(usize, usize)> {
+    /// Equal bytes between two changes that still make one write.
+    const GAP: usize = 16;
+    /// Bytes compared at once.
+    const BLOCK: usize = 64;
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < new.len() {
+        let end = (i + BLOCK).min(new.len());
+        if old[i..end] != new[i..end] {
+            for j in i..end {
+                if old[j] != new[j] {
+                    match runs.last_mut() {
+                        Some(run) if j - run.1 < GAP => run.1 = j + 1,
+                        _ => runs.push((j, j + 1)),
+                    }
+                }
+            }
+        }
+        i = end;
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changed_runs;
+
+    #[test]
+    fn changed_runs_cover_every_difference() {
+        let old = vec![0u8; 200];
+        let mut new = old.clone();
+        assert!(changed_runs(&old, &new).is_empty());
+        for i in [0, 5, 40, 100, 199] {
+            new[i] = 1;
+        }
+        let runs = changed_runs(&old, &new);
+        assert_eq!(runs, vec![(0, 6), (40, 41), (100, 101), (199, 200)]);
+        let mut patched = old.clone();
+        for (a, b) in runs {
+            patched[a..b].copy_from_slice(&new[a..b]);
+        }
+        assert_eq!(patched, new);
     }
 }

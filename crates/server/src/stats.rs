@@ -296,6 +296,16 @@ impl CommandStats {
         }
     }
 
+    /// Counts the error a blocking command of `row` finally answered (a
+    /// first try that failed, CLIENT UNBLOCK ... ERROR, a group deleted
+    /// while it waited): its call was counted when it was planned.
+    pub fn blocked_failed(&self, row: usize, text: &[u8]) {
+        self.error(text);
+        if let Some(r) = self.rows.get(row) {
+            r.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Counts a call refused before it ran.
     pub fn rejected(&self, row: usize) {
         self.rows[row].rejected.fetch_add(1, Ordering::Relaxed);

@@ -9,6 +9,12 @@
 //! sparse form that does not add up `INVALIDOBJ Corrupted HLL object
 //! detected`, and a value stored with an expiry keeps it.
 //!
+//! An HLL that exists is written back with `Txn::patch_string`: only the
+//! bytes that changed reach the storage, so a PFADD to a dense HLL (12 KB,
+//! a dozen pages) writes the pages its changed registers are on, a stale
+//! PFCOUNT only the header's, and a sparse HLL changed in place its
+//! opcode's page; a sparse update that changes the length is stored whole.
+//!
 //! PFCOUNT of one key answers the count cached in the value's header and,
 //! when that cache is stale (a PFADD or PFMERGE changed the registers
 //! since), computes the count and writes it back, as redis does, so GET
@@ -84,9 +90,14 @@ impl WriteCommand for PfAdd {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
-        let (mut hll, expire_at, mut updated) = match load(txn, self.db, &self.key)? {
-            Some((hll, expire_at)) => (hll, expire_at, false),
-            None => (Hll::new(), None, true),
+        // The value as stored, to write back only what the elements change
+        // (see `Txn::patch_string`); `None` for a new key.
+        let (mut hll, expire_at, stored) = match load(txn, self.db, &self.key)? {
+            Some((hll, expire_at)) => {
+                let stored = hll.as_bytes().to_vec();
+                (hll, expire_at, Some(stored))
+            }
+            None => (Hll::new(), None, None),
         };
         let mut changed = false;
         for element in &self.elements {
@@ -99,20 +110,37 @@ impl WriteCommand for PfAdd {
                     // cache as the sparse updates left it), and the client
                     // gets the error.
                     if changed {
-                        txn.put_string(self.db, &self.key, hll.as_bytes(), expire_at)?;
+                        store(txn, self.db, &self.key, stored.as_deref(), &hll, expire_at)?;
                     }
                     return Ok(Reply::from(CommandError::from(Corrupt)));
                 }
             }
         }
-        updated |= changed;
+        let updated = changed || stored.is_none();
         if updated {
             hll.invalidate_cache();
-            txn.put_string(self.db, &self.key, hll.as_bytes(), expire_at)?;
+            store(txn, self.db, &self.key, stored.as_deref(), &hll, expire_at)?;
             txn.notify(STRING, "pfadd", self.db, &self.key);
         }
         Ok(Reply::Int(i64::from(updated)))
     }
+}
+
+/// Writes `hll` under `key`: over `stored` (the bytes the key holds now),
+/// only what changed; a new key whole.
+fn store(
+    txn: &mut Txn<'_, '_>,
+    db: u32,
+    key: &[u8],
+    stored: Option<&[u8]>,
+    hll: &Hll,
+    expire_at: Option<i64>,
+) -> Result<(), CommandError> {
+    match stored {
+        Some(old) => txn.patch_string(db, key, old, hll.as_bytes(), expire_at)?,
+        None => txn.put_string(db, key, hll.as_bytes(), expire_at)?,
+    }
+    Ok(())
 }
 
 /// What PFCOUNT finds at one key.
@@ -172,8 +200,9 @@ impl PfCount {
         match self.single(txn)? {
             Single::Cached(count) => Ok(Reply::Int(count as i64)),
             Single::Stale(mut hll, expire_at, count) => {
+                let stored = hll.as_bytes().to_vec();
                 hll.set_cached_count(count);
-                txn.put_string(self.db, &self.keys[0], hll.as_bytes(), expire_at)?;
+                store(txn, self.db, &self.keys[0], Some(&stored), &hll, expire_at)?;
                 Ok(Reply::Int(count as i64))
             }
         }
@@ -290,6 +319,7 @@ impl WriteCommand for PfMerge {
                 dest = Some((hll, expire_at));
             }
         }
+        let stored = dest.as_ref().map(|(hll, _)| hll.as_bytes().to_vec());
         let (mut hll, expire_at) = dest.unwrap_or_default();
         if use_dense {
             hll.to_dense()?;
@@ -302,7 +332,14 @@ impl WriteCommand for PfMerge {
             }
         }
         hll.invalidate_cache();
-        txn.put_string(self.db, &self.keys[0], hll.as_bytes(), expire_at)?;
+        store(
+            txn,
+            self.db,
+            &self.keys[0],
+            stored.as_deref(),
+            &hll,
+            expire_at,
+        )?;
         // redis names PFMERGE's event `pfadd`, sent on every merge.
         txn.notify(STRING, "pfadd", self.db, &self.keys[0]);
         Ok(Reply::Ok)
