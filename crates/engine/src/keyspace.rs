@@ -665,7 +665,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             None => None,
             Some(s) if s.expire_at.is_some_and(|at| at <= self.now()) => {
                 self.drop_stored(db, key, &s)?;
-                self.notify(notify::EXPIRED, "expired", db, key);
+                self.dropped_expired(db, key);
                 None
             }
             Some(s) if s.kind != kind => return Err(EngineError::WrongType),
@@ -784,7 +784,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         let live = stored.expire_at.is_none_or(|at| at > self.now());
         self.drop_stored(db, key, &stored)?;
         if !live {
-            self.notify(notify::EXPIRED, "expired", db, key);
+            self.dropped_expired(db, key);
         }
         Ok(live)
     }
@@ -813,7 +813,7 @@ impl<'s, 'c> Txn<'s, 'c> {
         // An expired row is removed too, but does not count as deleted.
         self.drop_stored(db, key, &stored)?;
         if !live {
-            self.notify(notify::EXPIRED, "expired", db, key);
+            self.dropped_expired(db, key);
         }
         Ok(live)
     }

@@ -3,25 +3,38 @@
 //!
 //! Redis propagates each write command once it has run (`propagate`), and
 //! rewrites the ones a replica could not replay to the same result (a
-//! relative expiry becomes an absolute one, a script its effects, an
-//! expiry a DEL). Here an operation runs inside a group's transaction that
-//! may still roll back, so nothing is sent while it runs: right after an
-//! operation (and the blocked clients it served) the writer hands the
-//! [`Propagator`] the keys it changed, and the propagator reads their new
-//! state from the writer's own view, inside the transaction, and turns it
-//! into commands; the writer keeps them with the open transaction, drops
-//! them if the group rolls back, and hands them on once it commits, before
-//! any reply of the group goes out (as keyspace notifications are, see
-//! `notify.rs`). What a replica receives is therefore exactly what was
-//! committed, in the order the writer applied it, and deterministic by
-//! construction: a key's state, not the command that made it.
+//! relative expiry becomes an absolute one, a random pop the removal of
+//! what it popped, an expiry a DEL). Here an operation runs inside a
+//! group's transaction that may still roll back, so nothing is sent while
+//! it runs. Each command of an operation that changed something notes on
+//! its [`crate::Txn`], right after it ran, the commands that reproduce it
+//! ([`crate::Txn::note_step`], a [`Step`] over the keys it changed since
+//! its [`StepMark`]): the server knows which commands replay exactly and
+//! how redis rewrites the others (respite-server's `propagation.rs`). The
+//! writer gathers an operation's steps (and those of the blocked clients
+//! it served, each an operation of its own, as redis serves them after
+//! the command); any key none of them stands for (a key a read found
+//! expired and deleted, a command that noted nothing) goes to the
+//! [`Propagator`], which reads its new state from the writer's own view,
+//! inside the transaction. The writer keeps the commands with the open
+//! transaction, drops them if the group rolls back, and hands them on once
+//! it commits, before any reply of the group goes out (as keyspace
+//! notifications are, see `notify.rs`). What a replica receives is
+//! therefore exactly what was committed, in the order the writer applied
+//! it.
+//!
+//! The writer's own work (the expiry sweep, eviction) runs no command: its
+//! keys go as their state, which for a deleted key is `DEL key`, as redis
+//! propagates expirations and evictions.
 //!
 //! Wholesale changes that name no key (FLUSHDB, FLUSHALL, SWAPDB) are
 //! noted on the [`crate::Txn`] as [`Whole`] and sent as themselves, before
 //! the keys of the same operation.
 //!
-//! Cost: nothing while no replica ever attached (one relaxed load per
-//! operation); afterwards, one read of each changed key per operation.
+//! Cost: nothing while no replica ever attached (one load per operation,
+//! and no command notes anything); afterwards, a copy of each write's
+//! arguments, and a read of a key only where a rewrite needs its expiry or
+//! a command is sent as its keys' state.
 //!
 //! A full synchronization needs a snapshot that is exactly the state the
 //! stream continues from. [`crate::Txn::pin_read`], called inside a write
@@ -59,6 +72,29 @@ pub struct Command {
     pub db: Option<u32>,
     /// The command and its arguments.
     pub args: Vec<Bytes>,
+}
+
+/// Where a command's changes start in its operation's [`crate::Txn`]:
+/// taken before the command runs ([`crate::Txn::step_mark`]), handed back
+/// with the commands that reproduce it ([`crate::Txn::note_step`]).
+#[derive(Debug, Clone, Copy)]
+pub struct StepMark {
+    pub(crate) keys: usize,
+    pub(crate) whole: usize,
+    pub(crate) expired: usize,
+    pub(crate) changes: u64,
+}
+
+/// What one command of an operation did, as the commands a replica runs
+/// to do the same: they stand for the keys at `keys` in the operation's
+/// list of changed keys (which are then not read back as their state).
+#[derive(Debug)]
+pub(crate) struct Step {
+    pub(crate) keys: std::ops::Range<usize>,
+    pub(crate) commands: Vec<Command>,
+    /// Sent as an operation of its own (a blocked client served after
+    /// the command that pushed: never inside that command's MULTI/EXEC).
+    pub(crate) alone: bool,
 }
 
 /// Turns operations into commands and takes the committed ones.

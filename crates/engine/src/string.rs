@@ -188,14 +188,15 @@ impl Txn<'_, '_> {
         value: &[u8],
         expire_at: Option<i64>,
     ) -> Result<()> {
-        // Only with `x` or `n` wanted: the row as it was, for `expired`
-        // (an expired row this write replaces) and `new`.
-        if self.notifying(crate::notify::EXPIRED | crate::notify::NEW) {
+        // Only with `x` or `n` wanted, or replicas fed: the row as it was,
+        // for `expired` (an expired row this write replaces; a replica
+        // deletes it first) and `new`.
+        if self.notifying(crate::notify::EXPIRED | crate::notify::NEW) || self.propagating {
             let stored = self.stored(db, key)?;
             let now = self.now();
             let expired = stored.is_some_and(|s| s.expire_at.is_some_and(|at| at <= now));
             if expired {
-                self.notify(crate::notify::EXPIRED, "expired", db, key);
+                self.dropped_expired(db, key);
             }
             if stored.is_none() || expired {
                 self.notify(crate::notify::NEW, "new", db, key);

@@ -56,6 +56,13 @@ pub struct Txn<'s, 'c> {
     /// Reads whose keys CLIENT TRACKING remembers, each at its place in
     /// `touched` (see [`Txn::remember`]).
     pub(crate) remembers: Vec<(usize, u64, Vec<bytes::Bytes>)>,
+    /// Replicas are fed: commands note what they did (see `propagate.rs`).
+    pub(crate) propagating: bool,
+    /// The commands noted for replication, each over its keys in `touched`.
+    pub(crate) steps: Vec<crate::propagate::Step>,
+    /// Expired rows a write dropped before treating the key as new (a
+    /// replica, which does not expire keys itself, is sent a DEL first).
+    pub(crate) expired_dropped: Vec<(u32, bytes::Bytes)>,
 }
 
 impl<'s, 'c> Deref for Txn<'s, 'c> {
@@ -84,6 +91,79 @@ impl<'s, 'c> Txn<'s, 'c> {
             whole: Vec::new(),
             tracking: false,
             remembers: Vec::new(),
+            propagating: false,
+            steps: Vec::new(),
+            expired_dropped: Vec::new(),
+        }
+    }
+
+    /// Whether replicas are fed, so that a command should say what it did
+    /// ([`Txn::note_step`]).
+    pub fn propagating(&self) -> bool {
+        self.propagating
+    }
+
+    /// Where the next command's changes start (see [`Txn::note_step`]).
+    pub fn step_mark(&self) -> crate::propagate::StepMark {
+        crate::propagate::StepMark {
+            keys: self.touched.keys().len(),
+            whole: self.whole.len(),
+            expired: self.expired_dropped.len(),
+            changes: self.changes,
+        }
+    }
+
+    /// Whether anything changed since `mark`.
+    pub fn changed_since(&self, mark: crate::propagate::StepMark) -> bool {
+        self.changes != mark.changes
+            || self.touched.keys().len() != mark.keys
+            || self.whole.len() != mark.whole
+    }
+
+    /// The keys changed since `mark`, in order (repeats possible).
+    pub fn keys_since(&self, mark: crate::propagate::StepMark) -> &[(u32, bytes::Bytes)] {
+        &self.touched.keys()[mark.keys.min(self.touched.keys().len())..]
+    }
+
+    /// The expired rows writes dropped since `mark` (each key a replica
+    /// must first see deleted).
+    pub fn expired_since(&self, mark: crate::propagate::StepMark) -> &[(u32, bytes::Bytes)] {
+        &self.expired_dropped[mark.expired.min(self.expired_dropped.len())..]
+    }
+
+    /// Notes the commands that reproduce, on a replica, what was done
+    /// since `mark`: they stand for the keys changed since then, and for
+    /// the wholesale changes (FLUSHALL...) made since.
+    pub fn note_step(
+        &mut self,
+        mark: crate::propagate::StepMark,
+        commands: Vec<crate::propagate::Command>,
+    ) {
+        self.whole.truncate(mark.whole);
+        self.steps.push(crate::propagate::Step {
+            keys: mark.keys..self.touched.keys().len(),
+            commands,
+            alone: false,
+        });
+    }
+
+    /// The noted steps, their key ranges moved up by `base` (where this
+    /// operation's keys start in the transaction's), for the writer.
+    pub(crate) fn take_steps(&mut self, base: usize) -> Vec<crate::propagate::Step> {
+        let mut steps = std::mem::take(&mut self.steps);
+        for s in &mut steps {
+            s.keys = s.keys.start + base..s.keys.end + base;
+        }
+        steps
+    }
+
+    /// Notes that a write dropped the key's expired row (its `expired`
+    /// event, and the DEL a replica needs before the write).
+    pub(crate) fn dropped_expired(&mut self, db: u32, key: &[u8]) {
+        self.notify(crate::notify::EXPIRED, "expired", db, key);
+        if self.propagating {
+            self.expired_dropped
+                .push((db, bytes::Bytes::copy_from_slice(key)));
         }
     }
 

@@ -245,6 +245,7 @@ fn new_txn<'a, 'c>(stmts: &'a Statements<'c>, settings: &'a WriterSettings) -> T
         settings.notifier.lazy_expiry(mask),
         settings.notifier.tracking(),
     );
+    txn.propagating = settings.propagation.is_active();
     txn
 }
 
@@ -356,6 +357,9 @@ struct Writer<'s, 'c, R> {
     /// The open transaction's operations as commands for the replicas,
     /// handed on once it commits (see `propagate.rs`).
     propagated: Vec<Vec<crate::propagate::Command>>,
+    /// The commands the running operation's commands noted, over their
+    /// keys in `touched` (see `propagate.rs`).
+    steps: Vec<crate::propagate::Step>,
     /// The WAL index's counters when last looked at, to notice a
     /// checkpoint another process ran (external mode).
     last_frames: Option<crate::checkpointer::WalFrames>,
@@ -433,6 +437,7 @@ pub(crate) fn run<R: Send + 'static>(
         remembers: Vec::new(),
         changes: Vec::new(),
         propagated: Vec::new(),
+        steps: Vec::new(),
         last_measure: Instant::now(),
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
         last_frames: None,
@@ -632,6 +637,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         if let Err(EngineError::Storage(e)) = &result {
             self.settings.disk.storage_failed(e);
         }
+        self.steps = txn.take_steps(first_key);
         let mut touched = txn.take_touched();
         self.marks.push(Mark::of(self.touched.keys().len(), &txn));
         if result.is_ok() && !txn.remembers.is_empty() {
@@ -686,13 +692,21 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             let ready = self.settings.blocking.ready_keys(&touched);
             self.touched.absorb(touched);
             if !ready.is_empty() {
+                // What serving them does is propagated after the operation,
+                // as redis serves blocked clients after the command.
+                let served_from = self.steps.len();
                 self.serve_blocked(ready.into());
+                for step in &mut self.steps[served_from..] {
+                    step.alone = true;
+                }
             }
         } else {
             self.touched.absorb(touched);
         }
         if result.is_ok() && self.poisoned.is_none() {
             self.propagate(first_key, &whole);
+        } else {
+            self.steps.clear();
         }
         result
     }
@@ -700,19 +714,50 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// Notes, for the replicas, what the operation that changed the keys
     /// from `first_key` on (and the `whole` changes) did; a small, separate
     /// step after each operation (see `propagate.rs`).
+    ///
+    /// The commands its commands noted ([`Txn::note_step`]) go first, in
+    /// order; the keys none of them stands for (a key a read found
+    /// expired, a command that noted nothing) follow as their state.
     fn propagate(&mut self, first_key: usize, whole: &[crate::propagate::Whole]) {
+        let steps = std::mem::take(&mut self.steps);
         let Some(sink) = self.settings.propagation.sink() else {
             return;
         };
-        let keys = &self.touched.keys()[first_key.min(self.touched.keys().len())..];
-        if keys.is_empty() && whole.is_empty() {
+        let first_key = first_key.min(self.touched.keys().len());
+        let keys = &self.touched.keys()[first_key..];
+        if keys.is_empty() && whole.is_empty() && steps.is_empty() {
             return;
         }
-        let view = crate::view::View::at(self.stmts, crate::view::now_ms());
-        let commands = sink.effects(&view, keys, whole);
+        let mut covered = vec![false; keys.len()];
+        let mut commands = Vec::new();
+        let mut alone = Vec::new();
+        for step in steps {
+            for i in step.keys {
+                if let Some(c) = i.checked_sub(first_key).and_then(|i| covered.get_mut(i)) {
+                    *c = true;
+                }
+            }
+            if step.alone {
+                alone.push(step.commands);
+            } else {
+                commands.extend(step.commands);
+            }
+        }
+        let rest: Vec<(u32, bytes::Bytes)> = keys
+            .iter()
+            .zip(&covered)
+            .filter(|(_, c)| !**c)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if !rest.is_empty() || !whole.is_empty() {
+            let view = crate::view::View::at(self.stmts, crate::view::now_ms());
+            commands.extend(sink.effects(&view, &rest, whole));
+        }
         if !commands.is_empty() {
             self.propagated.push(commands);
         }
+        self.propagated
+            .extend(alone.into_iter().filter(|c| !c.is_empty()));
     }
 
     /// Hands the committed transaction's commands to the replicas.
@@ -721,7 +766,15 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// TRACKING only once the commit succeeded; a failed commit sends
     /// nothing.
     fn commit_own_work(&mut self) -> rusqlite::Result<()> {
+        // Each key's command on its own, never wrapped in MULTI/EXEC: redis
+        // propagates each expiration and eviction as it happens.
+        let before = self.propagated.len();
         self.propagate(0, &[]);
+        if self.propagated.len() > before {
+            let work = self.propagated.split_off(before);
+            self.propagated
+                .extend(work.into_iter().flatten().map(|c| vec![c]));
+        }
         if let Err(e) = self.commit() {
             self.propagated.clear();
             return Err(e);
@@ -758,6 +811,8 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     waiter.serve(&mut txn, db, &key)
                 }));
+                let mut steps = txn.take_steps(self.touched.keys().len());
+                self.steps.append(&mut steps);
                 let touched = txn.take_touched();
                 self.marks.push(Mark::of(self.touched.keys().len(), &txn));
                 self.settings.watches.touch(&touched);

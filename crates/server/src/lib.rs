@@ -38,6 +38,7 @@ pub mod monitor;
 pub mod output;
 pub mod params;
 pub mod process;
+pub mod propagation;
 pub mod protected;
 pub mod pubsub;
 pub mod repl;

@@ -3,14 +3,18 @@
 //! `redis-cli --rdb`.
 //!
 //! **The stream.** The writer hands every committed operation over as
-//! commands (`respite_engine::propagate`): each key it changed as its new
-//! state (`SET key value [PXAT ms]` for a string, `RESTORE key ms payload
-//! REPLACE ABSTTL` for the other types, `DEL key` for a key that is gone,
-//! so expirations and evictions arrive as DEL), FLUSHDB, FLUSHALL and
-//! SWAPDB as themselves. [`Master::committed`] encodes them as RESP, with a
-//! SELECT whenever the database changes and MULTI/EXEC around an operation
-//! of more than one command (EXEC, a script, MSET, RENAME), appends them to
-//! the backlog and to each replica's queue, and counts the bytes in
+//! commands (`respite_engine::propagate`): each write command as itself
+//! or as redis 7.0 rewrites it (`SET key value PXAT ms` for a relative
+//! expiry, `SREM` for SPOP, `DEL` for GETDEL...), or, for the commands not
+//! known to replay exactly, each key it changed as its new state (`SET`,
+//! `RESTORE key ms payload REPLACE ABSTTL`, `DEL`; see
+//! `crate::propagation`); expirations and evictions as `DEL`; FLUSHDB,
+//! FLUSHALL and SWAPDB as themselves. [`Master::committed`] encodes them
+//! as RESP, with a SELECT whenever the database changes and MULTI/EXEC
+//! around an operation of more than one command (an EXEC or a script with
+//! more than one write that took effect, an SPOP of several members), the
+//! SELECT before MULTI, as redis orders them; appends them to the backlog
+//! and to each replica's queue, and counts the bytes in
 //! `master_repl_offset` exactly as redis counts them. A PING goes into the
 //! stream every 10 seconds while replicas are attached (redis's
 //! `repl-ping-replica-period`), and `REPLCONF GETACK *` when WAIT asks.
@@ -45,7 +49,6 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use respite_engine::propagate::{Command, Propagator, Whole};
 use respite_engine::{Engine, EngineError, View, WriteItem};
-use respite_rdb::Value as RdbValue;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -430,37 +433,6 @@ fn db_arg(db: u32) -> Bytes {
     Bytes::from(db.to_string())
 }
 
-/// The commands that give `key` its state in `view`.
-fn key_state(view: &View<'_, '_>, db: u32, key: &Bytes) -> Option<Command> {
-    let state = match crate::value::read_value(view, db, key) {
-        Ok(state) => state,
-        Err(e) => {
-            tracing::error!(error = %e, "replication could not read a changed key");
-            return None;
-        }
-    };
-    let args = match state {
-        None => vec![Bytes::from_static(b"DEL"), key.clone()],
-        Some((RdbValue::String(value), expire_at)) => {
-            let mut args = vec![Bytes::from_static(b"SET"), key.clone(), Bytes::from(value)];
-            if let Some(at) = expire_at {
-                args.push(Bytes::from_static(b"PXAT"));
-                args.push(Bytes::from(at.to_string()));
-            }
-            args
-        }
-        Some((value, expire_at)) => vec![
-            Bytes::from_static(b"RESTORE"),
-            key.clone(),
-            Bytes::from(expire_at.unwrap_or(0).to_string()),
-            Bytes::from(respite_rdb::encode_dump(&value)),
-            Bytes::from_static(b"REPLACE"),
-            Bytes::from_static(b"ABSTTL"),
-        ],
-    };
-    Some(Command { db: Some(db), args })
-}
-
 impl Propagator for Feeder {
     fn effects(&self, view: &View<'_, '_>, keys: &[(u32, Bytes)], whole: &[Whole]) -> Vec<Command> {
         let mut out = Vec::new();
@@ -506,7 +478,7 @@ impl Propagator for Feeder {
         }
         out.extend(
             list.iter()
-                .filter_map(|(db, key)| key_state(view, *db, key)),
+                .filter_map(|(db, key)| crate::propagation::key_state(view, *db, key)),
         );
         out
     }

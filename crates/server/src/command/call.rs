@@ -296,12 +296,27 @@ fn checked(ctx: &mut Ctx<'_>, request: Vec<Bytes>, target: Target<'_, '_, '_>) -
         args
     });
     let started = std::time::Instant::now();
-    let result = if matches!(spec.name, "xread" | "xreadgroup") {
+    let checked = if matches!(spec.name, "xread" | "xreadgroup") {
         xread_block_refused(&request)
     } else {
         Ok(())
-    }
-    .and_then(|()| (spec.call)(ctx, Args::after_name(request), target));
+    };
+    let result = match target {
+        // A write notes what it did for the replicas (see
+        // `crate::propagation`).
+        Target::Writer(txn) if write && txn.propagating() => {
+            let (db, mark) = (ctx.db, txn.step_mark());
+            let noted = request.clone();
+            let result = checked.and_then(|()| {
+                (spec.call)(ctx, Args::after_name(request), Target::Writer(&mut *txn))
+            });
+            if let Ok(reply) = &result {
+                crate::propagation::note(txn, mark, db, spec.name, &noted, reply);
+            }
+            result
+        }
+        target => checked.and_then(|()| (spec.call)(ctx, Args::after_name(request), target)),
+    };
     let elapsed = started.elapsed();
     let db = ctx.db;
     if let (Some(args), Some(out)) = (line, ctx.monitored.as_mut()) {

@@ -117,9 +117,14 @@ pub(crate) fn try_dispatch(
         }
     }
     let mut tracking = super::track::Tracking::new(session, spec, &request);
+    let noted = propagated(session, spec).then(|| (session.db(), request.clone()));
     let started = std::time::Instant::now();
     let plan =
         (spec.plan)(session, Args::after_name(request)).unwrap_or_else(|e| Plan::Reply(e.into()));
+    let plan = match noted {
+        Some((db, request)) => noting(plan, spec.name, db, request),
+        None => plan,
+    };
     let plan = match (deferred, plan) {
         (Some(keys), Plan::Read(f, _)) => remember_in_exec(session.client.id, keys, f),
         (Some(keys), Plan::Cached(read)) => {
@@ -133,6 +138,26 @@ pub(crate) fn try_dispatch(
     // MONITOR shows the database as it is after the command (SELECT's).
     tracking.set_db(session.db());
     Ok(super::track::track(plan, started, tracking))
+}
+
+/// Whether the command's plan notes what it did for the replicas (see
+/// `crate::propagation`): a write, and FUNCTION, while replicas are fed.
+/// EXEC, EVAL and FCALL are not writes here: the commands they run note
+/// themselves.
+fn propagated(session: &Session, spec: &Spec) -> bool {
+    (spec.access == super::Access::Write || spec.name == "function")
+        && session.shared.engine.propagation().is_active()
+}
+
+/// The plan of the command `name`, sent as `request` in database `db`,
+/// noting what it did once it ran.
+fn noting(plan: Plan, name: &'static str, db: u32, request: Vec<Bytes>) -> Plan {
+    use crate::propagation::{noting_blocker, noting_op};
+    match plan {
+        Plan::Write(op) => Plan::Write(noting_op(op, name, db, request)),
+        Plan::Block(blocker) => Plan::Block(noting_blocker(blocker, name, db, request)),
+        other => other,
+    }
 }
 
 /// CLIENT TRACKING: a read-only command's keys are remembered for its
@@ -240,6 +265,18 @@ pub(crate) fn check(
             return Err(CommandError::Engine(refusal));
         }
     }
+    // The two refusals of writes below refuse EXEC if it queued a write;
+    // inside EXEC nothing is checked again (a REPLICAOF queued before a
+    // write makes the server a replica, and the write still runs, as in
+    // redis).
+    let upstream = &session.shared.upstream;
+    let writes = spec.has_flag("write")
+        || (spec.name == "exec"
+            && session.multi.as_ref().is_some_and(|q| {
+                q.requests
+                    .iter()
+                    .any(|r| lookup_index(&r[0]).is_some_and(|i| TABLE[i].has_flag("write")))
+            }));
     // `min-replicas-to-write` (with `min-replicas-max-lag` not 0) asks for
     // that many replicas in sync before a write: respite has none, so
     // writes are refused, as redis refuses them without enough replicas.
@@ -247,18 +284,44 @@ pub(crate) fn check(
         .shared
         .wants_replicas
         .load(std::sync::atomic::Ordering::Relaxed)
-        && spec.has_flag("write")
+        && writes
+        && !session.acl.in_exec
     {
         return Err(CommandError::NoReplicas);
     }
     // A read replica takes no writes (Redis's `READONLY`, checked after
     // min-replicas as in Redis; see `respite_engine::replica` and
     // `crate::replica_link`).
-    let upstream = &session.shared.upstream;
-    if spec.has_flag("write") && (session.shared.engine.is_replica() || upstream.is_replica()) {
+    if writes
+        && !session.acl.in_exec
+        && (session.shared.engine.is_replica() || upstream.is_replica())
+    {
         return Err(CommandError::Engine(
             respite_engine::EngineError::ReadOnlyReplica,
         ));
+    }
+    // A replica whose link is down with `replica-serve-stale-data no`
+    // runs only the commands redis flags `stale` (EXEC only if it queued
+    // nothing else).
+    if upstream.is_replica()
+        && !session.acl.in_exec
+        && upstream.state() != crate::replica_link::State::Connected
+        && session.shared.params.get("replica-serve-stale-data") == "no"
+    {
+        let stale = |spec: &Spec| spec.has_flag("stale");
+        let denied = !stale(spec)
+            || (spec.name == "exec"
+                && session.multi.as_ref().is_some_and(|q| {
+                    q.requests
+                        .iter()
+                        .any(|r| lookup_index(&r[0]).is_some_and(|i| !stale(&TABLE[i])))
+                }));
+        if denied {
+            return Err(CommandError::Raw(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+                    .into(),
+            ));
+        }
     }
     // While a replica loads its master's data, only the commands redis
     // flags `loading` run.

@@ -36,10 +36,11 @@ pub(super) fn fast_set(
         )
         || session.multi.is_some()
         || !fast_path_open(session)
-        // Over maxmemory or maxdisk or on a full disk, or with min-replicas-to-write
-        // set: the general path refuses it.
+        // Over maxmemory or maxdisk or on a full disk, with min-replicas-to-write
+        // set, or on a replica: the general path refuses it.
         || session.shared.engine.refusal().is_some()
         || session.shared.wants_replicas.load(Ordering::Relaxed)
+        || session.shared.upstream.is_replica()
     {
         return None;
     }
