@@ -32,6 +32,6 @@ for s in "$@"; do skips+=(--skiptest "$s"); done
 out=$(mktemp)
 (cd "$tree" && timeout 900 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" \
     --single "unit/$file" --clients 1 --durable "${skips[@]}" >"$out" 2>&1) || true
-sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -E '^\[(ok|err|exception|skip)\]' | awk '{print $1}' | sort | uniq -c
-sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -E -A2 '^\[(err|exception)\]' | grep -v '^--' | cut -c1-220
+sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -a -E '^\[(ok|err|exception|skip)\]' | awk '{print $1}' | sort | uniq -c
+sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -a -E -A2 '^\[(err|exception)\]' | grep -a -v '^--' | cut -c1-220
 rm -f "$out"

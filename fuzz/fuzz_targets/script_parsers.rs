@@ -66,7 +66,7 @@ fuzz_target!(|input: &[u8]| {
                     &mut NoServer,
                     RunOptions::default(),
                 );
-                if let Value::Error(text) = &value {
+                if let Value::Error(text) | Value::CalledError(text) = &value {
                     assert!(!text.is_empty());
                 }
             });

@@ -605,6 +605,55 @@ fn commandstats_errorstats_and_latencystats_count_like_redis() {
     assert!(after.contains("total_error_replies:0\r\n"));
 }
 
+/// A blocking command's error reply counts in errorstats and as a failed
+/// call, as redis counts it: one refused on its first try, and one a
+/// CLIENT UNBLOCK ... ERROR ends.
+#[test]
+fn blocked_commands_errors_count_like_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let server = Respited::start(&[]);
+    let mut outcomes = Vec::new();
+    for (mut con, mut blocked) in [
+        (server.client(), server.client()),
+        (redis.client(), redis.client()),
+    ] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(&mut con)
+            .unwrap();
+        let _: () = redis::cmd("SET").arg("s").arg("x").query(&mut con).unwrap();
+        let first = run(&mut con, &["BLPOP", "s", "1"]);
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut blocked).unwrap();
+        let waiter = std::thread::spawn(move || run(&mut blocked, &["BLPOP", "emptyq", "0"]));
+        // Unblocks it once it is blocked.
+        let unblocked = (0..500).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            redis::cmd("CLIENT")
+                .arg("UNBLOCK")
+                .arg(id)
+                .arg("ERROR")
+                .query::<i64>(&mut con)
+                .unwrap()
+                == 1
+        });
+        assert!(unblocked);
+        let second = waiter.join().unwrap();
+        let errors = errorstats(&info_text(&mut con, &["errorstats"]));
+        let blpop = cmdstats(&info_text(&mut con, &["commandstats"]))
+            .get("blpop")
+            .copied();
+        let total = info_text(&mut con, &["stats"])
+            .split("\r\n")
+            .find(|l| l.starts_with("total_error_replies:"))
+            .map(str::to_string);
+        outcomes.push((first, second, errors, blpop, total));
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+    assert_eq!(outcomes[0].2.len(), 2, "{:?}", outcomes[0]);
+}
+
 fn config_get(con: &mut redis::Connection, pattern: &str) -> BTreeMap<String, String> {
     let v: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")

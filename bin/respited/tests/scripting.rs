@@ -1301,3 +1301,340 @@ fn lua_security_fixes_differential() {
     assert_eq!(ours.command(&["PING"]), b"+PONG\r\n");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// INFO errorstats, `total_error_replies` and the scripts' `failed_calls`
+/// against redis-server 7.0, case by case from a reset: an error a
+/// `redis.call` meets counts once, when the call fails, whether the script
+/// raises it, catches it with `redis.pcall`, or returns it (as its reply
+/// or inside a table); a refusal of the call (unknown command, arity, a
+/// write from a read-only script, the ACL) counts the same; an error the
+/// script makes itself counts when it is replied, nested ones included;
+/// the script's call fails when its reply holds an error.
+#[test]
+fn script_errors_in_errorstats_differential() {
+    let respite = Respited::start(&[]);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let cases: &[&[&str]] = &[
+        &["EVAL", "return redis.call('incr', KEYS[1])", "1", "s"],
+        &[
+            "EVAL",
+            "local r = redis.pcall('incr', KEYS[1]) return 1",
+            "1",
+            "s",
+        ],
+        &["EVAL", "return redis.pcall('incr', KEYS[1])", "1", "s"],
+        &["EVAL", "return {1, redis.pcall('incr', KEYS[1])}", "1", "s"],
+        &[
+            "EVAL",
+            "local e = redis.pcall('incr', KEYS[1]) error(e)",
+            "1",
+            "s",
+        ],
+        &[
+            "EVAL",
+            "return {1, redis.error_reply('XY bad'), {err='ZZ q'}}",
+            "0",
+        ],
+        &["EVAL", "return redis.error_reply('MY err')", "0"],
+        &["EVAL", "error('boom')", "0"],
+        &["EVAL", "error({err='XYZ bad'})", "0"],
+        &["EVAL", "return redis.call('nosuch')", "0"],
+        &["EVAL", "local ok = redis.pcall('nosuch') return 1", "0"],
+        &["EVAL", "return redis.call('get')", "0"],
+        &["EVAL", "local ok = redis.pcall('get') return 1", "0"],
+        &["EVAL", "local ok = pcall(redis.call, {}) return 1", "0"],
+        &["EVAL", "return redis.call({})", "0"],
+        &["EVAL_RO", "return redis.call('set', 'x', 'y')", "0"],
+        &[
+            "EVAL_RO",
+            "local ok = redis.pcall('set', 'x', 'y') return 1",
+            "0",
+        ],
+        &["EVAL", "return 1 +", "0"],
+        &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"],
+        &["EVAL", "return {err='ERR x'}", "-1"],
+        &["FCALL", "nosuch", "0"],
+        &["FCALL", "rmw", "1", "s"],
+        &["FCALL", "catch", "1", "s"],
+        &["EVAL", "return redis.call('set', 'x', 'y')", "0"],
+    ];
+    let library = "#!lua name=errs\n\
+        redis.register_function('rmw', function(k) return redis.call('incr', k[1]) end)\n\
+        redis.register_function('catch', function(k) redis.pcall('incr', k[1]) return 'ok' end)";
+    let stats = |c: &mut Conn| -> Vec<String> {
+        let mut out = Vec::new();
+        for section in ["errorstats", "stats", "commandstats"] {
+            let text = String::from_utf8_lossy(&c.command(&["INFO", section])).into_owned();
+            let mut lines: Vec<String> = text
+                .lines()
+                .filter(|l| {
+                    l.starts_with("errorstat_")
+                        || l.starts_with("total_error_replies:")
+                        || (l.starts_with("cmdstat_")
+                            && !l.contains("info")
+                            && !l.contains("config"))
+                })
+                .map(|l| {
+                    // Counts only: the times differ.
+                    l.split(',')
+                        .filter(|f| !f.contains("usec"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect();
+            lines.sort();
+            out.extend(lines);
+        }
+        out
+    };
+    let mut seen: Vec<Vec<(Vec<u8>, Vec<String>)>> = Vec::new();
+    for port in [redis.port, respite.port] {
+        let mut c = Conn::open(port, 2);
+        c.command(&["SET", "s", "not a number"]);
+        c.command(&["FUNCTION", "LOAD", library]);
+        let mut results = Vec::new();
+        for case in cases {
+            c.command(&["CONFIG", "RESETSTAT"]);
+            let reply = c.command(case);
+            results.push((reply, stats(&mut c)));
+        }
+        seen.push(results);
+    }
+    for (i, case) in cases.iter().enumerate() {
+        assert_eq!(seen[0][i], seen[1][i], "{case:?}");
+    }
+}
+
+/// The ACL refusal of a script's call counts as an error when it happens,
+/// caught or not, as in redis-server 7.0.
+#[test]
+fn script_acl_refusals_in_errorstats_differential() {
+    let respite = Respited::start(&[]);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let mut seen = Vec::new();
+    for port in [redis.port, respite.port] {
+        let mut admin = Conn::open(port, 2);
+        admin.command(&["ACL", "SETUSER", "u1", "on", ">p", "~*", "+@all", "-set"]);
+        let mut c = Conn::open(port, 2);
+        c.command(&["AUTH", "u1", "p"]);
+        admin.command(&["CONFIG", "RESETSTAT"]);
+        let raised = c.command(&["EVAL", "return redis.call('set', 'a', 'b')", "0"]);
+        let caught = c.command(&[
+            "EVAL",
+            "local r = redis.pcall('set', 'a', 'b') return r['err']",
+            "0",
+        ]);
+        let errors = String::from_utf8_lossy(&admin.command(&["INFO", "errorstats"])).into_owned();
+        let total = String::from_utf8_lossy(&admin.command(&["INFO", "stats"]))
+            .lines()
+            .find(|l| l.starts_with("total_error_replies:"))
+            .map(str::to_string);
+        seen.push((raised, caught, errors, total));
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
+/// MONITOR shows a script's own command, then each call it makes as a
+/// `[db lua]` line (the database as the call left it), for EVAL, EVALSHA,
+/// EVAL_RO and FCALL, and a script command that fails after it started;
+/// a call refused before it runs is not shown. Compared with
+/// redis-server 7.0 line by line, without times and client ports.
+#[test]
+fn monitor_shows_script_calls_differential() {
+    let respite = Respited::start(&[]);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let rmw = "redis.call('set', KEYS[1], ARGV[1]) redis.pcall('incr', KEYS[1]) \
+               redis.pcall('nosuch') redis.pcall('get') return redis.call('get', KEYS[1])";
+    let mut outputs = Vec::new();
+    for port in [redis.port, respite.port] {
+        let mut c = Conn::open(port, 2);
+        c.command(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=mon\nredis.register_function('f', function(k, a) \
+             return redis.call('set', k[1], a[1]) end)",
+        ]);
+        let sha = c.command(&["SCRIPT", "LOAD", "return redis.call('ping')"]);
+        let sha = String::from_utf8_lossy(&sha[5..45]).into_owned();
+        let mut mon = common::raw_for(port);
+        assert_eq!(common::exchange(&mut mon, b"MONITOR\r\n", 5), b"+OK\r\n");
+        c.command(&["EVAL", rmw, "1", "k", "v"]);
+        c.command(&["EVALSHA", &sha, "0"]);
+        c.command(&["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "k"]);
+        c.command(&["FCALL", "f", "1", "fk", "fv"]);
+        c.command(&["FCALL", "nosuch", "0"]);
+        c.command(&["EVAL", "return redis.call('incr', 'k')", "0"]);
+        c.command(&["SELECT", "3"]);
+        c.command(&[
+            "EVAL",
+            "redis.call('select', 5) return redis.call('echo', 'x')",
+            "0",
+        ]);
+        c.command(&["PING"]);
+        let (text, _) = common::read_until_quiet(&mut mon, Duration::from_millis(500));
+        let lines: Vec<String> = String::from_utf8(text)
+            .unwrap()
+            .split("\r\n")
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                // `+time [db addr] args` -> `[db addr'] args`, the address
+                // kept only when it is `lua`.
+                let (_, rest) = l.split_once(' ').unwrap();
+                let (head, args) = rest.split_once("] ").unwrap();
+                let (db, addr) = head.trim_start_matches('[').split_once(' ').unwrap();
+                let who = if addr == "lua" { "lua" } else { "client" };
+                format!("[{db} {who}] {args}")
+            })
+            .collect();
+        outputs.push(lines);
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    assert!(outputs[1].contains(&r#"[0 lua] "set" "k" "v""#.to_string()));
+    assert!(outputs[1].contains(&r#"[5 lua] "echo" "x""#.to_string()));
+}
+
+/// The slow log keeps a script's calls as redis-server 7.0 does: each
+/// call as its own entry, logged before the script's, from a client with
+/// no address (`?:0`) and no name.
+#[test]
+fn slowlog_keeps_script_calls_differential() {
+    let respite = Respited::start(&[]);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let mut seen = Vec::new();
+    for port in [redis.port, respite.port] {
+        let mut c = Conn::open(port, 2);
+        c.command(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        c.command(&["CLIENT", "SETNAME", "scripter"]);
+        c.command(&["SLOWLOG", "RESET"]);
+        c.command(&[
+            "EVAL",
+            "redis.call('set', 'a', 'b') redis.pcall('nosuch') return redis.call('get', 'a')",
+            "0",
+        ]);
+        c.command(&["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
+        let mut reader = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+            .arg("GET")
+            .arg(-1)
+            .query(&mut reader)
+            .unwrap();
+        // Each entry without its id, time and duration: the command, the
+        // client's address (kept only as "?:0" or not) and its name.
+        let shown: Vec<String> = entries
+            .iter()
+            .map(|e| {
+                let redis::Value::Array(fields) = e else {
+                    panic!("{e:?}")
+                };
+                let text = |v: &redis::Value| match v {
+                    redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                    other => format!("{other:?}"),
+                };
+                let redis::Value::Array(argv) = &fields[3] else {
+                    panic!("{e:?}")
+                };
+                let args: Vec<String> = argv.iter().map(text).collect();
+                let addr = text(&fields[4]);
+                let addr = if addr == "?:0" { addr } else { "client".into() };
+                format!("{} {} {}", args.join(" "), addr, text(&fields[5]))
+            })
+            .collect();
+        seen.push(shown);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert!(seen[1].iter().any(|l| l == "get a ?:0 "), "{:?}", seen[1]);
+}
+
+/// Hostile nesting meets redis-server 7.0's bounds and errors, reply by
+/// reply: `cmsgpack.unpack` of arrays, maps and flat values up to Lua's
+/// stack limit and one past it ("stack overflow (in function
+/// mp_decode_to_lua_array)", "too many return values at once..."),
+/// `struct.unpack` likewise, `cmsgpack.pack` and `cjson.encode` of a
+/// 10,000-deep table (packed as nil past 16 levels; "Cannot serialise,
+/// excessive nesting"), and a script returning a 10,000-deep table ("ERR
+/// reached lua stack limit" where the reply passes Lua's stack), from
+/// the writer and from the read pool, in RESP2 and RESP3. The server keeps
+/// serving on its ordinary thread stacks.
+#[test]
+fn hostile_nesting_meets_redis_bounds_differential() {
+    // The replies nest thousands deep and `frame_len` reads them
+    // recursively: more than a test thread's default stack.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(hostile_nesting)
+        .expect("thread")
+        .join()
+        .expect("hostile nesting");
+}
+
+fn hostile_nesting() {
+    let respite = Respited::start(&[]);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let deep = |levels: u32, body: &str| {
+        format!("local t = {{}} local c = t for i = 1, {levels} do {body} end")
+    };
+    let mut scripts: Vec<String> = Vec::new();
+    for (n, byte) in [
+        (3999, "0x91"),
+        (4000, "0x91"),
+        (3999, "0x81, 0x00"),
+        (4000, "0x81, 0x00"),
+    ] {
+        scripts.push(format!(
+            "local ok, e = pcall(cmsgpack.unpack, string.rep(string.char({byte}), {n}) .. string.char(0)) \
+             return {{tostring(ok), type(e) == 'string' and e or type(e)}}"
+        ));
+    }
+    for n in [7999, 8000] {
+        scripts.push(format!(
+            "return {{pcall(function() return select('#', cmsgpack.unpack(string.rep(string.char(0), {n}))) end)}}"
+        ));
+        scripts.push(format!(
+            "return {{pcall(function() return select('#', struct.unpack(string.rep('b', {n}), string.rep('a', {n}))) end)}}"
+        ));
+    }
+    scripts.push(format!(
+        "{} return cmsgpack.pack(t)",
+        deep(10_000, "c[1] = {} c = c[1]")
+    ));
+    scripts.push(format!(
+        "{} local ok, e = pcall(cjson.encode, t) return {{tostring(ok), e}}",
+        deep(10_000, "c[1] = {} c = c[1]")
+    ));
+    for levels in [7_000, 10_000] {
+        scripts.push(format!("{} return t", deep(levels, "c[1] = {} c = c[1]")));
+        scripts.push(format!("{} return t", deep(levels, "c[1] = {1} c = c[1]")));
+        scripts.push(format!("{} return t", deep(levels, "c.map = {} c = c.map")));
+    }
+    for resp in [2u8, 3] {
+        let mut ours = Conn::open(respite.port, resp);
+        let mut theirs = Conn::open(redis.port, resp);
+        for script in &scripts {
+            for command in ["EVAL", "EVAL_RO"] {
+                let got = ours.command(&[command, script.as_str(), "0"]);
+                let want = theirs.command(&[command, script.as_str(), "0"]);
+                assert!(
+                    got == want,
+                    "RESP{resp} {command} {script:.120}: {:.300} against {:.300}",
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want)
+                );
+            }
+        }
+    }
+    let mut c = Conn::open(respite.port, 2);
+    assert_eq!(c.command(&["PING"]), b"+PONG\r\n");
+}

@@ -341,6 +341,29 @@ impl ValueCache {
         whole.then_some(values)
     }
 
+    /// The live value cached for `key`, for a read-pool view whose
+    /// snapshot began after `since` (its [`ValueCache::read_started`]):
+    /// only while no commit has started since then, checked under the
+    /// shard lock the writer's invalidation takes, so the cached value is
+    /// the one that snapshot holds (the rule [`ValueCache::fill`] keeps,
+    /// the other way round). `now` is the view's clock. Counts neither a
+    /// hit nor a miss: those count the lookups made for a request before
+    /// it goes to the read pool (INFO's `read_cache_hits`).
+    pub(crate) fn get_since(&self, since: u64, db: u32, key: &[u8], now: i64) -> Option<Bytes> {
+        if !self.enabled() || since % 2 == 1 {
+            return None;
+        }
+        let (hash, shard) = self.shard(db, key);
+        if self.seq.load(Ordering::SeqCst) != since {
+            return None;
+        }
+        let e = shard.find(hash, db, key)?;
+        if e.expire_at.is_some_and(|at| at <= now) {
+            return None;
+        }
+        Some(e.value.clone())
+    }
+
     /// Called by a reader before its SQLite read; the value returned is
     /// passed to [`ValueCache::fill`].
     pub(crate) fn read_started(&self) -> u64 {
@@ -557,6 +580,27 @@ mod tests {
         assert_eq!(c.get_all(0, &[b("a")], || 0), Some(vec![b("v")]));
         assert_eq!(c.stats().hits, 3);
         assert_eq!(c.stats().misses, 5);
+    }
+
+    #[test]
+    fn a_snapshot_reads_the_cache_only_while_no_commit_began() {
+        let c = ValueCache::new(1 << 20);
+        c.fill(c.read_started(), 0, b"k", &b("v"), Some(50));
+        let since = c.read_started();
+        assert_eq!(c.get_since(since, 0, b"k", 10), Some(b("v")));
+        assert_eq!(c.get_since(since, 0, b"k", 50), None, "expired");
+        assert_eq!(c.get_since(since, 0, b"other", 10), None);
+        // A commit began after the snapshot's `since`: the cache may hold
+        // a newer state than the snapshot, so it is not asked.
+        let mut t = Touched::default();
+        t.put(0, b"elsewhere", b("x"), None);
+        c.commit_started(&t);
+        assert_eq!(c.get_since(since, 0, b"k", 10), None);
+        let during = c.read_started();
+        assert_eq!(c.get_since(during, 0, b"k", 10), None);
+        c.commit_done();
+        assert_eq!(c.get_since(since, 0, b"k", 10), None);
+        assert_eq!(c.get_since(c.read_started(), 0, b"k", 10), Some(b("v")));
     }
 
     #[test]

@@ -176,6 +176,18 @@ fn run(
     // One snapshot per job when it runs several statements, so its reads
     // agree with each other.
     let began = snapshot && stmts.get("BEGIN").and_then(|mut s| s.execute([])).is_ok();
+    if began && !replica && cache.enabled() {
+        // The snapshot starts here, not at the job's first SQLite read: a
+        // string the job then finds in the value cache (see
+        // `View::get_string_shared`) is one this snapshot holds, and a
+        // later read cannot see a commit made after it.
+        let started = stmts
+            .get("PRAGMA schema_version")
+            .and_then(|mut s| s.query_row([], |_| Ok(())));
+        if let Err(e) = started {
+            tracing::warn!(error = %e, "starting a read snapshot failed");
+        }
+    }
     if began && replica {
         // Another process changes a replica's file by writing pages into
         // it (see `replica.rs`), and SQLite keeps a page it cached unless

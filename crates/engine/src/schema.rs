@@ -425,6 +425,7 @@ pub(crate) fn open_writer(
     page_size: u32,
 ) -> Result<Connection> {
     advise_maps();
+    crate::c_heap::keep();
     // Through the WAL-gathering VFS: a commit's frames in one write (see
     // `wal_gather.rs`).
     let conn = if crate::wal_gather::register() {
@@ -482,6 +483,7 @@ pub(crate) fn open_writer(
 /// Opens one read-only connection for the read pool.
 pub(crate) fn open_reader(path: &Path) -> Result<Connection> {
     advise_maps();
+    crate::c_heap::keep();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY

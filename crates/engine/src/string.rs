@@ -87,6 +87,15 @@ impl View<'_, '_> {
     /// A string key's value (GET), as shared bytes; on a read-pool view
     /// the value is also offered to the value cache.
     pub fn get_string_shared(&self, db: u32, key: &[u8]) -> Result<Option<Bytes>> {
+        // A read-pool view answers from the cache what its snapshot holds
+        // (a script's GETs, a pipeline's, which the connection's own cache
+        // lookup does not reach).
+        if let Some((cache, since)) = self.fill {
+            if let Some(value) = cache.get_since(since, db, key, self.now) {
+                self.seen(db, key, true);
+                return Ok(Some(value));
+            }
+        }
         let Some((value, expire_at)) = self.string_entry(db, key)? else {
             return Ok(None);
         };

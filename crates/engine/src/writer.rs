@@ -265,6 +265,12 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 /// How often the writer looks for expired keys and everysec work when idle.
 const TICK: Duration = Duration::from_millis(100);
 
+/// How long the writer must have had no write to apply before it asks the
+/// checkpointer to copy whatever waits and start the WAL over (see
+/// `checkpointer.rs`): long enough that a steady stream of writes with
+/// gaps between its groups does not count as stopped.
+const QUIET: Duration = Duration::from_millis(200);
+
 /// The longest the writer waits between two groups for the checkpointer,
 /// once the WAL has reached its bound (see `Writer::bound_wal`).
 const CATCH_UP_WAIT: Duration = Duration::from_millis(10);
@@ -364,6 +370,10 @@ struct Writer<'s, 'c, R> {
     last_evict: Instant,
     /// Gives free pages back to the file system (see `vacuum.rs`).
     vacuum: crate::vacuum::Vacuum,
+    /// When the last group of writes committed.
+    last_write: Instant,
+    /// Whether the checkpointer was asked for its round since then.
+    quiet_asked: bool,
 }
 
 /// The writer thread's body. Returns when the queue is closed or a shutdown
@@ -431,6 +441,8 @@ pub(crate) fn run<R: Send + 'static>(
         evict_again: false,
         last_evict: Instant::now(),
         vacuum,
+        last_write: Instant::now(),
+        quiet_asked: false,
     };
     w.measure_disk();
     loop {
@@ -443,6 +455,7 @@ pub(crate) fn run<R: Send + 'static>(
             Ok(msg) => msg,
             Err(RecvTimeoutError::Timeout) => {
                 w.housekeeping();
+                w.when_quiet();
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => break,
@@ -824,6 +837,8 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 self.settings.notifier.publish_changes(changes);
                 self.settings.notifier.publish(events);
                 self.unsynced = true;
+                self.last_write = Instant::now();
+                self.quiet_asked = false;
                 self.settings.checkpointer.nudge();
                 // With a budget or a limit, every commit is measured: the
                 // refusal and eviction must follow the data closely.
@@ -1062,6 +1077,18 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         }
         self.stats
             .record_wal_pause(started.elapsed().as_micros() as u64);
+    }
+
+    /// Once no write has come for [`QUIET`], asks the checkpointer, once, to
+    /// copy whatever the WAL holds and have it started over (the restart
+    /// itself runs in `bound_wal` at a later pause), so the next burst of
+    /// writes finds an empty WAL instead of the last burst's frames.
+    fn when_quiet(&mut self) {
+        if self.settings.external || self.quiet_asked || self.last_write.elapsed() < QUIET {
+            return;
+        }
+        self.quiet_asked = true;
+        self.settings.checkpointer.copy_when_quiet();
     }
 
     /// External mode: notices the checkpoints another process runs (the

@@ -60,6 +60,17 @@ unsafe fn raise_error(l: State, text: &[u8]) -> ! {
 
 /// `luaArgsToRedisArgv`: the arguments as strings (numbers with `%.17g`),
 /// popped; on failure the error table is pushed and `None` returned.
+/// A number argument of `redis.call` as redis writes it (`%.17g`): a
+/// whole number below 2^53 prints as its digits, which a plain integer
+/// format gives without the C library's float formatting.
+fn number_arg(n: f64) -> Vec<u8> {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if n.fract() == 0.0 && n.abs() < EXACT && !(n == 0.0 && n.is_sign_negative()) {
+        return (n as i64).to_string().into_bytes();
+    }
+    fmt_g(n, 17)
+}
+
 unsafe fn args(l: State) -> Option<Vec<Vec<u8>>> {
     let argc = lua_gettop(l);
     if argc == 0 {
@@ -72,7 +83,7 @@ unsafe fn args(l: State) -> Option<Vec<Vec<u8>>> {
     let mut argv = Vec::with_capacity(argc as usize);
     for j in 1..=argc {
         if lua_type(l, j) == LUA_TNUMBER {
-            argv.push(fmt_g(lua_tonumber(l, j), 17));
+            argv.push(number_arg(lua_tonumber(l, j)));
         } else {
             match to_bytes(l, j) {
                 Some(b) => argv.push(b.to_vec()),
@@ -471,4 +482,34 @@ pub(crate) unsafe fn register_eval_extras(l: State) {
         ],
     );
     lua_setfield(l, LUA_GLOBALSINDEX, c"redis".as_ptr());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_args_print_as_percent_17g() {
+        for n in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            3600.0,
+            1e15,
+            1e16,
+            9_007_199_254_740_991.0,
+            9_007_199_254_740_992.0,
+            -9_007_199_254_740_993.0,
+            1e17,
+            1e300,
+            0.1,
+            -2.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ] {
+            assert_eq!(number_arg(n), fmt_g(n, 17), "{n}");
+        }
+    }
 }

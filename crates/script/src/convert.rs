@@ -341,8 +341,13 @@ pub(crate) unsafe fn to_value(l: State, resp: u8) -> Value {
 unsafe fn table_to_value(l: State, resp: u8) -> Value {
     if rawfield(l, -1, c"err") == LUA_TSTRING {
         lua_pop(l, 1);
-        let msg = error_info(l).msg.unwrap_or_default();
-        return Value::Error(map_crlf(msg));
+        let info = error_info(l);
+        let msg = map_crlf(info.msg.unwrap_or_default());
+        return if info.counted {
+            Value::CalledError(msg)
+        } else {
+            Value::Error(msg)
+        };
     }
     lua_pop(l, 1);
     if rawfield(l, -1, c"ok") == LUA_TSTRING {
@@ -421,6 +426,9 @@ pub(crate) struct ErrorInfo {
     pub msg: Option<Vec<u8>>,
     pub source: Option<Vec<u8>>,
     pub line: Option<Vec<u8>>,
+    /// `ignore_error_stats_update` is true: the error came from a command
+    /// the script called (see [`crate::Value::CalledError`]).
+    pub counted: bool,
 }
 
 /// `luaExtractErrorInformation` on the value at the top of the stack.
@@ -429,6 +437,7 @@ pub(crate) unsafe fn error_info(l: State) -> ErrorInfo {
         msg: None,
         source: None,
         line: None,
+        counted: false,
     };
     if lua_isstring(l, -1) != 0 {
         let mut msg = b"ERR ".to_vec();
@@ -453,6 +462,9 @@ pub(crate) unsafe fn error_info(l: State) -> ErrorInfo {
     if lua_isstring(l, -1) != 0 {
         info.line = Some(to_cstr_bytes(l, -1).unwrap_or_default().to_vec());
     }
+    lua_pop(l, 1);
+    lua_getfield(l, -1, c"ignore_error_stats_update".as_ptr());
+    info.counted = lua_type(l, -1) == LUA_TBOOLEAN && lua_toboolean(l, -1) != 0;
     lua_pop(l, 1);
     info
 }

@@ -65,6 +65,13 @@ pub enum Value {
     Status(Vec<u8>),
     /// `-text` (the text has no leading '-': "ERR ...", "WRONGTYPE ...").
     Error(Vec<u8>),
+    /// `-text` as [`Value::Error`], for an error a command called through
+    /// `redis.call` or `redis.pcall` answered (or the refusal of such a
+    /// call) that the script passes on, as its reply or inside it: redis's
+    /// error table marked `ignore_error_stats_update`. The server counted
+    /// it in its error statistics when the call failed, and redis does not
+    /// count it a second time.
+    CalledError(Vec<u8>),
     Int(i64),
     Bulk(Vec<u8>),
     /// RESP2's nil bulk, RESP3's null.
@@ -561,7 +568,11 @@ pub(crate) unsafe fn finish_run(l: State, err: c_int, name: &str, resp: u8) -> V
                 text.extend_from_slice(&line);
                 text.push(b'.');
             }
-            Value::Error(text)
+            if info.counted {
+                Value::CalledError(text)
+            } else {
+                Value::Error(text)
+            }
         }
     } else {
         convert::to_value(l, resp)

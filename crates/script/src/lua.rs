@@ -16,6 +16,22 @@ pub(crate) use mlua::ffi::*;
 /// The interpreter state every C function receives.
 pub(crate) type State = *mut lua_State;
 
+/// Lua 5.1's `luaL_checkstack`, as redis's libraries call it: room for
+/// `sz` more values, else the error "stack overflow (msg)". (mlua's
+/// version of it asks for 20 slots more than it is given, which stops
+/// `cmsgpack.unpack` and `struct.unpack` 20 values short of redis's
+/// limits.) Before raising, it drops two of the frame's values, which the
+/// error discards anyway: at the limit the frame has no room left for the
+/// message, which a release build of Lua pushes into its spare slots but a
+/// build that checks every push (debug builds) refuses.
+#[allow(non_snake_case)]
+pub(crate) unsafe fn luaL_checkstack(l: State, sz: c_int, msg: *const c_char) {
+    if lua_checkstack(l, sz) == 0 {
+        lua_pop(l, lua_gettop(l).min(2));
+        luaL_error(l, c"stack overflow (%s)".as_ptr(), msg);
+    }
+}
+
 unsafe extern "C-unwind" {
     /// redis's patch to Lua (see lua-src/README.respite.md): marks a table
     /// readonly, so that `t[k] = v`, `rawset` and `setmetatable` on it fail.

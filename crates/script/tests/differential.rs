@@ -212,7 +212,7 @@ fn encode(v: &Value, resp: u8, out: &mut Vec<u8>) {
             out.extend_from_slice(s);
             out.extend_from_slice(b"\r\n");
         }
-        Value::Error(s) => {
+        Value::Error(s) | Value::CalledError(s) => {
             out.push(b'-');
             out.extend_from_slice(s);
             out.extend_from_slice(b"\r\n");

@@ -36,8 +36,11 @@ use crate::sync::lock;
 
 /// A command that may block.
 pub trait Blocker: Send + Sync + 'static {
-    /// The keys it waits on, with their database.
-    fn keys(&self) -> Vec<(u32, Bytes)>;
+    /// The keys it waits on, with their database. None by default: such a
+    /// blocker (WAIT) is woken only by its own signal or its timeout.
+    fn keys(&self) -> Vec<(u32, Bytes)> {
+        Vec::new()
+    }
     /// How long it waits; `None` forever (a timeout of 0).
     fn timeout(&self) -> Option<Duration>;
     /// Tries to pop. `ready` is the key a write has just changed (serve

@@ -122,6 +122,15 @@ pub fn encode_args<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'
     }
 }
 
+/// Appends one entry in [`Batch`]'s encoding, timed now, its arguments
+/// already encoded by [`encode_args`]: what a script's call adds to the
+/// MONITOR lines its context keeps (see `Monitors::publish_lua`).
+pub fn push_entry(out: &mut Vec<u8>, db: u32, args: &[u8]) {
+    out.extend_from_slice(&now_micros().to_le_bytes());
+    out.extend_from_slice(&db.to_le_bytes());
+    out.extend_from_slice(args);
+}
+
 impl Monitors {
     /// Whether anyone monitors (checked for every command).
     pub fn active(&self) -> bool {
@@ -176,6 +185,20 @@ impl Monitors {
 }
 
 impl Monitors {
+    /// Sends the calls a script made (entries of [`encode_entry`]) as one
+    /// batch, their lines showing `lua` for the address, as redis's lines
+    /// of a script's calls do (`[0 lua] "set" ...`). Sent when the script
+    /// ends, on the thread that ran it; its own EVAL or FCALL line went out
+    /// when it was planned (see `crate::command::track`), so before these.
+    pub fn publish_lua(&self, data: Vec<u8>) {
+        if self.active() {
+            let _ = self.tx.send(Arc::new(Batch {
+                addr: Arc::from("lua"),
+                data,
+            }));
+        }
+    }
+
     /// The subscription MONITOR made for `client`, for its connection to
     /// stream from (see `crate::connection`'s modes).
     pub fn take(&self, client: &ClientFeed) -> Option<broadcast::Receiver<Arc<Batch>>> {

@@ -35,7 +35,7 @@ use respite_engine::notify::{self, Event, Notifier};
 use tokio::sync::mpsc;
 
 use crate::limits::ClassLimit;
-use crate::reply::Reply;
+use crate::reply::{bulk, Reply};
 use crate::sync::lock;
 
 /// One published message, shared by every subscriber that gets it.
@@ -44,6 +44,32 @@ pub struct Message {
     pub channel: Bytes,
     /// The payload.
     pub payload: Bytes,
+    /// The `message` (or `smessage`) push as RESP2 writes it, encoded once
+    /// for every subscriber of the exact channel (RESP3's push frame
+    /// differs only in its first byte); empty when the channel has no
+    /// subscriber of its own, only patterns.
+    frame: Bytes,
+}
+
+impl Message {
+    fn new(channel: Bytes, payload: Bytes, exact: Option<Kind>) -> Message {
+        let frame = match exact {
+            Some(kind) => {
+                let mut out = BytesMut::with_capacity(channel.len() + payload.len() + 48);
+                out.put_slice(b"*3\r\n");
+                bulk(&mut out, kind.message_word());
+                bulk(&mut out, &channel);
+                bulk(&mut out, &payload);
+                out.freeze()
+            }
+            None => Bytes::new(),
+        };
+        Message {
+            channel,
+            payload,
+            frame,
+        }
+    }
 }
 
 /// What a subscriber's connection has to send.
@@ -63,14 +89,15 @@ impl Push {
     pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
         let mark = if resp3 { b'>' } else { b'*' };
         match self {
+            Push::Message(m, _) if !m.frame.is_empty() => {
+                let at = out.len();
+                out.put_slice(&m.frame);
+                out[at] = mark;
+            }
             Push::Message(m, kind) => {
-                let word: &[u8] = match kind {
-                    Kind::Shard => b"smessage",
-                    _ => b"message",
-                };
                 out.put_u8(mark);
                 out.put_slice(b"3\r\n");
-                bulk(out, word);
+                bulk(out, kind.message_word());
                 bulk(out, &m.channel);
                 bulk(out, &m.payload);
             }
@@ -154,14 +181,6 @@ impl Invalidation {
     }
 }
 
-fn bulk(out: &mut BytesMut, b: &[u8]) {
-    out.put_u8(b'$');
-    out.put_slice(b.len().to_string().as_bytes());
-    out.put_slice(b"\r\n");
-    out.put_slice(b);
-    out.put_slice(b"\r\n");
-}
-
 /// The three kinds of subscription.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
@@ -174,6 +193,14 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The first word of a message's push.
+    fn message_word(self) -> &'static [u8] {
+        match self {
+            Kind::Shard => b"smessage",
+            _ => b"message",
+        }
+    }
+
     /// The word of the confirmation of a subscription.
     fn subscribed(self) -> &'static str {
         match self {
@@ -623,9 +650,13 @@ impl Registry {
             return 0;
         }
         let now = self.now_ms();
-        let message = Arc::new(Message { channel, payload });
-        let mut receivers = 0;
         let kind = if shard { Kind::Shard } else { Kind::Channel };
+        let message = Arc::new(Message::new(
+            channel,
+            payload,
+            found.is_some().then_some(kind),
+        ));
+        let mut receivers = 0;
         for sub in found.into_iter().flat_map(|s| s.values()) {
             sub.deliver(Push::Message(message.clone(), kind), limit, now, closes);
             receivers += 1;

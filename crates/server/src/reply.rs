@@ -323,7 +323,8 @@ fn line(out: &mut BytesMut, kind: u8, text: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
-fn bulk(out: &mut BytesMut, data: &[u8]) {
+/// Appends a bulk string: `$<len>\r\n<data>\r\n`.
+pub(crate) fn bulk(out: &mut BytesMut, data: &[u8]) {
     header(out, b'$', data.len());
     out.put_slice(data);
     out.put_slice(b"\r\n");

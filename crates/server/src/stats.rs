@@ -296,6 +296,16 @@ impl CommandStats {
         }
     }
 
+    /// Counts the error a blocking command of `row` finally answered (a
+    /// first try that failed, CLIENT UNBLOCK ... ERROR, a group deleted
+    /// while it waited): its call was counted when it was planned.
+    pub fn blocked_failed(&self, row: usize, text: &[u8]) {
+        self.error(text);
+        if let Some(r) = self.rows.get(row) {
+            r.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Counts a call refused before it ran.
     pub fn rejected(&self, row: usize) {
         self.rows[row].rejected.fetch_add(1, Ordering::Relaxed);
@@ -356,10 +366,27 @@ impl CommandStats {
     /// `argc` is how many arguments the command had (`argv` holds at most
     /// the first 32).
     pub fn maybe_slowlog(&self, micros: u64, argv: &[Bytes], argc: usize, caller: &Caller) {
-        let threshold = self.slowlog_slower_than.load(Ordering::Relaxed);
-        if threshold < 0 || micros < threshold as u64 {
-            return;
+        if self.slow_enough(micros) {
+            let name = lock(&caller.name).clone().unwrap_or_default();
+            self.push_slowlog(micros, argv, argc, caller.addr(), name);
         }
+    }
+
+    /// Logs a call a script made, if it was slow enough: redis logs those
+    /// too, from its script client, which has no address (`?:0`) and no
+    /// name.
+    pub fn maybe_slowlog_script_call(&self, micros: u64, argv: &[Bytes], argc: usize) {
+        if self.slow_enough(micros) {
+            self.push_slowlog(micros, argv, argc, "?:0".into(), String::new());
+        }
+    }
+
+    fn slow_enough(&self, micros: u64) -> bool {
+        let threshold = self.slowlog_slower_than.load(Ordering::Relaxed);
+        threshold >= 0 && micros >= threshold as u64
+    }
+
+    fn push_slowlog(&self, micros: u64, argv: &[Bytes], argc: usize, addr: String, name: String) {
         let max = self.slowlog_max_len.load(Ordering::Relaxed);
         let mut log = lock(&self.slowlog);
         let id = log.next_id;
@@ -369,8 +396,8 @@ impl CommandStats {
             time: unix_secs(),
             micros,
             argv: slowlog_argv(argv, argc),
-            addr: caller.addr(),
-            name: lock(&caller.name).clone().unwrap_or_default(),
+            addr,
+            name,
         });
         log.entries.truncate(max);
     }

@@ -47,7 +47,7 @@ use respite_engine::{Txn, View};
 use respite_script::{Engine, Function, RunOptions};
 
 use super::common::help;
-use super::scripting::{kill, running_function, to_reply, Launch, ServerHost};
+use super::scripting::{kill, running_function, Launch, ServerHost};
 use crate::args::{subcommand, upper, Args};
 use crate::command::call::Target;
 use crate::command::{LocalCommand, Plan, Session};
@@ -928,7 +928,7 @@ fn fcall(
         }
     });
     match value {
-        Ok(v) => Ok(to_reply(v)),
+        Ok(v) => Ok(host.reply(v)),
         Err(e) => Err(CommandError::Other(e)),
     }
 }

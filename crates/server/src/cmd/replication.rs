@@ -46,9 +46,6 @@ struct NoReplicas {
 }
 
 impl Blocker for NoReplicas {
-    fn keys(&self) -> Vec<(u32, Bytes)> {
-        Vec::new()
-    }
     fn timeout(&self) -> Option<Duration> {
         self.timeout
     }
@@ -75,9 +72,6 @@ struct AckWait {
 }
 
 impl Blocker for AckWait {
-    fn keys(&self) -> Vec<(u32, Bytes)> {
-        Vec::new()
-    }
     fn timeout(&self) -> Option<Duration> {
         self.timeout
     }

@@ -468,11 +468,62 @@ impl Host for ServerHost<'_, '_, '_, '_> {
     }
 }
 
+impl ServerHost<'_, '_, '_, '_> {
+    /// The script's reply as the server's reply, its errors counted as
+    /// redis counts them (see [`account_errors`]).
+    pub(crate) fn reply(&self, v: Value) -> Reply {
+        let mut failed = false;
+        account_errors(&v, true, &self.ctx, &mut failed);
+        crate::command::track::errors_accounted(failed);
+        to_reply(v)
+    }
+}
+
+/// Counts the errors of a script's reply as redis 7.0 does when it writes
+/// the reply (`luaReplyToRedisReply`): each error the script made (an
+/// `{err=}` table, `redis.error_reply`, a raised error) in the error
+/// statistics and `total_error_replies`, nested ones included; an error a
+/// call met ([`Value::CalledError`]) not again, since the call counted it.
+/// Either makes the script's call count as failed. The reply's own
+/// top-level error is counted in `total_error_replies` by the connection
+/// that sends it, so here it is counted only in the error statistics, or,
+/// for a call's error, taken back from that total.
+fn account_errors(v: &Value, top: bool, ctx: &Ctx<'_>, failed: &mut bool) {
+    match v {
+        Value::Error(text) => {
+            *failed = true;
+            if top {
+                ctx.count_error_stat(text);
+            } else {
+                ctx.count_error(text);
+            }
+        }
+        Value::CalledError(_) => {
+            *failed = true;
+            if top {
+                ctx.uncount_reply_error();
+            }
+        }
+        Value::Array(items) | Value::Set(items) => {
+            for item in items {
+                account_errors(item, false, ctx, failed);
+            }
+        }
+        Value::Map(pairs) => {
+            for (k, item) in pairs {
+                account_errors(k, false, ctx, failed);
+                account_errors(item, false, ctx, failed);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A script's reply as the server's reply.
 pub(crate) fn to_reply(v: Value) -> Reply {
     match v {
         Value::Status(s) => Reply::Status(String::from_utf8_lossy(&s).into_owned()),
-        Value::Error(e) => Reply::Error(Bytes::from(e)),
+        Value::Error(e) | Value::CalledError(e) => Reply::Error(Bytes::from(e)),
         Value::Int(n) => Reply::Int(n),
         Value::Bulk(b) => Reply::Bulk(Bytes::from(b)),
         Value::Null => Reply::Nil,
@@ -558,7 +609,7 @@ impl Eval {
             let value = with_engine(|engine| {
                 engine.run(&script, &keys, &args, host, RunOptions::default())
             })?;
-            Ok(to_reply(value))
+            Ok(host.reply(value))
         }))
     }
 }
@@ -673,7 +724,9 @@ impl Launch {
                 let mut host = ServerHost::new(ctx, Target::Reader(view), acl.as_ref(), authorize);
                 let (id, kill) = begin_reader_run(self.eval, self.name, self.command);
                 host.reader_kill = Some(kill);
+                host.ctx.monitor_calls();
                 let result = run(&mut host);
+                host.ctx.publish_monitored();
                 end_reader_run(id);
                 if host.ctx.read && caller.tracking.is_on() {
                     shared
@@ -703,7 +756,9 @@ impl Launch {
                 let ctx = Ctx::new(&shared, db, resp3, touches);
                 let mut host = ServerHost::new(ctx, Target::Writer(txn), acl.as_ref(), authorize);
                 begin_run(self.eval, self.name, self.command);
+                host.ctx.monitor_calls();
                 let result = run(&mut host);
+                host.ctx.publish_monitored();
                 end_run();
                 // CLIENT TRACKING: here on the writer, before the group
                 // that ran the script commits.

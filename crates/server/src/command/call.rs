@@ -14,7 +14,11 @@
 //! and the few connection commands that need no connection (PING, ECHO,
 //! SELECT, TIME, LASTSAVE) from the context alone. Each call is counted in
 //! the command statistics as redis counts a script's calls: run, failed,
-//! or rejected by those checks.
+//! or rejected by those checks; an error it meets (a refusal included)
+//! counts in the error statistics at once, caught by the script or not;
+//! a call that ran is offered to the slow log (from a client with no
+//! address, `?:0`) and, while someone monitors, noted for MONITOR's
+//! `[db lua]` lines (see `Ctx::publish_monitored`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -185,9 +189,15 @@ fn run(
             if let Some(described) = described {
                 stats.rejected(stats.row_of(described));
             }
+            ctx.count_error(e.to_string().as_bytes());
             Err(e)
         }
         Outcome::Ran(described, elapsed, result) => {
+            match &result {
+                Ok(Reply::Error(text)) => ctx.count_error(text),
+                Err(e) => ctx.count_error(e.to_string().as_bytes()),
+                Ok(_) => {}
+            }
             let failed = matches!(result, Err(_) | Ok(Reply::Error(_)));
             stats.record(stats.row_of(described), elapsed, failed);
             result
@@ -269,6 +279,22 @@ fn checked(ctx: &mut Ctx<'_>, request: Vec<Bytes>, target: Target<'_, '_, '_>) -
     if described.has_flag("readonly") {
         ctx.read = true;
     }
+    // The slow log keeps the call's arguments (reference counts, no
+    // copy), as redis's `call` logs a script's calls.
+    let logged = (!described.has_flag("skip_slowlog")
+        && ctx.stats().slowlog_slower_than.load(Ordering::Relaxed) >= 0)
+        .then(|| request[..request.len().min(crate::stats::SLOWLOG_MAX_ARGC)].to_vec())
+        .map(|argv| (argv, request.len()));
+    // MONITOR's line, encoded before the arguments are handed over and
+    // noted once the call ran, with the database it left selected.
+    let shown = ctx.monitored.is_some()
+        && !described.has_flag("admin")
+        && !described.has_flag("skip_monitor");
+    let line = shown.then(|| {
+        let mut args = Vec::new();
+        crate::monitor::encode_args(&mut args, request.iter().map(|a| &a[..]));
+        args
+    });
     let started = std::time::Instant::now();
     let result = if matches!(spec.name, "xread" | "xreadgroup") {
         xread_block_refused(&request)
@@ -276,7 +302,16 @@ fn checked(ctx: &mut Ctx<'_>, request: Vec<Bytes>, target: Target<'_, '_, '_>) -
         Ok(())
     }
     .and_then(|()| (spec.call)(ctx, Args::after_name(request), target));
-    Outcome::Ran(described, started.elapsed(), result)
+    let elapsed = started.elapsed();
+    let db = ctx.db;
+    if let (Some(args), Some(out)) = (line, ctx.monitored.as_mut()) {
+        crate::monitor::push_entry(out, db, &args);
+    }
+    if let Some((argv, argc)) = logged {
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        ctx.stats().maybe_slowlog_script_call(micros, &argv, argc);
+    }
+    Outcome::Ran(described, elapsed, result)
 }
 
 #[cfg(test)]

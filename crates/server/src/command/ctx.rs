@@ -54,6 +54,11 @@ pub struct Ctx<'a> {
     /// refuse its `denyoom` commands over `maxmemory` (redis's
     /// `SCRIPT_ALLOW_OOM`).
     pub allow_oom: bool,
+    /// The calls shown to MONITOR (`[db lua] ...` lines), in the
+    /// monitor feed's encoding, while someone monitors: sent as one batch
+    /// once the script ends ([`Ctx::publish_monitored`]). `None` when
+    /// nobody monitored as the script started.
+    pub(crate) monitored: Option<Vec<u8>>,
     /// The server, read only through the methods below.
     server: &'a Shared,
 }
@@ -90,6 +95,7 @@ impl<'a> Ctx<'a> {
             authorize: None,
             published: Vec::new(),
             allow_oom: false,
+            monitored: None,
             server,
         }
     }
@@ -175,6 +181,50 @@ impl<'a> Ctx<'a> {
     /// `crate::replica_link`).
     pub(super) fn read_only_replica(&self) -> bool {
         self.server.upstream.is_replica()
+    }
+
+    /// Counts an error reply a script's call met, as redis's
+    /// `afterErrorReply` does for it: in the error statistics by its code,
+    /// and in `total_error_replies`, whether or not the script catches it.
+    pub(crate) fn count_error(&self, text: &[u8]) {
+        self.server.stats.error(text);
+        self.server
+            .counters
+            .error_replies
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an error reply in the error statistics only (the
+    /// connection that sends it counts it in `total_error_replies`).
+    pub(crate) fn count_error_stat(&self, text: &[u8]) {
+        self.server.stats.error(text);
+    }
+
+    /// Takes back the one count of `total_error_replies` the connection
+    /// will add for a script's error reply that passes on a call's error,
+    /// already counted by [`Ctx::count_error`] (redis sends it with
+    /// `ERR_REPLY_FLAG_NO_STATS_UPDATE`). Never below zero (a CONFIG
+    /// RESETSTAT may have come between).
+    pub(crate) fn uncount_reply_error(&self) {
+        let _ = self.server.counters.error_replies.fetch_update(
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+            |n| n.checked_sub(1),
+        );
+    }
+
+    /// Starts noting the script's calls for MONITOR, if anyone monitors.
+    pub(crate) fn monitor_calls(&mut self) {
+        if self.server.monitors.active() {
+            self.monitored = Some(Vec::new());
+        }
+    }
+
+    /// Sends the calls noted for MONITOR, as lines from `lua`.
+    pub(crate) fn publish_monitored(&mut self) {
+        if let Some(data) = self.monitored.take().filter(|d| !d.is_empty()) {
+            self.server.monitors.publish_lua(data);
+        }
     }
 
     /// The command statistics, which count a script's calls too.

@@ -6,6 +6,7 @@
 //! [`crate::stats`]'s. [`Tracking`] also carries the command to MONITOR's
 //! feed and its first arguments to the slow log (passwords redacted).
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,27 @@ pub struct Tracking {
     /// The whole command, encoded for MONITOR (`None`: nobody monitors,
     /// or it is not shown): one buffer, not a handle per argument.
     monitor: Option<Vec<u8>>,
+    /// A script or function call (EVAL, FCALL...): its MONITOR line goes
+    /// out as soon as it is planned, ahead of the lines of the calls it
+    /// makes (see `Monitors::publish_lua`).
+    script: bool,
+}
+
+thread_local! {
+    /// Set by a script's command as its reply is made, on the thread that
+    /// runs it: its errors are counted already, and whether the call
+    /// counts as failed (see [`errors_accounted`]).
+    static ACCOUNTED: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// A script or function has counted the errors of its reply itself, as
+/// redis does: an error a `redis.call` met was counted when the call
+/// failed and is not counted again when the script passes it on, and an
+/// error nested in the reply counts too. `failed` says whether the call
+/// counts as failed (its reply holds an error). Read by the tracking of
+/// the command running on this thread once it returns.
+pub(crate) fn errors_accounted(failed: bool) {
+    ACCOUNTED.set(Some(failed));
 }
 
 impl Tracking {
@@ -49,18 +71,26 @@ impl Tracking {
             .stats
             .row_of(spec.described(request.get(1).map(|b| &b[..])));
         session.client.state.last_row.store(row, Ordering::Relaxed);
-        let monitor = (shared.monitors.active() && shared.stats.shown(row)).then(|| {
-            let mut encoded =
-                Vec::with_capacity(request.iter().map(|a| a.len() + 4).sum::<usize>() + 4);
-            if matches!(spec.name, "auth" | "hello" | "acl" | "config") {
-                let mut all = request.to_vec();
-                redact(spec.name, &mut all);
-                crate::monitor::encode_args(&mut encoded, all.iter().map(|a| &a[..]));
-            } else {
-                crate::monitor::encode_args(&mut encoded, request.iter().map(|a| &a[..]));
-            }
-            encoded
-        });
+        // The script commands are flagged `skip_monitor`, yet redis shows
+        // them: each feeds MONITOR itself as it starts, so that the calls
+        // of the script come after it.
+        let script = matches!(
+            spec.name,
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+        );
+        let monitor =
+            (shared.monitors.active() && (script || shared.stats.shown(row))).then(|| {
+                let mut encoded =
+                    Vec::with_capacity(request.iter().map(|a| a.len() + 4).sum::<usize>() + 4);
+                if matches!(spec.name, "auth" | "hello" | "acl" | "config") {
+                    let mut all = request.to_vec();
+                    redact(spec.name, &mut all);
+                    crate::monitor::encode_args(&mut encoded, all.iter().map(|a| &a[..]));
+                } else {
+                    crate::monitor::encode_args(&mut encoded, request.iter().map(|a| &a[..]));
+                }
+                encoded
+            });
         Tracking {
             row,
             shared: shared.clone(),
@@ -68,6 +98,7 @@ impl Tracking {
             caller: session.client.clone(),
             db: session.db(),
             monitor,
+            script,
         }
     }
 
@@ -90,6 +121,7 @@ impl Tracking {
             db: session.db(),
             // The fast paths feed MONITOR themselves.
             monitor: None,
+            script: false,
         }
     }
 
@@ -119,10 +151,16 @@ impl Tracking {
     /// Records the call; `error` is the error reply's text, if it failed.
     fn finish_with(self, elapsed: Duration, error: Option<&[u8]>) {
         let st = &self.shared.stats;
-        if let Some(e) = error {
-            st.error(e);
-        }
-        st.record(self.row, elapsed, error.is_some());
+        let failed = match ACCOUNTED.take() {
+            Some(failed) => failed,
+            None => {
+                if let Some(e) = error {
+                    st.error(e);
+                }
+                error.is_some()
+            }
+        };
+        st.record(self.row, elapsed, failed);
         if let Some((argv, argc)) = &self.argv {
             let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
             st.maybe_slowlog(micros, argv, *argc, &self.caller);
@@ -206,6 +244,12 @@ pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
         t.shared
             .monitors
             .feed_encoded(t.db, &t.caller.state.monitor, &args);
+        if t.script {
+            let caller = &t.caller;
+            t.shared
+                .monitors
+                .publish(&caller.state.monitor, || caller.peer.monitor_addr());
+        }
     }
     match plan {
         Plan::Reply(r) => {
@@ -219,6 +263,7 @@ pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
         Plan::Write(op) => Plan::Write(Box::new(move |txn| {
             // Whose change it is, for CLIENT TRACKING's NOLOOP.
             txn.origin = t.caller.id;
+            ACCOUNTED.set(None);
             let began = Instant::now();
             let result = op(txn);
             match &result {
@@ -234,6 +279,7 @@ pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
                 // Whose read it is, for CLIENT TRACKING (see
                 // `respite_engine::notify::Change::Expired`).
                 view.set_origin(t.caller.id);
+                ACCOUNTED.set(None);
                 let began = Instant::now();
                 let reply = f(view);
                 t.finish(began.elapsed(), Some(&reply));

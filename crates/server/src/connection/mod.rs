@@ -272,6 +272,10 @@ where
                         figures.argv(0);
                         match waited {
                             Some(reply) => {
+                                if let Reply::Error(e) = &reply {
+                                    let row = client.state.last_row.load(Ordering::Relaxed);
+                                    shared.stats.blocked_failed(row, e);
+                                }
                                 turn.add(Plan::Reply(reply), &shared, session.resp3()).await;
                                 continue;
                             }

@@ -19,7 +19,9 @@
 //! drains the source before each command of a turn (so what was pushed
 //! before a command arrived goes out before its reply, as in redis) and at
 //! the end of the turn, into the turn's list of replies, and when it is
-//! idle it wakes for a push and writes it out as a turn of its own. A
+//! idle it wakes for a push and writes it out as a turn of its own, after
+//! letting every other ready task run (so one write carries all that the
+//! ready publishers sent, see [`Mode::next`]). A
 //! command's own MONITOR line is published right after it is planned, so
 //! the monitoring client sees its reply first, then its line, as redis
 //! shows it.
@@ -114,7 +116,7 @@ impl Mode {
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
+        let woken = tokio::select! {
             batch = monitor => match batch {
                 Some(batch) => {
                     self.first_batch = Some(batch);
@@ -129,7 +131,18 @@ impl Mode {
                 }
                 None => Woken::Closed,
             },
+        };
+        if let Woken::Push = woken {
+            // Let every other task that is ready run first: the publishers
+            // whose PUBLISH woke this one, and the others the same poll of
+            // the sockets found, so that one drain and one write carry all
+            // they published (redis writes a client's buffer once per
+            // event-loop pass the same way). Without this the runtime runs
+            // a woken task right after its waker, and a subscriber would
+            // write, and wake its own reader, once per message.
+            tokio::task::yield_now().await;
         }
+        woken
     }
 
     /// Every push waiting, encoded in the connection's protocol; empty
