@@ -73,22 +73,6 @@ fn type_index(v: &Value) -> usize {
     }
 }
 
-fn size_of(v: &Value) -> usize {
-    match v {
-        Value::String(s) => s.len(),
-        Value::List(i) | Value::Set(i) => i.iter().map(|x| x.len() + 16).sum(),
-        Value::Hash(p) => p.iter().map(|(a, b)| a.len() + b.len() + 32).sum(),
-        Value::ZSet(p) => p.iter().map(|(a, _)| a.len() + 24).sum(),
-        Value::Stream(s) => s
-            .entries
-            .iter()
-            .flat_map(|e| e.fields.iter())
-            .map(|(a, b)| a.len() + b.len() + 32)
-            .sum(),
-        _ => 0,
-    }
-}
-
 fn engine_error(e: respite_server::error::CommandError) -> EngineError {
     match e {
         respite_server::error::CommandError::Engine(e) => e,
@@ -264,7 +248,7 @@ fn load<R: Read>(
         }
         report.by_type[type_index(&entry.value)] += 1;
         *report.per_db.entry(entry.db).or_default() += 1;
-        bytes += size_of(&entry.value) + entry.key.len();
+        bytes += entry.value.approx_size() + entry.key.len();
         chunk.push(entry);
         if chunk.len() >= CHUNK_KEYS || bytes >= CHUNK_BYTES {
             if in_flight.len() >= 2 {

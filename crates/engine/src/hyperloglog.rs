@@ -126,29 +126,66 @@ pub fn pattern(element: &[u8]) -> (usize, u8) {
 /// A dense register (`HLL_DENSE_GET_REGISTER`); the byte after the last
 /// one reads as zero, as redis's string terminator does.
 fn dense_get(regs: &[u8], index: usize) -> u8 {
-    let byte = index * 6 / 8;
-    let fb = (index * 6) & 7;
-    let b0 = u16::from(regs.get(byte).copied().unwrap_or(0));
-    let b1 = u16::from(regs.get(byte + 1).copied().unwrap_or(0));
-    (((b0 >> fb) | (b1 << (8 - fb))) & u16::from(REGISTER_MAX)) as u8
+    window_get(regs.get(index * 6 / 8..).unwrap_or(&[]), index)
 }
 
 /// Sets a dense register (`HLL_DENSE_SET_REGISTER`), `value` at most 63.
 fn dense_put(regs: &mut [u8], index: usize, value: u8) {
-    let byte = index * 6 / 8;
+    if let Some(window) = regs.get_mut(index * 6 / 8..) {
+        window_put(window, index, value);
+    }
+}
+
+/// Where register `index` of a dense HLL value starts: the offset (from
+/// the value's start, header included) of the first of the one or two
+/// bytes it is on. [`raise_in_window`] works on those bytes.
+pub fn dense_offset(index: usize) -> usize {
+    HDR_SIZE + index * 6 / 8
+}
+
+/// Register `index` read from its window: the bytes of the registers from
+/// the one it starts in (a missing second byte reads as zero).
+fn window_get(window: &[u8], index: usize) -> u8 {
+    let fb = (index * 6) & 7;
+    let b0 = u16::from(window.first().copied().unwrap_or(0));
+    let b1 = u16::from(window.get(1).copied().unwrap_or(0));
+    (((b0 >> fb) | (b1 << (8 - fb))) & u16::from(REGISTER_MAX)) as u8
+}
+
+/// Register `index` set in its window (see [`window_get`]).
+fn window_put(window: &mut [u8], index: usize, value: u8) {
     let fb = (index * 6) & 7;
     let v = u16::from(value);
     let max = u16::from(REGISTER_MAX);
-    if let Some(b) = regs.get_mut(byte) {
+    if let Some(b) = window.get_mut(0) {
         *b &= !((max << fb) as u8);
         *b |= (v << fb) as u8;
     }
     // Past the last register this byte is redis's terminator, and the
     // masks leave it as it is.
-    if let Some(b) = regs.get_mut(byte + 1) {
+    if let Some(b) = window.get_mut(1) {
         *b &= !((max >> (8 - fb)) as u8);
         *b |= (v >> (8 - fb)) as u8;
     }
+}
+
+/// Raises register `index` to `count` in its window (the two bytes of a
+/// dense value at [`dense_offset`], the second zero past the end): true
+/// if it changed, as `hllDenseSet`. For a PFADD that reads and writes
+/// only the bytes of the registers it changes.
+pub fn raise_in_window(window: &mut [u8; 2], index: usize, count: u8) -> bool {
+    if count > window_get(window, index) {
+        window_put(window, index, count);
+        true
+    } else {
+        false
+    }
+}
+
+/// Whether a value's 16-byte header is a dense HLL's, for a value of
+/// `len` bytes (the checks of [`Hll::from_bytes`]).
+pub fn is_dense_header(header: &[u8; HDR_SIZE], len: usize) -> bool {
+    &header[..4] == b"HYLL" && header[4] == DENSE && len == DENSE_SIZE
 }
 
 /// Raises a dense register to `count`; true if it changed (`hllDenseSet`).
@@ -826,6 +863,36 @@ mod tests {
             let _ = x.add(b"zz", 3000);
             let _ = x.to_dense();
         }
+    }
+
+    #[test]
+    fn windows_change_what_the_whole_value_changes() {
+        let mut whole = Hll::new();
+        whole.to_dense().unwrap();
+        let mut patched = whole.as_bytes().to_vec();
+        for i in 0..5000u32 {
+            let e = format!("w{i}");
+            let (index, count) = pattern(e.as_bytes());
+            let changed = whole.add(e.as_bytes(), 3000).unwrap();
+            let at = dense_offset(index);
+            let mut window = [0u8; 2];
+            window[0] = patched[at];
+            window[1] = patched.get(at + 1).copied().unwrap_or(0);
+            assert_eq!(raise_in_window(&mut window, index, count), changed);
+            patched[at] = window[0];
+            if let Some(b) = patched.get_mut(at + 1) {
+                *b = window[1];
+            }
+        }
+        // The last register's window ends the value.
+        let mut window = [0u8; 2];
+        assert!(raise_in_window(&mut window, REGISTERS - 1, 63));
+        assert_eq!(dense_offset(REGISTERS - 1) + 1, DENSE_SIZE);
+        assert_eq!(patched, whole.as_bytes());
+        let mut header = [0u8; HDR_SIZE];
+        header.copy_from_slice(&patched[..HDR_SIZE]);
+        assert!(is_dense_header(&header, patched.len()));
+        assert!(!is_dense_header(&header, patched.len() - 1));
     }
 
     #[test]

@@ -107,7 +107,7 @@ impl View<'_, '_> {
     }
 }
 
-impl Txn<'_, '_> {
+impl<'c> Txn<'_, 'c> {
     /// Stores a string value under the key, replacing whatever was there
     /// (of any type), with the given absolute expiry (SET and friends). The
     /// common case, a string over a string or a new key, is one lookup and
@@ -179,6 +179,58 @@ impl Txn<'_, '_> {
         self.put_string(db, key, new, expire_at)
     }
 
+    /// The live string at `key` when its value is a long one (kept in
+    /// `strings`), opened for reading and patching in place without
+    /// reading it whole; `None` when the key is missing, expired, of
+    /// another type, or short (in its key row): the caller then reads it
+    /// the usual way, which reports those cases. The lookup is not noted
+    /// (see `access.rs`): a caller that goes on with the value calls
+    /// [`Txn::note_found`], one that falls back to the usual read leaves
+    /// it to that read.
+    pub fn open_long_string(&mut self, db: u32, key: &[u8]) -> Result<Option<LongString<'c>>> {
+        let row = self
+            .stmt(
+                "SELECT id, expire_at FROM keys WHERE db = ?1 AND key = ?2 AND type = 0 \
+                 AND id IS NOT NULL AND (expire_at IS NULL OR expire_at > ?3)",
+            )?
+            .query_row(params![db, key, self.now()], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+            .optional()?;
+        let Some((id, expire_at)) = row else {
+            return Ok(None);
+        };
+        let blob = self
+            .conn()
+            .blob_open(rusqlite::MAIN_DB, c"strings", c"value", id, false)?;
+        Ok(Some(LongString {
+            blob,
+            db,
+            key: key.to_vec(),
+            expire_at,
+        }))
+    }
+
+    /// Notes the lookup of a long string opened by
+    /// [`Txn::open_long_string`], as a read of the value would.
+    pub fn note_found(&self, value: &LongString<'c>) {
+        self.seen(value.db, &value.key, true);
+    }
+
+    /// Writes `data` at `offset` of a long string opened by
+    /// [`Txn::open_long_string`] (inside its length), noting the key as
+    /// changed.
+    pub fn write_long_string(
+        &mut self,
+        value: &mut LongString<'c>,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<()> {
+        self.changing(value.db, &value.key);
+        value.blob.write_at(data, offset)?;
+        Ok(())
+    }
+
     /// The row write shared by [`Txn::put_string`] and
     /// [`Txn::put_string_shared`] (which note the key themselves).
     fn store_string(
@@ -232,6 +284,44 @@ impl Txn<'_, '_> {
         self.purge(db, key)?;
         self.stmt("INSERT INTO keys(db,key,type,value,expire_at,id) VALUES(?1,?2,0,?3,?4,?5)")?
             .execute(params![db, key, value, expire_at, id])?;
+        Ok(())
+    }
+}
+
+/// A long string value open in place (see [`Txn::open_long_string`]):
+/// reads of a few bytes touch only the pages they are on, and writes
+/// ([`Txn::write_long_string`]) dirty only those.
+pub struct LongString<'c> {
+    blob: rusqlite::blob::Blob<'c>,
+    db: u32,
+    key: Vec<u8>,
+    expire_at: Option<i64>,
+}
+
+impl LongString<'_> {
+    /// The value's length in bytes.
+    pub fn len(&self) -> usize {
+        self.blob.len()
+    }
+
+    /// Whether the value is empty (a long value never is).
+    pub fn is_empty(&self) -> bool {
+        self.blob.is_empty()
+    }
+
+    /// The key's expiry (Unix milliseconds).
+    pub fn expire_at(&self) -> Option<i64> {
+        self.expire_at
+    }
+
+    /// Fills `buf` from `offset`; the bytes past the value's end read as
+    /// zero (what redis finds after its strings).
+    pub fn read_at(&self, buf: &mut [u8], offset: usize) -> Result<()> {
+        buf.fill(0);
+        let end = (offset + buf.len()).min(self.len());
+        if offset < end {
+            self.blob.read_at_exact(&mut buf[..end - offset], offset)?;
+        }
         Ok(())
     }
 }

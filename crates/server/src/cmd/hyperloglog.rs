@@ -90,6 +90,9 @@ impl WriteCommand for PfAdd {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
+        if let Some(reply) = self.add_in_place(txn)? {
+            return Ok(reply);
+        }
         // The value as stored, to write back only what the elements change
         // (see `Txn::patch_string`); `None` for a new key.
         let (mut hll, expire_at, stored) = match load(txn, self.db, &self.key)? {
@@ -123,6 +126,50 @@ impl WriteCommand for PfAdd {
             txn.notify(STRING, "pfadd", self.db, &self.key);
         }
         Ok(Reply::Int(i64::from(updated)))
+    }
+}
+
+impl PfAdd {
+    /// PFADD to a dense HLL kept as a long value: each element's register
+    /// is read and, if it grows, written where it is, without reading or
+    /// writing the rest of the 12 KB (see `Txn::open_long_string`). `None`
+    /// when the key holds anything else (missing, sparse, short, not an
+    /// HLL): [`PfAdd::apply`] then reads the value whole.
+    fn add_in_place(&self, txn: &mut Txn<'_, '_>) -> Result<Option<Reply>, CommandError> {
+        let Some(mut value) = txn.open_long_string(self.db, &self.key)? else {
+            return Ok(None);
+        };
+        let mut header = [0u8; hyperloglog::HDR_SIZE];
+        if value.len() < header.len() {
+            return Ok(None);
+        }
+        value.read_at(&mut header, 0)?;
+        if !hyperloglog::is_dense_header(&header, value.len()) {
+            return Ok(None);
+        }
+        txn.note_found(&value);
+        let mut updated = false;
+        for element in &self.elements {
+            let (index, count) = hyperloglog::pattern(element);
+            let at = hyperloglog::dense_offset(index);
+            let mut window = [0u8; 2];
+            value.read_at(&mut window, at)?;
+            if hyperloglog::raise_in_window(&mut window, index, count) {
+                // The last register's window ends the value.
+                let n = (value.len() - at).min(2);
+                txn.write_long_string(&mut value, at, &window[..n])?;
+                updated = true;
+            }
+        }
+        if updated {
+            // HLL_INVALIDATE_CACHE: the top bit of the cached count.
+            let last = hyperloglog::HDR_SIZE - 1;
+            if header[last] & 0x80 == 0 {
+                txn.write_long_string(&mut value, last, &[header[last] | 0x80])?;
+            }
+            txn.notify(STRING, "pfadd", self.db, &self.key);
+        }
+        Ok(Some(Reply::Int(i64::from(updated))))
     }
 }
 

@@ -23,7 +23,7 @@ use std::sync::{mpsc, Arc};
 
 use respite_engine::upstream::Position;
 use respite_engine::{EngineError, WriteItem, WriteOp};
-use respite_rdb::{Entry, RdbReader, Value};
+use respite_rdb::{Entry, RdbReader};
 
 use crate::reply::Reply;
 use crate::state::Shared;
@@ -41,22 +41,6 @@ pub(crate) struct Loaded {
     pub keys: u64,
     /// The stream's database at the RDB (its `repl-stream-db`).
     pub db: u32,
-}
-
-fn size_of(v: &Value) -> usize {
-    match v {
-        Value::String(s) => s.len(),
-        Value::List(i) | Value::Set(i) => i.iter().map(|x| x.len() + 16).sum(),
-        Value::Hash(p) => p.iter().map(|(a, b)| a.len() + b.len() + 32).sum(),
-        Value::ZSet(p) => p.iter().map(|(a, _)| a.len() + 24).sum(),
-        Value::Stream(s) => s
-            .entries
-            .iter()
-            .flat_map(|e| e.fields.iter())
-            .map(|(a, b)| a.len() + b.len() + 32)
-            .sum(),
-        _ => 64,
-    }
 }
 
 type Pending = mpsc::Receiver<Result<Reply, EngineError>>;
@@ -191,7 +175,7 @@ fn load_keys<R: std::io::Read>(
             continue;
         }
         keys += 1;
-        bytes += size_of(&entry.value) + entry.key.len();
+        bytes += entry.value.approx_size() + entry.key.len();
         chunk.push(entry);
         if chunk.len() >= CHUNK_KEYS || bytes >= CHUNK_BYTES {
             if in_flight.len() >= 2 {
