@@ -30,7 +30,11 @@ fi
 skips=()
 for s in "$@"; do skips+=(--skiptest "$s"); done
 out=$(mktemp)
-(cd "$tree" && timeout 900 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" \
+# The harness's own listening ports (--baseport, 21079 by default, and the
+# --portcount after it): a block of 100 derived from PORT, so that runs
+# against servers whose ports differ by less than 400 do not clash.
+baseport=$((20000 + (port % 400) * 100))
+(cd "$tree" && timeout 900 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" --baseport "$baseport" --portcount 100 \
     --single "unit/$file" --clients 1 --durable "${skips[@]}" >"$out" 2>&1) || true
 sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -a -E '^\[(ok|err|exception|skip)\]' | awk '{print $1}' | sort | uniq -c
 sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -a -E -A2 '^\[(err|exception)\]' | grep -a -v '^--' | cut -c1-220
