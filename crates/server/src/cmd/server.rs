@@ -283,11 +283,7 @@ impl LocalCommand for Debug {
         let n = args.remaining();
         Ok(match (sub.name.as_str(), n) {
             ("SLEEP", 1) => {
-                let seconds = String::from_utf8_lossy(&args.next()?)
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
-                    .ok_or_else(|| CommandError::Other("value is out of range".into()))?;
+                let seconds = sleep_seconds(&args.next()?)?;
                 Debug::Sleep(seconds)
             }
             ("SET-ACTIVE-EXPIRE", 1) => Debug::SetActiveExpire(args.next_i64()? != 0),
@@ -427,11 +423,7 @@ fn script_debug(
     match (sub.name.as_str(), args.remaining()) {
         ("PROTOCOL", 1) => protocol_sample(&args.next()?, ctx.resp3),
         ("SLEEP", 1) => {
-            let seconds = String::from_utf8_lossy(&args.next()?)
-                .parse::<f64>()
-                .ok()
-                .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
-                .ok_or_else(|| CommandError::Other("value is out of range".into()))?;
+            let seconds = sleep_seconds(&args.next()?)?;
             std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
             Ok(Reply::Ok)
         }
@@ -630,6 +622,15 @@ fn debug_object(
         "Value at:0x0 refcount:{refcount} encoding:{encoding} serializedlength:{length} lru:{} lru_seconds_idle:{}",
         seen.lru, seen.idle_secs
     )))
+}
+
+/// DEBUG SLEEP's argument: seconds, 0 to 3600, fractions allowed.
+fn sleep_seconds(arg: &[u8]) -> Result<f64, CommandError> {
+    String::from_utf8_lossy(arg)
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 3600.0)
+        .ok_or_else(|| CommandError::Other("value is out of range".into()))
 }
 
 /// This family's rows of the command table (see [`crate::command::table`]).
