@@ -1142,7 +1142,8 @@ fn refusals_around_a_run_differential() {
 /// The commands a script calls are counted in INFO commandstats as redis
 /// counts them: run (`calls`, `failed_calls` for an error reply) or
 /// refused before they ran (`rejected_calls`: arity, `noscript`, a write
-/// from a read-only script); against redis-server.
+/// from a read-only script), and so is the script's own call, whether or
+/// not it publishes; against redis-server.
 #[test]
 fn script_calls_in_commandstats_differential() {
     let respite = Respited::start(&[]);
@@ -1173,11 +1174,17 @@ fn script_calls_in_commandstats_differential() {
             "0",
         ]);
         c.command(&["EVAL_RO", "return redis.pcall('set', 'k', 'v')", "0"]);
+        // A script that names PUBLISH: its reply waits for its messages,
+        // and its call is counted (failed: its reply is an error) then.
+        c.command(&["EVAL", "return redis.pcall('publish', 'ch')", "0"]);
+        c.command(&["EVAL", "return redis.call('publish', 'ch', 'm')", "0"]);
         let info = c.command(&["INFO", "commandstats"]);
         seen.push(
-            ["set", "get", "incr", "cluster", "eval", "eval_ro"]
-                .map(|cmd| fields(&info, cmd))
-                .to_vec(),
+            [
+                "set", "get", "incr", "cluster", "publish", "eval", "eval_ro",
+            ]
+            .map(|cmd| fields(&info, cmd))
+            .to_vec(),
         );
     }
     assert_eq!(seen[0], seen[1]);
