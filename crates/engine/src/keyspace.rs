@@ -705,8 +705,12 @@ impl<'s, 'c> Txn<'s, 'c> {
 
     /// A new key id (ids are never reused: see the schema's docs).
     pub(crate) fn new_id(&mut self) -> Result<i64> {
+        // Two statements rather than one with `RETURNING`, which would
+        // build a temporary b-tree for its one row.
+        self.stmt("UPDATE meta SET value = value + 1 WHERE name = 'next_id'")?
+            .execute([])?;
         Ok(self
-            .stmt("UPDATE meta SET value = value + 1 WHERE name = 'next_id' RETURNING value - 1")?
+            .stmt("SELECT value - 1 FROM meta WHERE name = 'next_id'")?
             .query_row([], |r| r.get(0))?)
     }
 
