@@ -211,7 +211,7 @@ impl Txn<'_, '_> {
             return Ok(slot.len());
         }
         let existed = !slot.is_empty();
-        let id = self.slot_id(slot)?;
+        let id = self.slot_id_deferred(slot)?;
         let n = values.len() as i64;
         let dir = match end {
             End::Left => -1,

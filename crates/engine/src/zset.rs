@@ -648,7 +648,7 @@ impl Txn<'_, '_> {
         if changes.is_empty() {
             return Ok(done);
         }
-        let id = self.slot_id(slot)?;
+        let id = self.slot_id_deferred(slot)?;
         let blocks = slot.row().is_some_and(|r| r.flags & ZBLOCKS != 0);
         let mut bits = 0;
         for change in changes {
