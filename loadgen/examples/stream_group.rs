@@ -18,7 +18,8 @@
 //! window; the latency is one round of the loop (XREADGROUP sent to XACK's
 //! reply read), in HdrHistogram percentiles; with `--pid NAME=PID` the
 //! server's CPU (utime + stime from `/proc/PID/stat`) over the window is
-//! divided by the entries acknowledged.
+//! divided by the entries acknowledged, and so are the bytes it wrote
+//! (`write_bytes` of `/proc/PID/io`, read a second after the window).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -206,11 +207,25 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// The bytes the process has written to storage (`write_bytes` of
+/// `/proc/PID/io`: WAL or AOF, checkpoints).
+fn written_bytes(pid: u32) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes: "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 struct Outcome {
     acked: u64,
     secs: f64,
     hist: Histogram<u64>,
     cpu_us: Option<f64>,
+    /// Bytes written per entry acknowledged, the fsyncs and a checkpoint
+    /// the run set off given a second to finish.
+    bytes: Option<f64>,
 }
 
 fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
@@ -222,6 +237,7 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
     ));
     let deadline = Instant::now() + Duration::from_secs(o.seconds);
     let t0 = pid.and_then(cpu_ticks);
+    let w0 = pid.and_then(written_bytes);
     let started = Instant::now();
     let mut threads = Vec::new();
     for c in 0..o.consumers {
@@ -277,6 +293,11 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
     let secs = started.elapsed().as_secs_f64();
     let t1 = pid.and_then(cpu_ticks);
     let acked = acked.load(Ordering::Relaxed);
+    std::thread::sleep(Duration::from_secs(1));
+    let w1 = pid.and_then(written_bytes);
+    let bytes = w0
+        .zip(w1)
+        .map(|(a, b)| b.saturating_sub(a) as f64 / acked.max(1) as f64);
     // /proc counts in USER_HZ, 100 on Linux.
     let hz = 100.0;
     let cpu_us = t0
@@ -291,6 +312,7 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
         secs,
         hist,
         cpu_us,
+        bytes,
     })
 }
 
@@ -306,19 +328,22 @@ fn main() {
         "{} consumers, COUNT {}, {} entries, {} s, {} round(s)",
         o.consumers, o.count, o.entries, o.seconds, o.rounds
     );
-    println!("| round | target | entries/s | loop p50 µs | loop p99 µs | server CPU µs/entry |");
-    println!("|---|---|---:|---:|---:|---:|");
+    println!(
+        "| round | target | entries/s | loop p50 µs | loop p99 µs | server CPU µs/entry | bytes written/entry |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|");
     for round in 1..=o.rounds {
         for (name, addr) in &o.targets {
             match run(&o, name, addr) {
                 Ok(out) => println!(
-                    "| {round} | {name} | {:.0} | {} | {} | {} |",
+                    "| {round} | {name} | {:.0} | {} | {} | {} | {} |",
                     out.acked as f64 / out.secs,
                     out.hist.value_at_quantile(0.5),
                     out.hist.value_at_quantile(0.99),
                     out.cpu_us.map_or("-".to_string(), |c| format!("{c:.1}")),
+                    out.bytes.map_or("-".to_string(), |b| format!("{b:.0}")),
                 ),
-                Err(e) => println!("| {round} | {name} | error: {e} | | | |"),
+                Err(e) => println!("| {round} | {name} | error: {e} | | | | |"),
             }
         }
     }
