@@ -18,7 +18,8 @@
 //! window; the latency is one round of the loop (XREADGROUP sent to XACK's
 //! reply read), in HdrHistogram percentiles; with `--pid NAME=PID` the
 //! server's CPU (utime + stime from `/proc/PID/stat`) over the window is
-//! divided by the entries acknowledged.
+//! divided by the entries acknowledged, and so are the bytes it wrote
+//! (`write_bytes` of `/proc/PID/io`, read a second after the window).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -29,7 +30,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 mod common;
-use common::{clock_ticks_per_second, encode, Proc};
+use common::{clock_ticks_per_second, encode, written_bytes, Proc};
 
 struct Options {
     targets: Vec<(String, String)>,
@@ -197,6 +198,9 @@ struct Outcome {
     secs: f64,
     hist: Histogram<u64>,
     cpu_us: Option<f64>,
+    /// Bytes written per entry acknowledged, the fsyncs and a checkpoint
+    /// the run set off given a second to finish.
+    bytes: Option<f64>,
 }
 
 fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
@@ -208,6 +212,7 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
     ));
     let deadline = Instant::now() + Duration::from_secs(o.seconds);
     let t0 = pid.and_then(|p| Proc::read(p).ok());
+    let w0 = pid.and_then(written_bytes);
     let started = Instant::now();
     let mut threads = Vec::new();
     for c in 0..o.consumers {
@@ -263,6 +268,11 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
     let secs = started.elapsed().as_secs_f64();
     let t1 = pid.and_then(|p| Proc::read(p).ok());
     let acked = acked.load(Ordering::Relaxed);
+    std::thread::sleep(Duration::from_secs(1));
+    let w1 = pid.and_then(written_bytes);
+    let bytes = w0
+        .zip(w1)
+        .map(|(a, b)| b.saturating_sub(a) as f64 / acked.max(1) as f64);
     let hz = clock_ticks_per_second();
     let cpu_us = t0.zip(t1).map(|(a, b)| b.cpu_us_per(&a, acked as f64, hz));
     let hist = hist
@@ -274,6 +284,7 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
         secs,
         hist,
         cpu_us,
+        bytes,
     })
 }
 
@@ -289,19 +300,22 @@ fn main() {
         "{} consumers, COUNT {}, {} entries, {} s, {} round(s)",
         o.consumers, o.count, o.entries, o.seconds, o.rounds
     );
-    println!("| round | target | entries/s | loop p50 µs | loop p99 µs | server CPU µs/entry |");
-    println!("|---|---|---:|---:|---:|---:|");
+    println!(
+        "| round | target | entries/s | loop p50 µs | loop p99 µs | server CPU µs/entry | bytes written/entry |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|");
     for round in 1..=o.rounds {
         for (name, addr) in &o.targets {
             match run(&o, name, addr) {
                 Ok(out) => println!(
-                    "| {round} | {name} | {:.0} | {} | {} | {} |",
+                    "| {round} | {name} | {:.0} | {} | {} | {} | {} |",
                     out.acked as f64 / out.secs,
                     out.hist.value_at_quantile(0.5),
                     out.hist.value_at_quantile(0.99),
                     out.cpu_us.map_or("-".to_string(), |c| format!("{c:.1}")),
+                    out.bytes.map_or("-".to_string(), |b| format!("{b:.0}")),
                 ),
-                Err(e) => println!("| {round} | {name} | error: {e} | | | |"),
+                Err(e) => println!("| {round} | {name} | error: {e} | | | | |"),
             }
         }
     }
