@@ -272,7 +272,7 @@ CREATE TABLE IF NOT EXISTS upstream (
 /// 29,400/s, 1M keys, redis-benchmark -c 50; 2 MB: 28,000-29,000/s, 16 MB
 /// 26,500/s). Reads lose nothing: pages outside the WAL come from the
 /// memory map and the OS page cache, not from this cache.
-const WRITER_CACHE_KIB: i64 = 2_000;
+pub(crate) const WRITER_CACHE_KIB: i64 = 2_000;
 
 /// Settings every connection gets. The query planner stability guarantee
 /// keeps SQLite from planning with the values bound to a statement: without
