@@ -57,6 +57,7 @@ pub mod list;
 pub mod load;
 pub mod notify;
 pub mod owner;
+pub mod page_cache;
 pub mod propagate;
 pub mod read_advice;
 pub mod read_pool;

@@ -93,7 +93,7 @@ fn parse_u64(b: &[u8]) -> Option<u64> {
 }
 
 /// A strict ID (no `-` or `+`), the sequence 0 when missing.
-fn strict_id(arg: &[u8]) -> Result<StreamId, CommandError> {
+pub(crate) fn strict_id(arg: &[u8]) -> Result<StreamId, CommandError> {
     Ok(parse_id_full(arg, 0, true, false)?.0)
 }
 
@@ -103,7 +103,7 @@ fn loose_id(arg: &[u8], missing_seq: u64) -> Result<StreamId, CommandError> {
 }
 
 /// The start of an interval (`(` excludes it).
-fn start_id(arg: &[u8]) -> Result<StreamId, CommandError> {
+pub(crate) fn start_id(arg: &[u8]) -> Result<StreamId, CommandError> {
     if arg.len() > 1 && arg[0] == b'(' {
         let id = parse_id_full(&arg[1..], 0, true, false)?.0;
         return id
@@ -201,7 +201,10 @@ struct AddTrim {
 }
 
 impl AddTrim {
-    fn parse(argv: &[Bytes], xadd: bool) -> Result<AddTrim, CommandError> {
+    /// `master`: the command came in the stream of this replica's master,
+    /// whose trims are exact and whose LIMIT is ignored (redis's
+    /// `mustObeyClient`).
+    fn parse(argv: &[Bytes], xadd: bool, master: bool) -> Result<AddTrim, CommandError> {
         let mut a = AddTrim::default();
         let argc = argv.len();
         let mut i = 2;
@@ -271,7 +274,9 @@ impl AddTrim {
                 "syntax error, XTRIM must be called with a trimming strategy",
             ));
         }
-        if a.limit.is_some() && !a.approx {
+        if master {
+            a.limit = Some(0);
+        } else if a.limit.is_some() && !a.approx {
             return Err(err(
                 "syntax error, LIMIT cannot be used without the special ~ option",
             ));
@@ -341,7 +346,7 @@ impl WriteCommand for XAdd {
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut argv = vec![Bytes::from_static(b"xadd")];
         argv.extend(args.rest());
-        let opts = AddTrim::parse(&argv, true)?;
+        let opts = AddTrim::parse(&argv, true, s.master)?;
         let field_pos = opts.id_pos + 1;
         let n = argv.len().saturating_sub(field_pos);
         if argv.len() < field_pos || n < 2 || !n.is_multiple_of(2) {
@@ -432,7 +437,7 @@ impl WriteCommand for XTrim {
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut argv = vec![Bytes::from_static(b"xtrim")];
         argv.extend(args.rest());
-        let opts = AddTrim::parse(&argv, false)?;
+        let opts = AddTrim::parse(&argv, false, s.master)?;
         Ok(XTrim {
             db: s.db,
             key: argv[1].clone(),
@@ -899,13 +904,13 @@ impl XReadGroup {
     ) -> Result<Option<Reply>, CommandError> {
         let a = &self.args;
         let (gname, consumer) = self.group();
-        let (mut slot, state) = open_stream(txn, a.db, key)?;
-        let state = state.ok_or_else(|| nogroup_readgroup(key, gname))?;
-        let mut group = txn
-            .stream_group(slot.row().map_or(0, |r| r.id), gname)?
-            .ok_or_else(|| nogroup_readgroup(key, gname))?;
+        let mut slot = txn.open(a.db, key, Kind::Stream)?;
+        let row = slot.row().ok_or_else(|| nogroup_readgroup(key, gname))?;
         match from {
             ReadFrom::After(id) => {
+                if txn.stream_group(row.id, gname)?.is_none() {
+                    return Err(nogroup_readgroup(key, gname));
+                }
                 txn.stream_see_consumer(&mut slot, gname, consumer)?;
                 // Past the ID given, as for new entries.
                 let history = match id.next() {
@@ -925,8 +930,16 @@ impl XReadGroup {
                 )))
             }
             _ => {
+                // The group and the stream's state in one statement; the
+                // first entry's ID only where the group's counter needs it.
+                let (mut group, mut state) = txn
+                    .stream_group_and_state(&row, gname)?
+                    .ok_or_else(|| nogroup_readgroup(key, gname))?;
                 if state.length == 0 || state.last_id <= group.last_id {
                     return Ok(None);
+                }
+                if state.delivery_needs_first_id(&group) {
+                    state.first_id = txn.stream_first_id(row.id)?;
                 }
                 let Some(start) = group.last_id.next() else {
                     return Ok(None);
@@ -1266,14 +1279,23 @@ impl WriteCommand for XAck {
         let Some(row) = slot.row() else {
             return Ok(Reply::Int(0));
         };
-        if txn.stream_group(row.id, &self.group)?.is_none() {
-            return Ok(Reply::Int(0));
-        }
-        let ids = self
+        // A missing group acknowledges nothing, whatever the IDs (redis
+        // looks it up before parsing them): its pending list is empty, so
+        // the deletes find nothing, and it is looked up only for an error.
+        let ids = match self
             .ids
             .iter()
             .map(|a| strict_id(a))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(ids) => ids,
+            Err(e) => {
+                return match txn.stream_group(row.id, &self.group)? {
+                    Some(_) => Err(e),
+                    None => Ok(Reply::Int(0)),
+                }
+            }
+        };
         let mut acked = 0;
         for id in ids {
             if txn.stream_ack(&mut slot, &self.group, id)? {
