@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+mod common;
+use common::{clock_ticks_per_second, encode, Proc};
+
 struct Options {
     targets: Vec<(String, String)>,
     pids: Vec<(String, u32)>,
@@ -77,15 +80,6 @@ fn parse_args() -> Result<Options, String> {
         return Err("give at least one --target name=host:port".into());
     }
     Ok(o)
-}
-
-fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
 }
 
 /// A RESP2 reply, as far as this needs.
@@ -199,14 +193,6 @@ fn fill(addr: &str, n: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
 /// The bytes the process has written to storage (`write_bytes` of
 /// `/proc/PID/io`: WAL or AOF, checkpoints).
 fn written_bytes(pid: u32) -> Option<u64> {
@@ -236,7 +222,7 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
         Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|e| io_err(e.to_string()))?,
     ));
     let deadline = Instant::now() + Duration::from_secs(o.seconds);
-    let t0 = pid.and_then(cpu_ticks);
+    let t0 = pid.and_then(|p| Proc::read(p).ok());
     let w0 = pid.and_then(written_bytes);
     let started = Instant::now();
     let mut threads = Vec::new();
@@ -291,18 +277,15 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
             .map_err(|_| io_err("a consumer panicked".into()))??;
     }
     let secs = started.elapsed().as_secs_f64();
-    let t1 = pid.and_then(cpu_ticks);
+    let t1 = pid.and_then(|p| Proc::read(p).ok());
     let acked = acked.load(Ordering::Relaxed);
     std::thread::sleep(Duration::from_secs(1));
     let w1 = pid.and_then(written_bytes);
     let bytes = w0
         .zip(w1)
         .map(|(a, b)| b.saturating_sub(a) as f64 / acked.max(1) as f64);
-    // /proc counts in USER_HZ, 100 on Linux.
-    let hz = 100.0;
-    let cpu_us = t0
-        .zip(t1)
-        .map(|(a, b)| (b - a) as f64 / hz * 1e6 / acked.max(1) as f64);
+    let hz = clock_ticks_per_second();
+    let cpu_us = t0.zip(t1).map(|(a, b)| b.cpu_us_per(&a, acked as f64, hz));
     let hist = hist
         .lock()
         .map(|h| h.clone())

@@ -253,6 +253,80 @@ fn cases() -> Vec<Vec<Vec<&'static str>>> {
             &["SWAPDB", "1", "2"],
             &["FLUSHDB"],
         ]),
+        // Consumer groups: XCLAIM for each delivery and claim, XGROUP
+        // SETID and CREATECONSUMER for NOACK, nothing for a history read.
+        c(&[
+            &["XADD", "cg", "1-1", "a", "1"],
+            &["XADD", "cg", "1-2", "b", "2"],
+            &["XADD", "cg", "1-3", "c", "3"],
+            &["XADD", "cg", "1-4", "d", "4"],
+            &["XADD", "cg", "1-5", "e", "5"],
+            &["XGROUP", "CREATE", "cg", "g", "0"],
+            &["XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "cg", ">"],
+            &["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "cg", "0"],
+            &["XREADGROUP", "GROUP", "g", "bob", "COUNT", "1", "NOACK", "STREAMS", "cg", ">"],
+            &["XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "cg", ">"],
+            &["XGROUP", "CREATECONSUMER", "cg", "g", "carol"],
+            &["XCLAIM", "cg", "g", "carol", "0", "1-1", "1-2", "JUSTID"],
+            &["XCLAIM", "cg", "g", "carol", "0", "1-4", "RETRYCOUNT", "7"],
+            &["XDEL", "cg", "1-2"],
+            &["XCLAIM", "cg", "g", "bob", "0", "1-2", "1-99"],
+            &["XCLAIM", "cg", "g", "bob", "3600000", "1-1", "LASTID", "1-7"],
+            &["XADD", "cg", "1-8", "f", "6"],
+            &["XREADGROUP", "GROUP", "g", "dave", "STREAMS", "cg", ">"],
+            &["XDEL", "cg", "1-4"],
+            &["XAUTOCLAIM", "cg", "g", "erin", "0", "0", "COUNT", "10"],
+            &["XAUTOCLAIM", "cg", "g", "erin", "0", "0", "JUSTID"],
+            &["MULTI"],
+            &["XREADGROUP", "GROUP", "g", "frank", "NOACK", "STREAMS", "cg", "0"],
+            &["XACK", "cg", "g", "1-1"],
+            &["EXEC"],
+        ]),
+        // Approximate trims go exact: `=` and where the trim stopped.
+        c(&[
+            &["XADD", "tr", "MAXLEN", "~", "2", "2-1", "f", "v"],
+            &["XADD", "tr", "MAXLEN", "~", "2", "2-2", "f", "v"],
+            &["XADD", "tr", "MINID", "~", "2-2", "LIMIT", "10", "2-3", "f", "v"],
+            &["XADD", "tr", "MAXLEN", "=", "2", "*", "f", "v"],
+            &["XTRIM", "tr", "MAXLEN", "~", "1"],
+            &["XTRIM", "tr", "MAXLEN", "1"],
+        ]),
+        // HyperLogLogs, SORT ... STORE, the GEO STORE forms: as sent.
+        c(&[
+            &["PFADD", "hll1", "a", "b", "c"],
+            &["PFADD", "hll2", "c", "d"],
+            &["PFADD", "hll2", "c"],
+            &["PFMERGE", "hll3", "hll1", "hll2"],
+            &["PFCOUNT", "hll3"],
+            &["PFCOUNT", "hll3"],
+            &["PFCOUNT", "hll1", "hll2"],
+            &["RPUSH", "sl", "3", "1", "2"],
+            &["SORT", "sl", "STORE", "sd"],
+            &["SORT", "sl", "DESC", "LIMIT", "0", "2"],
+            &["GEOADD", "geo", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania"],
+            &["GEOSEARCHSTORE", "gs", "geo", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km", "ASC"],
+            &["GEORADIUS", "geo", "15", "37", "200", "km", "STOREDIST", "gs2"],
+            &["GEORADIUSBYMEMBER", "geo", "Palermo", "100", "km", "STORE", "gs3"],
+        ]),
+        // PUBLISH and SPUBLISH, alone, in MULTI/EXEC and from a script.
+        c(&[
+            &["PUBLISH", "ch", "hello"],
+            &["SPUBLISH", "sch", "hi"],
+            &["MULTI"],
+            &["PUBLISH", "bla", "bla"],
+            &["EXEC"],
+            &["MULTI"],
+            &["SET", "pm", "1"],
+            &["PUBLISH", "ch", "after-set"],
+            &["EXEC"],
+            &["EVAL", "return redis.call('publish', 'ch', 'from-lua')", "0"],
+            &[
+                "EVAL",
+                "redis.call('set', KEYS[1], 'x'); return redis.call('spublish', KEYS[1], 'y')",
+                "1",
+                "pl",
+            ],
+        ]),
     ]
 }
 
@@ -287,6 +361,22 @@ fn each_write_is_sent_as_redis_sends_it() {
     assert!(ours[2].contains(&"pexpireat x <ms> GT".to_string()));
     assert_eq!(ours[3][0], "set f 1.5 KEEPTTL");
     assert_eq!(ours[6], Vec::<String>::new());
+    assert!(
+        ours[11].contains(
+            &"xclaim cg g alice 0 1-1 TIME <ms> RETRYCOUNT 1 FORCE JUSTID LASTID 1-1".to_string()
+        ),
+        "{:?}",
+        ours[11]
+    );
+    assert!(ours[11].contains(&"xgroup CREATECONSUMER cg g bob".to_string()));
+    assert!(ours[11].contains(&"xgroup SETID cg g 1-3 ENTRIESREAD 3".to_string()));
+    assert!(!ours[11]
+        .iter()
+        .any(|c| c.starts_with("xreadgroup") || c.starts_with("restore")));
+    assert_eq!(ours[12][0], "xadd tr MAXLEN = 1 2-1 f v", "{:?}", ours[12]);
+    assert!(ours[13].contains(&"pfcount hll3".to_string()));
+    assert!(ours[14].contains(&"publish bla bla".to_string()));
+    assert!(ours[14].contains(&"spublish sch hi".to_string()));
 }
 
 #[test]
@@ -397,4 +487,143 @@ fn a_redis_replica_of_every_rewrite_ends_identical() {
     let appended: String = redis::cmd("GET").arg("ex:s").query(&mut r).unwrap();
     assert_eq!(appended, "new");
     assert_same(server.port, replica.port);
+}
+
+/// A reply flattened to words, the value after each `skip` name left out
+/// (a consumer's `seen-time`, which each server sets as it runs).
+fn words(v: &redis::Value, skip: &[&str], out: &mut Vec<String>) {
+    match v {
+        redis::Value::Array(items) => {
+            let mut it = items.iter();
+            while let Some(item) = it.next() {
+                words(item, skip, out);
+                if matches!(item, redis::Value::BulkString(b) if skip.iter().any(|s| s.as_bytes() == b.as_slice()))
+                {
+                    it.next();
+                }
+            }
+        }
+        redis::Value::BulkString(b) => out.push(String::from_utf8_lossy(b).into_owned()),
+        redis::Value::SimpleString(s) => out.push(s.clone()),
+        redis::Value::Int(n) => out.push(n.to_string()),
+        redis::Value::Nil => out.push("nil".into()),
+        other => out.push(format!("{other:?}")),
+    }
+}
+
+fn stream_full(c: &mut redis::Connection, key: &str) -> Vec<String> {
+    let v: redis::Value = redis::cmd("XINFO")
+        .arg("STREAM")
+        .arg(key)
+        .arg("FULL")
+        .query(c)
+        .unwrap();
+    let mut out = Vec::new();
+    words(&v, &["seen-time"], &mut out);
+    // Delivery times, absolute milliseconds, differ from run to run.
+    for w in &mut out {
+        if w.len() == 13 && w.bytes().all(|b| b.is_ascii_digit()) {
+            *w = "<ms>".into();
+        }
+    }
+    out
+}
+
+/// A redis-server replica of the master at `master` (respite or
+/// redis-server): its subscriber hears what the master publishes, and
+/// after consumer-group commands and approximate trims, the replica's
+/// streams as XINFO STREAM FULL shows them.
+fn follow(master: u16) -> Vec<Vec<String>> {
+    let master_port = master.to_string();
+    let replica = RedisServer::start_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &master_port,
+        "--enable-debug-command",
+        "yes",
+    ])
+    .expect("redis-server");
+    let mut r = replica.client();
+    wait_link_up(&mut r, Duration::from_secs(20));
+    let mut c = common::client_for(master);
+    // A subscriber of the replica hears what is published on the master.
+    let mut sub = replica.client();
+    sub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut ps = sub.as_pubsub();
+    ps.subscribe("news").unwrap();
+    run(&mut c, &["PUBLISH", "news", "first"]).unwrap();
+    run(&mut c, &["MULTI"]).unwrap();
+    run(&mut c, &["SET", "k", "v"]).unwrap();
+    run(&mut c, &["PUBLISH", "news", "in-multi"]).unwrap();
+    run(&mut c, &["EXEC"]).unwrap();
+    run(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.call('publish', 'news', 'from-lua')",
+            "0",
+        ],
+    )
+    .unwrap();
+    for want in ["first", "in-multi", "from-lua"] {
+        let msg = ps.get_message().unwrap();
+        assert_eq!(msg.get_channel_name(), "news");
+        assert_eq!(msg.get_payload::<String>().unwrap(), want);
+    }
+    drop(ps);
+    // Consumer groups and approximate trims: the case's commands, then a
+    // stream big enough for `~` to remove whole nodes.
+    for cmd in &cases()[11] {
+        let _ = run(&mut c, cmd);
+    }
+    for i in 1..=450 {
+        let id = format!("5-{i}");
+        let trim = if i % 50 == 0 { "120" } else { "1000" };
+        run(&mut c, &["XADD", "big", "MAXLEN", "~", trim, &id, "f", "v"]).unwrap();
+    }
+    run(&mut c, &["XTRIM", "big", "MINID", "~", "5-400"]).unwrap();
+    run(&mut c, &["XGROUP", "CREATE", "big", "g", "0"]).unwrap();
+    run(
+        &mut c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c1",
+            "COUNT",
+            "30",
+            "STREAMS",
+            "big",
+            ">",
+        ],
+    )
+    .unwrap();
+    run(
+        &mut c,
+        &["XAUTOCLAIM", "big", "g", "c2", "0", "0", "COUNT", "5"],
+    )
+    .unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
+    let len: i64 = redis::cmd("XLEN").arg("big").query(&mut r).unwrap();
+    assert!(len < 450, "the approximate trims removed nothing: {len}");
+    assert_same(master, replica.port);
+    ["cg", "big"]
+        .iter()
+        .map(|k| stream_full(&mut r, k))
+        .collect()
+}
+
+#[test]
+fn a_redis_replica_gets_the_messages_and_the_groups_as_from_redis() {
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let (_dir, server) = debug_server();
+    let their_replica = follow(redis.port);
+    let our_replica = follow(server.port);
+    // What redis's replica ends with, respite's ends with (the replica,
+    // not the master: an XCLAIM's LASTID does not carry the group's
+    // entries-read, so a replica's may lag its master's, redis's own too).
+    assert_eq!(our_replica, their_replica);
 }

@@ -412,3 +412,144 @@ fn a_master_sending_garbage_mid_stream_leaves_nothing_half_applied() {
     let text = info_text(&mut r, "replication");
     assert!(text.contains(&format!("master_replid:{REPLID}")), "{text}");
 }
+
+fn q<T: redis::FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+const LIB1: &str = "#!lua name=lib1\nredis.register_function{function_name='get1', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}";
+const LIB2: &str = "#!lua name=lib2\nredis.register_function('incr2', function(keys) return redis.call('incr', keys[1]) end)\nredis.register_function{function_name='ro2', callback=function() return 'two' end, flags={'no-writes'}}";
+const LIB3: &str = "#!lua name=lib3\nredis.register_function{function_name='ro3', callback=function() return 'three' end, flags={'no-writes'}}";
+
+/// FUNCTION LIST WITHCODE's libraries, each its name and code, in name
+/// order (redis lists libraries and functions in its hash tables' order).
+fn functions(c: &mut Connection) -> Vec<(String, String)> {
+    let v: Vec<Vec<redis::Value>> = q(c, &["FUNCTION", "LIST", "WITHCODE"]);
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    };
+    let field = |lib: &[redis::Value], name: &str| {
+        lib.chunks(2)
+            .find(|kv| text(&kv[0]) == name)
+            .map(|kv| text(&kv[1]))
+            .unwrap_or_default()
+    };
+    let mut libs: Vec<(String, String)> = v
+        .iter()
+        .map(|lib| (field(lib, "library_name"), field(lib, "library_code")))
+        .collect();
+    libs.sort();
+    libs
+}
+
+#[test]
+fn functions_streams_and_messages_of_a_redis_master_are_applied_durably() {
+    let Some(master) = master(&[]) else {
+        return;
+    };
+    let mut m = master.client();
+    // In the RDB of the full synchronization.
+    let _: String = q(&mut m, &["FUNCTION", "LOAD", LIB1]);
+    let _: () = q(&mut m, &["SET", "k", "v"]);
+    let dir = tempfile::tempdir().unwrap();
+    let conf = config(
+        dir.path(),
+        &format!("replicaof = \"127.0.0.1 {}\"\n", master.port),
+    );
+    let mut replica = Respited::start_in(dir.path(), &["--config", &conf]);
+    let mut r = replica.client();
+    wait_link_up(&mut r, Duration::from_secs(60));
+    settle(&mut m, &mut r);
+    assert_eq!(functions(&mut r), functions(&mut m));
+    let got: String = q(&mut r, &["FCALL_RO", "get1", "1", "k"]);
+    assert_eq!(got, "v");
+
+    // A subscriber of respite hears the master's PUBLISH.
+    let mut sub = replica.client();
+    sub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut ps = sub.as_pubsub();
+    ps.subscribe("news").unwrap();
+
+    // In the stream: LOAD, a function's effects, DELETE, RESTORE, FLUSH.
+    let _: String = q(&mut m, &["FUNCTION", "LOAD", LIB2]);
+    let n: i64 = q(&mut m, &["FCALL", "incr2", "1", "counter"]);
+    assert_eq!(n, 1);
+    let _: () = q(&mut m, &["FUNCTION", "DELETE", "lib1"]);
+    let dump: Vec<u8> = q(&mut m, &["FUNCTION", "DUMP"]);
+    let _: () = q(&mut m, &["FUNCTION", "FLUSH"]);
+    let _: String = q(&mut m, &["FUNCTION", "LOAD", LIB3]);
+    let _: () = redis::cmd("FUNCTION")
+        .arg("RESTORE")
+        .arg(&dump)
+        .query(&mut m)
+        .unwrap();
+    // Streams: approximate trims arrive as `=` with redis's LIMIT kept,
+    // consumer groups as XCLAIM.
+    for i in 1..=300 {
+        let id = format!("1-{i}");
+        let _: String = q(
+            &mut m,
+            &[
+                "XADD", "s", "MAXLEN", "~", "10", "LIMIT", "100", &id, "f", "v",
+            ],
+        );
+    }
+    let _: () = q(&mut m, &["XGROUP", "CREATE", "s", "g", "0"]);
+    let _: redis::Value = q(
+        &mut m,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "COUNT",
+            "3",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    let _: redis::Value = q(
+        &mut m,
+        &["XAUTOCLAIM", "s", "g", "d", "0", "0", "COUNT", "1"],
+    );
+    let _: i64 = q(&mut m, &["PUBLISH", "news", "from-the-master"]);
+    let msg = ps.get_message().unwrap();
+    assert_eq!(msg.get_payload::<String>().unwrap(), "from-the-master");
+    drop(ps);
+    settle(&mut m, &mut r);
+    let stream_state = |c: &mut Connection| {
+        let v: redis::Value = q(c, &["XPENDING", "s", "g", "-", "+", "10"]);
+        let len: i64 = q(c, &["XLEN", "s"]);
+        // The idle times differ; the IDs, consumers and counts do not.
+        let text = format!("{v:?}");
+        (
+            len,
+            text.matches("BulkString").count(),
+            text.contains("\"d\""),
+        )
+    };
+    assert_eq!(stream_state(&mut r), stream_state(&mut m));
+    assert_eq!(functions(&mut r), functions(&mut m));
+    let two: String = q(&mut r, &["FCALL_RO", "ro2", "0"]);
+    assert_eq!(two, "two");
+    let three: String = q(&mut r, &["FCALL_RO", "ro3", "0"]);
+    assert_eq!(three, "three");
+    assert_same(master.port, replica.port);
+
+    // Stored with the data: a restart keeps them, and continues.
+    assert!(replica.terminate().success());
+    let replica = Respited::start_in(dir.path(), &["--config", &conf]);
+    replica.wait_log("partial resynchronization", Duration::from_secs(30));
+    let mut r = replica.client();
+    assert_eq!(functions(&mut r), functions(&mut m));
+    let _: () = q(&mut m, &["FUNCTION", "DELETE", "lib3"]);
+    wait_link_up(&mut r, Duration::from_secs(30));
+    settle(&mut m, &mut r);
+    assert_eq!(functions(&mut r), functions(&mut m));
+}

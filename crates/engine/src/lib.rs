@@ -56,6 +56,7 @@ pub mod keyspace;
 pub mod list;
 pub mod notify;
 pub mod owner;
+pub mod page_cache;
 pub mod propagate;
 pub mod read_advice;
 pub mod read_pool;

@@ -37,15 +37,17 @@
 //! | BLPOP, BRPOP; BZPOPMIN, BZPOPMAX | `LPOP`/`RPOP key`; `ZPOPMIN`/`ZPOPMAX key` |
 //! | BLMOVE, BRPOPLPUSH | `LMOVE ...`, `RPOPLPUSH ...` |
 //! | XADD with `*` or `ms-*` | XADD with the ID it chose |
+//! | XADD, XTRIM with `MAXLEN ~ n` / `MINID ~ id` | `MAXLEN = <length left>` / `MINID = <first ID left>` |
+//! | XREADGROUP, XCLAIM, XAUTOCLAIM | `XCLAIM ... FORCE JUSTID LASTID` per entry; `XGROUP SETID`, `XGROUP CREATECONSUMER` (see `propagation/streams.rs`) |
+//! | GEOADD | `zadd key [NX\|XX] [CH] score member ...` |
+//! | PUBLISH, SPUBLISH | themselves, though they change no key |
 //!
-//! Every other write (XADD or XTRIM with an approximate trim, XREADGROUP,
-//! XCLAIM and the other stream commands that depend on the time,
-//! HyperLogLogs, SORT ... STORE, the GEO STORE forms, MIGRATE, DEBUG) is
-//! sent as the state of each key it changed, read inside the transaction
-//! right after it ran: `SET key value [PXAT ms]` for a string, `RESTORE
-//! key ms payload REPLACE ABSTTL` for another type, `DEL key` for a key
-//! that is gone. That is correct for any command, only not small for a
-//! big collection.
+//! Every other write (the GEO STORE forms with ANY, MIGRATE, DEBUG, PFDEBUG)
+//! is sent as the state of each key it changed, read inside the
+//! transaction right after it ran: `SET key value [PXAT ms]` for a string,
+//! `RESTORE key ms payload REPLACE ABSTTL` for another type, `DEL key` for
+//! a key that is gone. That is correct for any command, only not small for
+//! a big collection.
 //!
 //! A write that finds its key expired (the sweep has not deleted it yet)
 //! treats it as missing; a replica, which never expires keys itself, still
@@ -70,6 +72,20 @@ use crate::blocking::Blocker;
 use crate::error::CommandError;
 use crate::reply::Reply;
 
+mod streams;
+
+pub(crate) use streams::Before;
+
+/// What the command `name` needs read before it runs for its propagation
+/// to be written after it (see `streams.rs`): nothing unless replicas are
+/// fed.
+pub(crate) fn before(txn: &Txn<'_, '_>, name: &str, db: u32, request: &[Bytes]) -> Before {
+    if !txn.propagating() {
+        return Before::default();
+    }
+    streams::before(txn, name, db, request)
+}
+
 /// `op` (the command `name`, sent as `request`, name first, in database
 /// `db`), noting what it did once it ran.
 pub(crate) fn noting_op(
@@ -80,9 +96,10 @@ pub(crate) fn noting_op(
 ) -> WriteOp<Reply> {
     Box::new(move |txn| {
         let mark = txn.step_mark();
+        let before = before(txn, name, db, &request);
         let result = op(txn);
         if let Ok(reply) = &result {
-            note(txn, mark, db, name, &request, reply);
+            note(txn, mark, db, name, &request, reply, &before);
         }
         result
     })
@@ -126,9 +143,10 @@ impl Blocker for Noting {
         ready: Option<(u32, &[u8])>,
     ) -> Result<Option<Reply>, CommandError> {
         let mark = txn.step_mark();
+        let before = before(txn, self.name, self.db, &self.request);
         let result = self.inner.try_pop(txn, ready);
         if let Ok(Some(reply)) = &result {
-            note(txn, mark, self.db, self.name, &self.request, reply);
+            note(txn, mark, self.db, self.name, &self.request, reply, &before);
         }
         result
     }
@@ -144,8 +162,10 @@ impl Blocker for Noting {
 
 /// Notes on `txn` the commands that reproduce what the command `name`
 /// (sent as `request`, name first, in database `db`) did since `mark`,
-/// with `reply` its reply (see the module docs). Nothing when replicas
-/// are not fed or it changed nothing.
+/// with `reply` its reply and `before` what [`before`] read before it
+/// ran (see the module docs). Nothing when replicas are not fed or it
+/// changed nothing (but PUBLISH and SPUBLISH, which change no key and are
+/// sent all the same, as redis forces their propagation).
 pub(crate) fn note(
     txn: &mut Txn<'_, '_>,
     mark: StepMark,
@@ -153,8 +173,10 @@ pub(crate) fn note(
     name: &str,
     request: &[Bytes],
     reply: &Reply,
+    before: &Before,
 ) {
-    if !txn.propagating() || !txn.changed_since(mark) {
+    let always = matches!(name, "publish" | "spublish");
+    if !txn.propagating() || !(always || txn.changed_since(mark)) {
         return;
     }
     let mut commands: Vec<Command> = txn
@@ -165,7 +187,7 @@ pub(crate) fn note(
             args: vec![Bytes::from_static(b"DEL"), key.clone()],
         })
         .collect();
-    match forms(name, request, reply, txn, db) {
+    match forms(name, request, reply, txn, db, before) {
         Some(list) => commands.extend(list.into_iter().map(|args| Command { db: Some(db), args })),
         None => {
             let mut seen = HashSet::new();
@@ -254,6 +276,7 @@ fn forms(
     reply: &Reply,
     view: &View<'_, '_>,
     db: u32,
+    before: &Before,
 ) -> Option<Vec<Vec<Bytes>>> {
     let arg = |i: usize| request.get(i).cloned().unwrap_or_default();
     let key = arg(1);
@@ -268,18 +291,38 @@ fn forms(
         | "sadd" | "srem" | "smove" | "sinterstore" | "sunionstore" | "sdiffstore" | "zadd"
         | "zincrby" | "zrem" | "zremrangebyscore" | "zremrangebyrank" | "zremrangebylex"
         | "zunionstore" | "zinterstore" | "zdiffstore" | "zrangestore" | "zpopmin" | "zpopmax"
-        | "geoadd" | "xdel" | "xack" | "xsetid" => verbatim,
-        "xgroup" => {
-            let sub = request.get(1)?;
-            is_one_of(sub, &["create", "setid", "destroy", "delconsumer"])
+        | "xdel" | "xack" | "xsetid" | "pfadd" | "pfmerge" | "pfcount" | "sort" | "publish"
+        | "spublish" => verbatim,
+        // The members found with ANY depend on the order the search
+        // visits them, which is respite's own.
+        "georadius" | "georadiusbymember" | "geosearchstore" => {
+            (!request.iter().skip(2).any(|a| is_one_of(a, &["ANY"])))
                 .then(|| vec![request.to_vec()])
         }
-        "xtrim" => {
-            // Approximate trimming depends on how the entries are stored.
-            let approximate = request.iter().skip(3).any(|a| a.as_ref() == b"~");
-            (!approximate).then(|| vec![request.to_vec()])
+        "xgroup" => {
+            let sub = request.get(1)?;
+            is_one_of(
+                sub,
+                &[
+                    "create",
+                    "setid",
+                    "destroy",
+                    "createconsumer",
+                    "delconsumer",
+                ],
+            )
+            .then(|| vec![request.to_vec()])
         }
-        "xadd" => xadd(request, reply),
+        "xtrim" => {
+            let mut args = request.to_vec();
+            exact_trim(&mut args, 2, view, db)?;
+            Some(vec![args])
+        }
+        "xadd" => xadd(request, reply, view, db),
+        "geoadd" => geoadd(request),
+        "xreadgroup" => streams::xreadgroup(request, reply, view, db, before),
+        "xclaim" => streams::xclaim(request, reply, view, db, before),
+        "xautoclaim" => streams::xautoclaim(request, reply, view, db, before),
         "function" => {
             let sub = request.get(1)?;
             is_one_of(sub, &["load", "delete", "flush", "restore"]).then(|| vec![request.to_vec()])
@@ -378,33 +421,83 @@ fn forms(
     }
 }
 
-/// XADD with the ID it chose in place of `*` (or `ms-*`), as redis sends
-/// it; `None` (its state) for an approximate trim, whose result depends on
-/// how the entries are stored.
-fn xadd(request: &[Bytes], reply: &Reply) -> Option<Vec<Vec<Bytes>>> {
+/// GEOADD as the ZADD it is, each point's longitude and latitude replaced
+/// by its geohash score, as redis's `geoaddCommand` rewrites it.
+fn geoadd(request: &[Bytes]) -> Option<Vec<Vec<Bytes>>> {
+    let mut args = vec![b("zadd"), request.get(1)?.clone()];
     let mut i = 2;
-    while i < request.len() {
-        let a = &request[i];
+    while i < request.len() && is_one_of(&request[i], &["NX", "XX", "CH"]) {
+        args.push(request[i].clone());
+        i += 1;
+    }
+    for point in request[i..].chunks_exact(3) {
+        let [lon, lat] = crate::cmd::geo::long_lat(&point[0], &point[1]).ok()?;
+        let score = respite_engine::geo::score_of(lon, lat).unwrap_or(0);
+        args.push(Bytes::from(score.to_string()));
+        args.push(point[2].clone());
+    }
+    Some(vec![args])
+}
+
+/// XADD with the ID it chose in place of `*` (or `ms-*`), as redis sends
+/// it, its approximate trim made exact ([`exact_trim`]).
+fn xadd(request: &[Bytes], reply: &Reply, view: &View<'_, '_>, db: u32) -> Option<Vec<Vec<Bytes>>> {
+    let mut args = request.to_vec();
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
         if is_one_of(a, &["NOMKSTREAM"]) {
             i += 1;
         } else if is_one_of(a, &["MAXLEN", "MINID"]) {
-            let next = request.get(i + 1)?;
-            if next.as_ref() == b"~" {
-                return None;
-            }
-            i += if next.as_ref() == b"=" { 3 } else { 2 };
+            let next = args.get(i + 1)?.clone();
+            exact_trim(&mut args, i, view, db)?;
+            i += if matches!(next.as_ref(), b"=" | b"~") {
+                3
+            } else {
+                2
+            };
         } else if is_one_of(a, &["LIMIT"]) {
-            return None;
+            i += 2;
         } else {
             break;
         }
     }
-    let mut args = request.to_vec();
     let id = args.get_mut(i)?;
     if id.ends_with(b"*") {
         *id = bulk(reply)?;
     }
     Some(vec![args])
+}
+
+/// redis's `streamRewriteApproxSpecifier` and `streamRewriteTrimArgument`:
+/// `MAXLEN ~ n` (or `MINID ~ id`) at `at` becomes `MAXLEN = <length now>`
+/// (`MINID = <first ID now>`), so the replica trims to exactly where this
+/// trim, whose reach depends on how the entries are stored, stopped. A
+/// LIMIT stays; a replica ignores it in its master's stream. `None` if the
+/// stream cannot be read.
+fn exact_trim(args: &mut [Bytes], at: usize, view: &View<'_, '_>, db: u32) -> Option<()> {
+    if args.get(at + 1).map(|a| a.as_ref()) != Some(b"~") {
+        return Some(());
+    }
+    let key = args.get(1)?.clone();
+    let (length, first) = match view.live(db, &key, respite_engine::Kind::Stream).ok()? {
+        Some(row) => {
+            let state = view.stream_state(&row).ok()?;
+            (state.length, state.first_id)
+        }
+        None => (0, respite_engine::stream::StreamId::MIN),
+    };
+    let value = if is_one_of(&args[at], &["MAXLEN"]) {
+        num(length)
+    } else if length == 0 {
+        // redis's `streamGetEdgeID` of an empty stream.
+        Bytes::from(respite_engine::stream::StreamId::MAX.to_string())
+    } else {
+        Bytes::from(first.to_string())
+    };
+    args[at + 1] = b("=");
+    *args.get_mut(at + 2)? = value;
+    Some(())
 }
 
 /// The command that gives `key` its state in `view` (see the module

@@ -312,11 +312,7 @@ type Made = Option<(u64, Arc<Registry>)>;
 /// A change's plan: `op` runs on the writer and leaves in its slot the
 /// registry it made (if it changed anything); once it has committed, that
 /// registry is published.
-fn change_plan(
-    op: impl FnOnce(&mut Txn<'_, '_>) -> Result<(Reply, Option<Registry>), CommandError>
-        + Send
-        + 'static,
-) -> Plan {
+fn change_plan(op: ChangeFn) -> Plan {
     let slot: Arc<Mutex<Made>> = Arc::new(Mutex::new(None));
     let mine = slot.clone();
     let write: respite_engine::WriteOp<Reply> = Box::new(move |txn| {
@@ -487,8 +483,9 @@ fn parse_list(args: &mut Args) -> Result<(bool, Option<Bytes>), CommandError> {
     Ok((with_code, pattern))
 }
 
-impl LocalCommand for FunctionCmd {
-    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+impl FunctionCmd {
+    /// The subcommand and its arguments (FUNCTION's name already read).
+    fn parse_sub(args: &mut Args) -> Result<Self, CommandError> {
         let sub = subcommand(args)?;
         Ok(match sub.name.as_str() {
             "LOAD" => {
@@ -530,6 +527,12 @@ impl LocalCommand for FunctionCmd {
             _ => return Err(sub.unknown("FUNCTION")),
         })
     }
+}
+
+impl LocalCommand for FunctionCmd {
+    fn parse(args: &mut Args, _s: &Session) -> Result<Self, CommandError> {
+        FunctionCmd::parse_sub(args)
+    }
 
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
         // LOAD and RESTORE are redis's `denyoom` subcommands: refused over
@@ -539,13 +542,50 @@ impl LocalCommand for FunctionCmd {
                 return Err(CommandError::Engine(refusal));
             }
         }
-        Ok(match self {
+        if matches!(self, FunctionCmd::Load { .. }) {
+            super::scripting::refresh_memory_limit(&s.shared);
+        }
+        Ok(match self.into_change()? {
+            Ok(change) => change_plan(change),
+            Err(FunctionCmd::List(options)) => {
+                let (with_code, pattern) = options?;
+                Plan::Reply(list(&published(), with_code, pattern.as_deref()))
+            }
+            Err(FunctionCmd::Dump) => {
+                let registry = published();
+                Plan::Reply(Reply::Bulk(Bytes::from(respite_rdb::encode_functions(
+                    registry.libraries.iter().map(|l| l.code.as_ref()),
+                ))))
+            }
+            Err(FunctionCmd::Stats) => Plan::Reply(stats()?),
+            Err(FunctionCmd::Kill) => Plan::Reply(kill(false)?),
+            Err(FunctionCmd::Help) => Plan::Reply(help("FUNCTION", HELP)),
+            // LOAD, DELETE, FLUSH and RESTORE are changes, planned above.
+            Err(_) => {
+                return Err(CommandError::Other(
+                    "internal error: a change unplanned".into(),
+                ))
+            }
+        })
+    }
+}
+
+/// What LOAD, DELETE, FLUSH and RESTORE do on the writer: the reply, and
+/// the registry the change leaves (see [`change_plan`]).
+type ChangeFn =
+    Box<dyn FnOnce(&mut Txn<'_, '_>) -> Result<(Reply, Option<Registry>), CommandError> + Send>;
+
+impl FunctionCmd {
+    /// The change a subcommand makes on the writer (`Ok`), or the
+    /// subcommand itself if it changes nothing (`Err`); an argument error
+    /// the parse kept for this point.
+    fn into_change(self) -> Result<Result<ChangeFn, FunctionCmd>, CommandError> {
+        Ok(Ok(match self {
             FunctionCmd::Load { replace, code } => {
                 let code = code?;
-                super::scripting::refresh_memory_limit(&s.shared);
-                change_plan(move |txn| load(txn, code, replace))
+                Box::new(move |txn| load(txn, code, replace))
             }
-            FunctionCmd::Delete(name) => change_plan(move |txn| {
+            FunctionCmd::Delete(name) => Box::new(move |txn| {
                 let mut registry = writer_registry(txn)?;
                 let Some(i) = registry
                     .libraries
@@ -560,29 +600,74 @@ impl LocalCommand for FunctionCmd {
             }),
             FunctionCmd::Flush(mode) => {
                 mode?;
-                change_plan(|txn| {
+                Box::new(|txn| {
                     txn.function_clear()?;
                     Ok((Reply::Ok, Some(Registry::default())))
                 })
             }
-            FunctionCmd::List(options) => {
-                let (with_code, pattern) = options?;
-                Plan::Reply(list(&published(), with_code, pattern.as_deref()))
-            }
-            FunctionCmd::Dump => {
-                let registry = published();
-                Plan::Reply(Reply::Bulk(Bytes::from(respite_rdb::encode_functions(
-                    registry.libraries.iter().map(|l| l.code.as_ref()),
-                ))))
-            }
             FunctionCmd::Restore(args) => {
                 let (payload, policy) = args?;
-                change_plan(move |txn| restore(txn, &payload, policy))
+                Box::new(move |txn| restore(txn, &payload, policy))
             }
-            FunctionCmd::Stats => Plan::Reply(stats()?),
-            FunctionCmd::Kill => Plan::Reply(kill(false)?),
-            FunctionCmd::Help => Plan::Reply(help("FUNCTION", HELP)),
-        })
+            other => return Ok(Err(other)),
+        }))
+    }
+}
+
+/// A change to the libraries made on the writer, to publish once its
+/// transaction has committed (FUNCTION LIST, DUMP and STATS see it then).
+pub(crate) struct Change(u64, Arc<Registry>);
+
+impl Change {
+    /// Publishes the change: call only once its transaction committed.
+    pub(crate) fn publish(self) {
+        publish(self.0, self.1);
+    }
+}
+
+/// Runs, in the writer's `txn`, a FUNCTION LOAD, DELETE, FLUSH or RESTORE
+/// that came in this replica's master's stream (`request`, FUNCTION
+/// first), as a client's would run: stored with the data, durable with the
+/// batch; the [`Change`] is to publish once the batch has committed.
+/// Other subcommands change nothing and are answered as errors (a master
+/// sends none).
+pub(crate) fn from_master(
+    txn: &mut Txn<'_, '_>,
+    request: Vec<Bytes>,
+) -> Result<(Reply, Option<Change>), CommandError> {
+    let mut args = Args::after_name(request);
+    let Ok(change) = FunctionCmd::parse_sub(&mut args)?.into_change()? else {
+        return Err(CommandError::Other(
+            "FUNCTION subcommand that changes nothing".into(),
+        ));
+    };
+    let (reply, registry) = change(txn)?;
+    let made = match registry {
+        Some(mut registry) => {
+            registry.generation = txn.function_generation()?;
+            let (seq, registry) = changed(registry);
+            Some(Change(seq, registry))
+        }
+        None => None,
+    };
+    Ok((reply, made))
+}
+
+/// Loads a full synchronization's libraries (each library's code, from
+/// the master's RDB) in place of this server's, on the writer.
+pub(crate) fn load_from_master(
+    txn: &mut Txn<'_, '_>,
+    codes: &[Vec<u8>],
+) -> Result<Option<Change>, CommandError> {
+    let payload = respite_rdb::encode_functions(codes.iter().map(|c| c.as_slice()));
+    let (_, registry) = restore(txn, &payload, Policy::Flush)?;
+    match registry {
+        Some(mut registry) => {
+            registry.generation = txn.function_generation()?;
+            let (seq, registry) = changed(registry);
+            Ok(Some(Change(seq, registry)))
+        }
+        None => Ok(None),
     }
 }
 
@@ -1017,9 +1102,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let session = crate::command::session::test_session(dir.path());
         let load_op = |code: &'static str| {
-            let Plan::After(Some(op), _) =
-                change_plan(move |txn| load(txn, Bytes::from_static(code.as_bytes()), false))
-            else {
+            let Plan::After(Some(op), _) = change_plan(Box::new(move |txn| {
+                load(txn, Bytes::from_static(code.as_bytes()), false)
+            })) else {
                 panic!("FUNCTION LOAD plans a write");
             };
             op

@@ -94,8 +94,16 @@ impl<const SHARDED: bool> LocalCommand for Publish<SHARDED> {
     }
     fn apply(self, s: &mut Session) -> Result<Plan, CommandError> {
         let shared = s.shared.clone();
+        // While replicas are fed, the message goes to them too, in order
+        // with the writes (redis forces PUBLISH's propagation): a step of
+        // the writer that changes nothing, which dispatch makes note the
+        // command as sent (see `crate::propagation`).
+        let noted = shared.engine.propagation().is_active().then(|| {
+            let op: respite_engine::WriteOp<Reply> = Box::new(|_| Ok(Reply::Nil));
+            op
+        });
         Ok(Plan::After(
-            None,
+            noted,
             Box::new(move |_| {
                 let limit = lock(&shared.settings.output_limits)[2];
                 Reply::Int(shared.pubsub.publish(

@@ -93,7 +93,7 @@ fn parse_u64(b: &[u8]) -> Option<u64> {
 }
 
 /// A strict ID (no `-` or `+`), the sequence 0 when missing.
-fn strict_id(arg: &[u8]) -> Result<StreamId, CommandError> {
+pub(crate) fn strict_id(arg: &[u8]) -> Result<StreamId, CommandError> {
     Ok(parse_id_full(arg, 0, true, false)?.0)
 }
 
@@ -103,7 +103,7 @@ fn loose_id(arg: &[u8], missing_seq: u64) -> Result<StreamId, CommandError> {
 }
 
 /// The start of an interval (`(` excludes it).
-fn start_id(arg: &[u8]) -> Result<StreamId, CommandError> {
+pub(crate) fn start_id(arg: &[u8]) -> Result<StreamId, CommandError> {
     if arg.len() > 1 && arg[0] == b'(' {
         let id = parse_id_full(&arg[1..], 0, true, false)?.0;
         return id
@@ -201,7 +201,10 @@ struct AddTrim {
 }
 
 impl AddTrim {
-    fn parse(argv: &[Bytes], xadd: bool) -> Result<AddTrim, CommandError> {
+    /// `master`: the command came in the stream of this replica's master,
+    /// whose trims are exact and whose LIMIT is ignored (redis's
+    /// `mustObeyClient`).
+    fn parse(argv: &[Bytes], xadd: bool, master: bool) -> Result<AddTrim, CommandError> {
         let mut a = AddTrim::default();
         let argc = argv.len();
         let mut i = 2;
@@ -271,7 +274,9 @@ impl AddTrim {
                 "syntax error, XTRIM must be called with a trimming strategy",
             ));
         }
-        if a.limit.is_some() && !a.approx {
+        if master {
+            a.limit = Some(0);
+        } else if a.limit.is_some() && !a.approx {
             return Err(err(
                 "syntax error, LIMIT cannot be used without the special ~ option",
             ));
@@ -341,7 +346,7 @@ impl WriteCommand for XAdd {
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut argv = vec![Bytes::from_static(b"xadd")];
         argv.extend(args.rest());
-        let opts = AddTrim::parse(&argv, true)?;
+        let opts = AddTrim::parse(&argv, true, s.master)?;
         let field_pos = opts.id_pos + 1;
         let n = argv.len().saturating_sub(field_pos);
         if argv.len() < field_pos || n < 2 || !n.is_multiple_of(2) {
@@ -432,7 +437,7 @@ impl WriteCommand for XTrim {
     fn parse(args: &mut Args, s: &Ctx<'_>) -> Result<Self, CommandError> {
         let mut argv = vec![Bytes::from_static(b"xtrim")];
         argv.extend(args.rest());
-        let opts = AddTrim::parse(&argv, false)?;
+        let opts = AddTrim::parse(&argv, false, s.master)?;
         Ok(XTrim {
             db: s.db,
             key: argv[1].clone(),

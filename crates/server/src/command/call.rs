@@ -304,14 +304,18 @@ fn checked(ctx: &mut Ctx<'_>, request: Vec<Bytes>, target: Target<'_, '_, '_>) -
     let result = match target {
         // A write notes what it did for the replicas (see
         // `crate::propagation`).
-        Target::Writer(txn) if write && txn.propagating() => {
+        // PUBLISH and SPUBLISH too: redis forces their propagation.
+        Target::Writer(txn)
+            if (write || matches!(spec.name, "publish" | "spublish")) && txn.propagating() =>
+        {
             let (db, mark) = (ctx.db, txn.step_mark());
             let noted = request.clone();
+            let before = crate::propagation::before(txn, spec.name, db, &noted);
             let result = checked.and_then(|()| {
                 (spec.call)(ctx, Args::after_name(request), Target::Writer(&mut *txn))
             });
             if let Ok(reply) = &result {
-                crate::propagation::note(txn, mark, db, spec.name, &noted, reply);
+                crate::propagation::note(txn, mark, db, spec.name, &noted, reply, &before);
             }
             result
         }

@@ -141,11 +141,13 @@ pub(crate) fn try_dispatch(
 }
 
 /// Whether the command's plan notes what it did for the replicas (see
-/// `crate::propagation`): a write, and FUNCTION, while replicas are fed.
+/// `crate::propagation`): a write, FUNCTION, PUBLISH and SPUBLISH, and
+/// PFCOUNT when it writes its cached count, while replicas are fed.
 /// EXEC, EVAL and FCALL are not writes here: the commands they run note
 /// themselves.
 fn propagated(session: &Session, spec: &Spec) -> bool {
-    (spec.access == super::Access::Write || spec.name == "function")
+    (spec.access == super::Access::Write
+        || matches!(spec.name, "function" | "publish" | "spublish" | "pfcount"))
         && session.shared.engine.propagation().is_active()
 }
 
@@ -156,6 +158,12 @@ fn noting(plan: Plan, name: &'static str, db: u32, request: Vec<Bytes>) -> Plan 
     match plan {
         Plan::Write(op) => Plan::Write(noting_op(op, name, db, request)),
         Plan::Block(blocker) => Plan::Block(noting_blocker(blocker, name, db, request)),
+        // PUBLISH's step on the writer (see `cmd::pubsub`).
+        Plan::After(Some(op), then) => Plan::After(Some(noting_op(op, name, db, request)), then),
+        // PFCOUNT's write of its cached count.
+        Plan::ReadOrWrite(f) => Plan::ReadOrWrite(Box::new(move |view| {
+            f(view).map_err(|op| noting_op(op, name, db, request))
+        })),
         other => other,
     }
 }

@@ -190,14 +190,23 @@ impl Parser {
     }
 }
 
+/// What a batch leaves to do once it has committed: the messages its
+/// PUBLISHes made, to deliver, and its changes to the function libraries,
+/// to publish.
+#[derive(Default)]
+pub(crate) struct AfterCommit {
+    pub published: Vec<Published>,
+    pub functions: Vec<crate::cmd::functions::Change>,
+}
+
 /// The writer operation that applies `batch` and stores the point it
-/// reaches under `replid`. Messages the commands published are put in
-/// `published`, for delivery once the operation committed.
+/// reaches under `replid`. What is left to do once it has committed goes
+/// in `after`.
 pub(crate) fn op(
     shared: Arc<Shared>,
     batch: Batch,
     replid: String,
-    published: Arc<Mutex<Vec<Published>>>,
+    after: Arc<Mutex<AfterCommit>>,
 ) -> WriteOp<Reply> {
     Box::new(move |txn| {
         let stored = txn.upstream()?;
@@ -214,10 +223,25 @@ pub(crate) fn op(
         // redis obeys its master.
         ctx.wrote = true;
         ctx.master = true;
+        let mut functions = Vec::new();
         for (db, request) in batch.cmds {
             ctx.db = db;
             let name = request.first().cloned().unwrap_or_default();
-            if let Err(e) = call(&mut ctx, request, txn) {
+            let result = if name.eq_ignore_ascii_case(b"function") {
+                // Not a command a script may call: run as a client's
+                // FUNCTION LOAD/DELETE/FLUSH/RESTORE runs, noted for this
+                // server's own replicas.
+                let mark = txn.step_mark();
+                let noted = request.clone();
+                crate::cmd::functions::from_master(txn, request).map(|(reply, change)| {
+                    functions.extend(change);
+                    let before = crate::propagation::Before::default();
+                    crate::propagation::note(txn, mark, db, "function", &noted, &reply, &before);
+                })
+            } else {
+                call(&mut ctx, request, txn).map(|_| ())
+            };
+            if let Err(e) = result {
                 if is_fatal(&e) {
                     return Err(match e {
                         crate::error::CommandError::Engine(e) => e,
@@ -238,9 +262,9 @@ pub(crate) fn op(
             offset: batch.end,
             db: batch.end_db,
         }))?;
-        if !ctx.published.is_empty() {
-            lock(&published).append(&mut ctx.published);
-        }
+        let mut after = lock(&after);
+        after.published.append(&mut ctx.published);
+        after.functions.append(&mut functions);
         Ok(Reply::Ok)
     })
 }

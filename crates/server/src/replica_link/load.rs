@@ -139,21 +139,35 @@ pub(crate) fn load(
     for (db, key, module) in &stats.skipped_modules {
         tracing::warn!(db, key = %String::from_utf8_lossy(key), module, "the master's key of a module type was not loaded");
     }
-    if !stats.functions.is_empty() {
-        tracing::warn!(
-            libraries = stats.functions.len(),
-            "the master's function libraries were not loaded"
-        );
-    }
     position.db = db;
+    // The master's function libraries replace this server's, in the
+    // transaction that stores the point: stored with the data, as a
+    // client's FUNCTION RESTORE ... FLUSH would.
+    let codes = stats.functions.clone();
+    let change = Arc::new(std::sync::Mutex::new(None));
+    let made = change.clone();
     wait(submit(
         shared,
         generation,
         Box::new(move |txn| {
+            match crate::cmd::functions::load_from_master(txn, &codes) {
+                Ok(c) => *crate::sync::lock(&made) = c,
+                Err(crate::error::CommandError::Engine(e)) => return Err(e),
+                // A library this server cannot load (redis would refuse
+                // the whole file): the others are not loaded either.
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    libraries = codes.len(),
+                    "the master's function libraries were not loaded"
+                ),
+            }
             txn.set_upstream(Some(&position))?;
             Ok(Reply::Ok)
         }),
     )?)?;
+    if let Some(c) = crate::sync::lock(&change).take() {
+        c.publish();
+    }
     Ok(Loaded { keys: loaded, db })
 }
 

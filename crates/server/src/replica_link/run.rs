@@ -17,7 +17,6 @@ use tokio::sync::oneshot;
 
 use super::apply::{self, Batch, Parser};
 use super::{unix_now, State};
-use crate::command::Published;
 use crate::reply::Reply;
 use crate::state::Shared;
 use crate::sync::lock;
@@ -604,17 +603,20 @@ fn submit(shared: &Arc<Shared>, generation: u64, replid: &str, batch: Batch) -> 
     let (tx, rx) = oneshot::channel();
     let end = batch.end;
     let acks = batch.acks.clone();
-    let published: Arc<Mutex<Vec<Published>>> = Arc::default();
-    let op = apply::op(shared.clone(), batch, replid.to_string(), published.clone());
+    let after: Arc<Mutex<apply::AfterCommit>> = Arc::default();
+    let op = apply::op(shared.clone(), batch, replid.to_string(), after.clone());
     let delivery = shared.clone();
     let item = WriteItem {
         ops: vec![op],
         done: Box::new(move |mut results| {
             let result = results.pop().unwrap_or(Err(EngineError::ShuttingDown));
             if result.is_ok() {
-                let messages = std::mem::take(&mut *lock(&published));
-                if !messages.is_empty() {
-                    crate::command::Ctx::deliver(&delivery, messages);
+                let after = std::mem::take(&mut *lock(&after));
+                for change in after.functions {
+                    change.publish();
+                }
+                if !after.published.is_empty() {
+                    crate::command::Ctx::deliver(&delivery, after.published);
                 }
             }
             let _ = tx.send(result.map(|_| ()).map_err(|e| e.to_string()));
