@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 mod common;
-use common::{clock_ticks_per_second, encode, Proc};
+use common::{clock_ticks_per_second, encode, written_bytes, Proc};
 
 struct Options {
     targets: Vec<(String, String)>,
@@ -191,17 +191,6 @@ fn fill(addr: &str, n: usize) -> std::io::Result<()> {
         done += batch;
     }
     Ok(())
-}
-
-/// The bytes the process has written to storage (`write_bytes` of
-/// `/proc/PID/io`: WAL or AOF, checkpoints).
-fn written_bytes(pid: u32) -> Option<u64> {
-    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-    io.lines()
-        .find_map(|l| l.strip_prefix("write_bytes: "))?
-        .trim()
-        .parse()
-        .ok()
 }
 
 struct Outcome {

@@ -54,6 +54,7 @@ pub mod hash;
 pub mod hyperloglog;
 pub mod keyspace;
 pub mod list;
+pub mod load;
 pub mod notify;
 pub mod owner;
 pub mod page_cache;

@@ -278,7 +278,7 @@ CREATE TABLE IF NOT EXISTS upstream (
 /// `pread`s of pages whose newest copy is in the WAL went, but the cache's
 /// own hash lookups (`pcache1Fetch`, one memory miss per page of every
 /// descent) took their place, within the run-to-run spread.
-const WRITER_CACHE_KIB: i64 = 2_000;
+pub(crate) const WRITER_CACHE_KIB: i64 = 2_000;
 
 /// Settings every connection gets. The query planner stability guarantee
 /// keeps SQLite from planning with the values bound to a statement: without

@@ -235,7 +235,7 @@ enum Change<'m> {
 }
 
 /// `-0` stored as `0`, as redis-server's listpack does.
-fn canonical(score: f64) -> f64 {
+pub(crate) fn canonical(score: f64) -> f64 {
     score + 0.0
 }
 

@@ -78,6 +78,17 @@ pub fn clock_ticks_per_second() -> f64 {
         .unwrap_or(100.0)
 }
 
+/// The bytes the process has written to storage so far (`write_bytes`
+/// of `/proc/PID/io`: WAL or AOF, checkpoints).
+pub fn written_bytes(pid: u32) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes: "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// A process's CPU time and context switches so far.
 #[derive(Clone, Copy, Default)]
 pub struct Proc {
