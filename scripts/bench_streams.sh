@@ -69,9 +69,10 @@ setref() {
     # run): memtier's data is the same bytes every time, and SQLite does
     # not rewrite a row whose bytes are unchanged, so an overwrite would
     # write nothing.
+    # (memtier takes --command-key-pattern after the --command.)
     out=$("$memtier" -p "$p" -t 2 -c 25 -n "$n" --hide-histogram -d 64 --key-prefix "set$(date +%s%N):" \
-        --key-pattern=P:P --key-minimum=1 --key-maximum=$((50 * n)) \
-        --command="SET __key__ __data__" 2>/dev/null | grep -E '^(Sets|Totals)' | head -1)
+        --key-minimum=1 --key-maximum=$((50 * n)) \
+        --command="SET __key__ __data__" --command-key-pattern=P 2>/dev/null | grep -E '^(Sets|Totals)' | head -1)
     t1=$(ticks "${pid[$p]}")
     sleep 1
     w1=$(written "${pid[$p]}")
