@@ -215,26 +215,39 @@ fn lfu_counter_matches_redis() {
     for args in script {
         assert_eq!(run(&mut ours, args), run(&mut theirs, args), "{args:?}");
     }
+    const KEYS: usize = 8;
     for con in [&mut ours, &mut theirs] {
         run(con, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]).unwrap();
-        run(con, &["SET", "hot", "v"]).unwrap();
-        let mut pipe = redis::pipe();
-        for _ in 0..2_000 {
-            pipe.cmd("GET").arg("hot").ignore();
+        for k in 0..KEYS {
+            run(con, &["SET", &format!("hot{k}"), "v"]).unwrap();
+            let mut pipe = redis::pipe();
+            for _ in 0..2_000 {
+                pipe.cmd("GET").arg(format!("hot{k}")).ignore();
+            }
+            pipe.query::<()>(con).unwrap();
         }
-        pipe.query::<()>(con).unwrap();
     }
-    // 2,000 uses at lfu-log-factor 10: redis's table puts the counter
-    // near 20 (its growth is random, so the two need not agree exactly).
-    let (a, b) = (
-        int(&mut ours, &["OBJECT", "FREQ", "hot"]),
-        int(&mut theirs, &["OBJECT", "FREQ", "hot"]),
-    );
+    // 2,000 uses at lfu-log-factor 10: redis's logarithmic counter ends
+    // near 25 (a simulation of its increments: 1% of keys at 20 or
+    // below, 1% at 32 or above, none of 20,000 outside 17-37). The growth
+    // is random, so each key is checked against that spread and the
+    // means of eight keys against each other (their difference has a
+    // spread of about 1.3: a use counted twice would move respite's by 8).
+    let freqs = |con: &mut redis::Connection| -> Vec<i64> {
+        (0..KEYS)
+            .map(|k| int(con, &["OBJECT", "FREQ", &format!("hot{k}")]))
+            .collect()
+    };
+    let (a, b) = (freqs(&mut ours), freqs(&mut theirs));
     assert!(
-        (12..=35).contains(&a) && (12..=35).contains(&b),
-        "respited {a}, redis {b}"
+        a.iter().chain(&b).all(|f| (15..=40).contains(f)),
+        "respited {a:?}, redis {b:?}"
     );
-    assert!((a - b).abs() <= 8, "respited {a}, redis {b}");
+    let mean = |v: &[i64]| v.iter().sum::<i64>() as f64 / v.len() as f64;
+    assert!(
+        (mean(&a) - mean(&b)).abs() <= 5.0,
+        "respited {a:?}, redis {b:?}"
+    );
 }
 
 /// INFO's keyspace_hits and keyspace_misses count read lookups as redis
