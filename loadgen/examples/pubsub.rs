@@ -31,6 +31,9 @@ use hdrhistogram::Histogram;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+mod common;
+use common::{encode, median, server_pid, Proc};
+
 struct Options {
     targets: Vec<(String, String)>,
     publishers: usize,
@@ -84,15 +87,6 @@ fn parse_args() -> Result<Options, String> {
 /// digits); the rest is padding.
 const PAYLOAD_HEAD: usize = 20 + 1 + 5 + 1 + 20;
 
-fn encode(args: &[&[u8]], out: &mut Vec<u8>) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
 fn digits(b: &[u8]) -> Option<u64> {
     let mut n = 0u64;
     for &c in b {
@@ -102,43 +96,6 @@ fn digits(b: &[u8]) -> Option<u64> {
         n = n * 10 + u64::from(c - b'0');
     }
     Some(n)
-}
-
-/// What the server's process did over a window (see the module docs).
-#[derive(Clone, Copy, Default)]
-struct Proc {
-    cpu_ticks: u64,
-    switches: u64,
-}
-
-impl Proc {
-    fn read(pid: u32) -> std::io::Result<Proc> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-        // Fields after the command's closing parenthesis: utime is the
-        // 14th field of the line, stime the 15th.
-        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        let cpu_ticks = tick(11) + tick(12);
-        let mut switches = 0;
-        for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-            let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
-                continue; // a thread that ended meanwhile
-            };
-            for l in status.lines() {
-                if let Some(v) = l
-                    .strip_prefix("voluntary_ctxt_switches:")
-                    .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
-                {
-                    switches += v.trim().parse::<u64>().unwrap_or(0);
-                }
-            }
-        }
-        Ok(Proc {
-            cpu_ticks,
-            switches,
-        })
-    }
 }
 
 /// The write syscalls of a process over a window, counted by `perf stat`.
@@ -181,33 +138,6 @@ impl WriteCount {
     }
 }
 
-/// The server's pid, from INFO's `process_id`.
-fn server_pid(addr: &str) -> std::io::Result<u32> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr)?;
-    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")?;
-    let mut text = Vec::new();
-    let mut buf = [0u8; 8192];
-    // Read until the `process_id:` line is whole.
-    let whole = |t: &[u8]| {
-        t.windows(11)
-            .position(|w| w == b"process_id:")
-            .is_some_and(|at| t[at..].contains(&b'\n'))
-    };
-    while !whole(&text) {
-        let n = s.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        text.extend_from_slice(&buf[..n]);
-    }
-    let text = String::from_utf8_lossy(&text);
-    text.lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| std::io::Error::other("no process_id in INFO server"))
-}
-
 struct Round {
     publishes_per_sec: f64,
     delivered_per_sec: f64,
@@ -248,7 +178,7 @@ async fn publisher(
         let head = format!("{now:020}:{id:05}:{n:020}");
         payload[..PAYLOAD_HEAD].copy_from_slice(head.as_bytes());
         request.clear();
-        encode(&[b"PUBLISH", channel.as_bytes(), &payload], &mut request);
+        encode(&mut request, &[b"PUBLISH", channel.as_bytes(), &payload]);
         w.write_all(&request).await?;
         line.clear();
         r.read_until(b'\n', &mut line).await?;
@@ -276,7 +206,7 @@ async fn subscriber(
 ) -> std::io::Result<()> {
     let mut s = TcpStream::connect(&addr).await?;
     let mut out = Vec::new();
-    encode(&[b"SUBSCRIBE", channel.as_bytes()], &mut out);
+    encode(&mut out, &[b"SUBSCRIBE", channel.as_bytes()]);
     s.write_all(&out).await?;
     // The confirmation: `*3 $9 subscribe $<len> <channel> :1`.
     let confirmation = format!(
@@ -463,22 +393,17 @@ fn run_once(addr: &str, o: &Options, channel: &str) -> std::io::Result<Round> {
         .map_err(|_| std::io::Error::other("histogram lock"))?;
     let delivered = shared.delivered.load(Ordering::Relaxed).max(1) as f64;
     let publishes = shared.published.load(Ordering::Relaxed).max(1) as f64;
-    let hz = 100.0; // USER_HZ on Linux
+    let hz = common::clock_ticks_per_second();
     Ok(Round {
         publishes_per_sec: publishes / window,
         delivered_per_sec: delivered / window,
         p50_us: h.value_at_quantile(0.5),
         p99_us: h.value_at_quantile(0.99),
         p999_us: h.value_at_quantile(0.999),
-        cpu_us_per_message: (after.cpu_ticks - before.cpu_ticks) as f64 / hz * 1e6 / delivered,
+        cpu_us_per_message: after.cpu_us_per(&before, delivered, hz),
         writes_per_message: writes.map_or(f64::NAN, |w| w * window / delivered),
-        switches_per_publish: (after.switches - before.switches) as f64 / publishes,
+        switches_per_publish: after.switches_per(&before, publishes),
     })
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {

@@ -12,7 +12,9 @@
 //! Each client is a thread with a blocking socket, one request in flight,
 //! as the usual client libraries run a queue worker. Jobs per second count
 //! the pops in the measured window; latency is from the LPUSH being sent to
-//! the BRPOP reply being read, in HdrHistogram percentiles.
+//! the BRPOP reply being read, in HdrHistogram percentiles. Beside them,
+//! the server's CPU time and context switches per job over the window
+//! (the server must run on this machine: its PID comes from INFO).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -21,6 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+
+mod common;
+use common::{median, request, server_pid, Proc};
 
 struct Options {
     targets: Vec<(String, String)>,
@@ -58,16 +63,6 @@ fn parse_args() -> Result<Options, String> {
         return Err("give at least one --target name=host:port".into());
     }
     Ok(o)
-}
-
-fn encode(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 /// One RESP2 reply, as far as this needs: the second bulk of an array
@@ -119,9 +114,13 @@ struct Result1 {
     p50_us: u64,
     p99_us: u64,
     p999_us: u64,
+    /// The server's CPU microseconds and context switches per job.
+    cpu_us: f64,
+    switches: f64,
 }
 
 fn run_once(addr: &str, o: &Options, key: &str) -> std::io::Result<Result1> {
+    let pid = server_pid(addr)?;
     let origin = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let measuring = Arc::new(AtomicBool::new(false));
@@ -142,7 +141,7 @@ fn run_once(addr: &str, o: &Options, key: &str) -> std::io::Result<Result1> {
                 let now = origin.elapsed().as_nanos() as u64;
                 // 64 bytes: the timestamp, then the producer and a count.
                 let job = format!("{now:020}:{p:04}:{n:038}");
-                w.write_all(&encode(&[b"LPUSH", key.as_bytes(), job.as_bytes()]))?;
+                w.write_all(&request(&[b"LPUSH", key.as_bytes(), job.as_bytes()]))?;
                 let mut line = Vec::new();
                 r.read_until(b'\n', &mut line)?;
                 n += 1;
@@ -167,7 +166,7 @@ fn run_once(addr: &str, o: &Options, key: &str) -> std::io::Result<Result1> {
             let mut local = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)
                 .map_err(std::io::Error::other)?;
             loop {
-                w.write_all(&encode(&[b"BRPOP", key.as_bytes(), b"0.2"]))?;
+                w.write_all(&request(&[b"BRPOP", key.as_bytes(), b"0.2"]))?;
                 match read_reply(&mut r)? {
                     Some(job) => {
                         let now = origin.elapsed().as_nanos() as u64;
@@ -192,11 +191,13 @@ fn run_once(addr: &str, o: &Options, key: &str) -> std::io::Result<Result1> {
     }
     // A second of warm-up, then the measured window.
     std::thread::sleep(Duration::from_secs(1));
+    let before = Proc::read(pid)?;
     measuring.store(true, Ordering::Relaxed);
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs(o.seconds));
     measuring.store(false, Ordering::Relaxed);
     let window = started.elapsed().as_secs_f64();
+    let after = Proc::read(pid)?;
     stop.store(true, Ordering::Relaxed);
     for t in threads {
         t.join()
@@ -205,17 +206,16 @@ fn run_once(addr: &str, o: &Options, key: &str) -> std::io::Result<Result1> {
     let h = hist
         .lock()
         .map_err(|_| std::io::Error::other("histogram lock"))?;
+    let jobs = pops.load(Ordering::Relaxed) as f64;
+    let hz = common::clock_ticks_per_second();
     Ok(Result1 {
-        jobs_per_sec: pops.load(Ordering::Relaxed) as f64 / window,
+        jobs_per_sec: jobs / window,
         p50_us: h.value_at_quantile(0.5),
         p99_us: h.value_at_quantile(0.99),
         p999_us: h.value_at_quantile(0.999),
+        cpu_us: after.cpu_us_per(&before, jobs, hz),
+        switches: after.switches_per(&before, jobs),
     })
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {
@@ -239,19 +239,21 @@ fn main() {
         }
     }
     println!(
-        "| {} producers LPUSH, {} consumers BRPOP, {} s x {} rounds (medians) | jobs/s | p50 push-to-pop | p99 | p99.9 |",
+        "| {} producers LPUSH, {} consumers BRPOP, {} s x {} rounds (medians) | jobs/s | p50 push-to-pop | p99 | p99.9 | server CPU µs/job | context switches/job |",
         o.producers, o.consumers, o.seconds, o.rounds
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for (i, (name, _)) in o.targets.iter().enumerate() {
         let r = &rows[i];
         let jobs = median(r.iter().map(|x| x.jobs_per_sec).collect());
         let p = |f: fn(&Result1) -> u64| median(r.iter().map(|x| f(x) as f64).collect()) / 1000.0;
         println!(
-            "| {name} | {jobs:.0} | {:.2} ms | {:.2} ms | {:.2} ms |",
+            "| {name} | {jobs:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} | {:.2} |",
             p(|x| x.p50_us),
             p(|x| x.p99_us),
-            p(|x| x.p999_us)
+            p(|x| x.p999_us),
+            median(r.iter().map(|x| x.cpu_us).collect()),
+            median(r.iter().map(|x| x.switches).collect()),
         );
     }
 }

@@ -37,6 +37,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{clock_ticks_per_second, encode, median, server_pid, Proc};
+
 const RMW: &str = "redis.call('get', KEYS[1]); local n = redis.call('incr', KEYS[1]); \
 redis.call('expire', KEYS[1], 3600); return n";
 const RO: &str = "return {redis.call('get', KEYS[1]), redis.call('get', KEYS[1] .. ':a'), \
@@ -112,15 +115,6 @@ fn parse_args() -> Result<Options, String> {
     Ok(o)
 }
 
-fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
 /// A RESP2 reply, kept only as far as this needs: a status or bulk's
 /// text, an error's text as `Err`, anything else as empty.
 fn read_reply(r: &mut impl BufRead) -> std::io::Result<Result<Vec<u8>, String>> {
@@ -163,37 +157,6 @@ fn request(addr: &str, args: &[&[u8]]) -> Result<Vec<u8>, String> {
     encode(&mut out, args);
     (&s).write_all(&out).map_err(|e| e.to_string())?;
     read_reply(&mut BufReader::new(s)).map_err(|e| e.to_string())?
-}
-
-fn process_id(addr: &str) -> Result<u32, String> {
-    let info = request(addr, &[b"INFO", b"server"])?;
-    String::from_utf8_lossy(&info)
-        .lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .and_then(|p| p.trim().parse().ok())
-        .ok_or(format!("{addr}: no process_id in INFO"))
-}
-
-/// The process's CPU time so far, in clock ticks (utime + stime).
-fn cpu_ticks(pid: u32) -> Result<u64, String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|e| e.to_string())?;
-    // The fields after the command name, which ends at the last ')'.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
-    // utime and stime are fields 14 and 15 of the whole line; 12 and 13
-    // after the name.
-    Ok(field(11).unwrap_or(0) + field(12).unwrap_or(0))
-}
-
-fn clock_ticks_per_second() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100.0)
 }
 
 /// Loads the script or function a cell calls; the request's fixed head
@@ -249,7 +212,7 @@ struct Outcome {
 }
 
 fn run_once(cell: &Cell, head: &[Vec<u8>], o: &Options, hz: f64) -> Result<Outcome, String> {
-    let pid = process_id(&cell.addr)?;
+    let pid = server_pid(&cell.addr).map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicU64::new(0));
     let mut threads = Vec::new();
@@ -303,13 +266,13 @@ fn run_once(cell: &Cell, head: &[Vec<u8>], o: &Options, hz: f64) -> Result<Outco
     std::thread::sleep(Duration::from_secs(1));
     let (c0, t0, started) = (
         calls.load(Ordering::Relaxed),
-        cpu_ticks(pid)?,
+        Proc::read(pid).map_err(|e| e.to_string())?,
         Instant::now(),
     );
     std::thread::sleep(Duration::from_secs(o.seconds));
     let (c1, t1, window) = (
         calls.load(Ordering::Relaxed),
-        cpu_ticks(pid)?,
+        Proc::read(pid).map_err(|e| e.to_string())?,
         started.elapsed().as_secs_f64(),
     );
     stop.store(true, Ordering::Relaxed);
@@ -320,13 +283,8 @@ fn run_once(cell: &Cell, head: &[Vec<u8>], o: &Options, hz: f64) -> Result<Outco
     let n = (c1 - c0).max(1) as f64;
     Ok(Outcome {
         calls_per_sec: n / window,
-        cpu_us_per_call: (t1 - t0) as f64 / hz / n * 1e6,
+        cpu_us_per_call: t1.cpu_us_per(&t0, n, hz),
     })
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[(v.len() - 1) / 2]
 }
 
 fn main() {

@@ -18,7 +18,8 @@
 //! window; the latency is one round of the loop (XREADGROUP sent to XACK's
 //! reply read), in HdrHistogram percentiles; with `--pid NAME=PID` the
 //! server's CPU (utime + stime from `/proc/PID/stat`) over the window is
-//! divided by the entries acknowledged.
+//! divided by the entries acknowledged, and so are the bytes it wrote
+//! (`write_bytes` of `/proc/PID/io`, read a second after the window).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -27,6 +28,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+
+mod common;
+use common::{clock_ticks_per_second, encode, written_bytes, Proc};
 
 struct Options {
     targets: Vec<(String, String)>,
@@ -76,15 +80,6 @@ fn parse_args() -> Result<Options, String> {
         return Err("give at least one --target name=host:port".into());
     }
     Ok(o)
-}
-
-fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
 }
 
 /// A RESP2 reply, as far as this needs.
@@ -198,19 +193,14 @@ fn fill(addr: &str, n: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
 struct Outcome {
     acked: u64,
     secs: f64,
     hist: Histogram<u64>,
     cpu_us: Option<f64>,
+    /// Bytes written per entry acknowledged, the fsyncs and a checkpoint
+    /// the run set off given a second to finish.
+    bytes: Option<f64>,
 }
 
 fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
@@ -221,7 +211,8 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
         Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|e| io_err(e.to_string()))?,
     ));
     let deadline = Instant::now() + Duration::from_secs(o.seconds);
-    let t0 = pid.and_then(cpu_ticks);
+    let t0 = pid.and_then(|p| Proc::read(p).ok());
+    let w0 = pid.and_then(written_bytes);
     let started = Instant::now();
     let mut threads = Vec::new();
     for c in 0..o.consumers {
@@ -275,13 +266,15 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
             .map_err(|_| io_err("a consumer panicked".into()))??;
     }
     let secs = started.elapsed().as_secs_f64();
-    let t1 = pid.and_then(cpu_ticks);
+    let t1 = pid.and_then(|p| Proc::read(p).ok());
     let acked = acked.load(Ordering::Relaxed);
-    // /proc counts in USER_HZ, 100 on Linux.
-    let hz = 100.0;
-    let cpu_us = t0
-        .zip(t1)
-        .map(|(a, b)| (b - a) as f64 / hz * 1e6 / acked.max(1) as f64);
+    std::thread::sleep(Duration::from_secs(1));
+    let w1 = pid.and_then(written_bytes);
+    let bytes = w0
+        .zip(w1)
+        .map(|(a, b)| b.saturating_sub(a) as f64 / acked.max(1) as f64);
+    let hz = clock_ticks_per_second();
+    let cpu_us = t0.zip(t1).map(|(a, b)| b.cpu_us_per(&a, acked as f64, hz));
     let hist = hist
         .lock()
         .map(|h| h.clone())
@@ -291,6 +284,7 @@ fn run(o: &Options, name: &str, addr: &str) -> std::io::Result<Outcome> {
         secs,
         hist,
         cpu_us,
+        bytes,
     })
 }
 
@@ -306,19 +300,22 @@ fn main() {
         "{} consumers, COUNT {}, {} entries, {} s, {} round(s)",
         o.consumers, o.count, o.entries, o.seconds, o.rounds
     );
-    println!("| round | target | entries/s | loop p50 µs | loop p99 µs | server CPU µs/entry |");
-    println!("|---|---|---:|---:|---:|---:|");
+    println!(
+        "| round | target | entries/s | loop p50 µs | loop p99 µs | server CPU µs/entry | bytes written/entry |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|");
     for round in 1..=o.rounds {
         for (name, addr) in &o.targets {
             match run(&o, name, addr) {
                 Ok(out) => println!(
-                    "| {round} | {name} | {:.0} | {} | {} | {} |",
+                    "| {round} | {name} | {:.0} | {} | {} | {} | {} |",
                     out.acked as f64 / out.secs,
                     out.hist.value_at_quantile(0.5),
                     out.hist.value_at_quantile(0.99),
                     out.cpu_us.map_or("-".to_string(), |c| format!("{c:.1}")),
+                    out.bytes.map_or("-".to_string(), |b| format!("{b:.0}")),
                 ),
-                Err(e) => println!("| {round} | {name} | error: {e} | | | |"),
+                Err(e) => println!("| {round} | {name} | error: {e} | | | | |"),
             }
         }
     }

@@ -2,22 +2,32 @@
 //! file (what `SAVE` or `BGSAVE` writes, RDB versions up to 10: Redis 7.0,
 //! 6.x and older) into respite's database, with the daemon not running.
 //!
-//! The file is read as a stream, one key at a time (`respite-rdb`'s
-//! `RdbReader`), on this thread, while the engine's writer stores the
-//! previous chunk: keys go to the writer in chunks of [`CHUNK_KEYS`] keys
-//! (or [`CHUNK_BYTES`] of values), each one writer operation and so one
-//! transaction, with at most two chunks in flight. Memory stays bounded by
-//! that, whatever the file's size. Keys whose expiry has passed are
-//! skipped, as redis-server skips them when it loads a file; so are
-//! module values (by name), function libraries and empty collections, and
-//! the report lists what was skipped.
+//! The whole import is one writer operation, and so one transaction: all
+//! of the file or nothing. The file is read as a stream, one key at a time
+//! (`respite-rdb`'s `RdbReader`), on this thread, and handed in chunks of
+//! [`CHUNK_KEYS`] keys (or [`CHUNK_BYTES`] of values) to the operation on
+//! the writer's thread, [`READ_AHEAD`] chunks ahead at most, so reading and
+//! writing run side by side on two cores and the values held at once stay
+//! bounded whatever the file's size. The writer's page cache is raised to
+//! [`LOAD_CACHE_BYTES`] for the import (pages past it spill into the WAL,
+//! uncommitted). Keys whose expiry has passed are skipped, as
+//! redis-server skips them when it loads a file; so are module values (by
+//! name), function libraries and empty collections, and the report lists
+//! what was skipped.
 //!
-//! It refuses a database that already holds keys unless `--force`, and
-//! then the keys of the file replace the keys of the same names. The
-//! file's checksum is checked only at its end, after the keys have been
-//! written; if the file turns out corrupt (or anything else fails) and the
-//! database was empty when the import began, it is emptied again, so a
-//! failed import leaves nothing half loaded.
+//! Into an empty database the keys go through the engine's bulk path
+//! (`Txn::load_fresh`: one insert per row, no lookup, each chunk in key
+//! order); streams, which it does not take, through RESTORE's. It refuses a
+//! database that already holds keys unless `--force`, and then each key of
+//! the file replaces its namesake through RESTORE's path.
+//!
+//! Nothing is committed before the file has been read to its end and its
+//! checksum checked: a corrupt file, a full disk, or the process killed
+//! midway all leave the database as it was before the import (a kill
+//! leaves uncommitted frames in the WAL, which the next open discards),
+//! and the import can simply be run again. The commit is the import's
+//! one sync of the WAL; the engine's stop then copies the WAL into the
+//! database, and the time reported includes that.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -26,16 +36,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
+use respite_engine::load::{Fresh, FreshKey};
 use respite_engine::{Engine, EngineError, WriteItem, WriteOp};
 use respite_rdb::{Entry, RdbReader, Value};
 use respite_server::cmd::dump::write_value;
 use respite_server::reply::Reply;
 
-/// Keys per writer operation (one transaction).
+/// Keys per chunk handed from the file's reader to the writer.
 const CHUNK_KEYS: usize = 20_000;
 
-/// Bytes of values per writer operation, whichever limit comes first.
-const CHUNK_BYTES: usize = 32 << 20;
+/// Bytes of values per chunk, whichever limit comes first.
+const CHUNK_BYTES: usize = 8 << 20;
+
+/// Chunks read ahead of the writer: with the one the writer loads and the
+/// one being read, the most values the import holds at once is about four
+/// chunks.
+const READ_AHEAD: usize = 2;
+
+/// The writer's page cache during the import (see `Txn::load_cache`).
+const LOAD_CACHE_BYTES: usize = 256 << 20;
 
 /// Counts input bytes as the reader consumes them, for the progress line.
 struct Counting<R> {
@@ -104,13 +123,80 @@ fn wait(rx: mpsc::Receiver<Result<Reply, EngineError>>) -> Result<(), String> {
     }
 }
 
-fn chunk_op(chunk: Vec<Entry>) -> WriteOp<Reply> {
+/// What the loading operation is sent: the keys of the file a chunk at a
+/// time, then whether the file read to its end intact.
+enum Msg {
+    Chunk(Vec<Entry>),
+    Done,
+    Abort,
+}
+
+/// The whole import as one writer operation, and so one transaction: it
+/// takes chunks from `rx` until the file is read (`Done`), or fails
+/// (`Abort`, or the reader gone), and the writer then rolls everything
+/// back. Into an empty database (`fresh`) keys are loaded through the
+/// engine's bulk path; otherwise each replaces its namesake, as RESTORE
+/// REPLACE does.
+fn load_op(rx: mpsc::Receiver<Msg>, fresh: bool) -> WriteOp<Reply> {
     Box::new(move |txn| {
-        for e in &chunk {
-            write_value(txn, e.db as u32, &e.key, &e.value, e.expire_ms).map_err(engine_error)?;
-        }
+        txn.load_cache(Some(LOAD_CACHE_BYTES))?;
+        let result = (|| {
+            while let Ok(msg) = rx.recv() {
+                match msg {
+                    Msg::Chunk(chunk) if fresh => load_chunk(txn, &chunk)?,
+                    Msg::Chunk(chunk) => {
+                        for e in &chunk {
+                            write_value(txn, e.db as u32, &e.key, &e.value, e.expire_ms)
+                                .map_err(engine_error)?;
+                        }
+                        // The keys it noted, forgotten as the bulk path
+                        // forgets them: memory stays bounded by the chunk.
+                        txn.note_any_key_changed();
+                    }
+                    Msg::Done => return Ok(()),
+                    Msg::Abort => break,
+                }
+            }
+            Err(EngineError::Internal("the import stopped".into()))
+        })();
+        let restored = txn.load_cache(None);
+        result?;
+        restored?;
         Ok(Reply::Ok)
     })
+}
+
+/// One chunk into an empty database: every value the bulk path takes at
+/// once, a stream (which it does not take) through RESTORE's path.
+fn load_chunk(txn: &mut respite_engine::Txn<'_, '_>, chunk: &[Entry]) -> Result<(), EngineError> {
+    let mut streams = Vec::new();
+    let keys: Vec<FreshKey<'_>> = chunk
+        .iter()
+        .filter_map(|e| {
+            let value = match &e.value {
+                Value::String(s) => Fresh::String(s),
+                Value::List(v) => Fresh::List(v),
+                Value::Set(v) => Fresh::Set(v),
+                Value::Hash(v) => Fresh::Hash(v),
+                Value::ZSet(v) => Fresh::ZSet(v),
+                _ => {
+                    streams.push(e);
+                    return None;
+                }
+            };
+            Some(FreshKey {
+                db: e.db as u32,
+                key: &e.key,
+                value,
+                expire_at: e.expire_ms,
+            })
+        })
+        .collect();
+    txn.load_fresh(&keys)?;
+    for e in streams {
+        write_value(txn, e.db as u32, &e.key, &e.value, e.expire_ms).map_err(engine_error)?;
+    }
+    Ok(())
 }
 
 /// Imports `file` into the database of `config`; `force` allows a
@@ -152,10 +238,14 @@ pub fn run(
         },
     );
     let started = Instant::now();
-    let result = load(&engine, input, databases, &read, total, started);
+    let fresh = existing == 0;
+    let result = load(&engine, input, fresh, databases, &read, total, started);
+    // The engine's stop copies the WAL into the database (a checkpoint,
+    // synced): part of the import's time.
+    drop(engine);
+    let secs = started.elapsed().as_secs_f64();
     match result {
         Ok((report, stats, version)) => {
-            let secs = started.elapsed().as_secs_f64();
             let keys: u64 = report.by_type.iter().sum();
             eprintln!(
                 "\rimported {keys} keys from {} (RDB version {version}) in {secs:.1} s ({:.0} keys/s)",
@@ -199,45 +289,75 @@ pub fn run(
             }
             Ok(())
         }
-        Err(e) => {
-            if existing == 0 {
-                let op: WriteOp<Reply> = Box::new(|txn| {
-                    txn.flush_all()?;
-                    Ok(Reply::Ok)
-                });
-                let undone = submit(&engine, op).and_then(wait);
-                return Err(match undone {
-                    Ok(()) => format!("{e}; the database was emptied again"),
-                    Err(u) => format!("{e}; emptying the database failed too: {u}"),
-                });
-            }
-            Err(format!(
-                "{e}; the keys written before the failure stay (the database was not empty, --force)"
-            ))
-        }
+        Err(e) => Err(format!(
+            "{e}; nothing was imported (the database is as it was before)"
+        )),
     }
 }
 
 type Loaded = (Report, respite_rdb::ReaderStats, u32);
 
+/// Reads the file on this thread and hands its keys, a chunk at a time,
+/// to the one writer operation that loads them all (see [`load_op`]).
 fn load<R: Read>(
     engine: &Engine<Reply>,
     input: R,
+    fresh: bool,
     databases: u64,
     read: &AtomicU64,
     total: u64,
     started: Instant,
 ) -> Result<Loaded, String> {
-    let mut reader = RdbReader::new(input).map_err(|e| e.to_string())?;
+    let (tx, rx) = mpsc::sync_channel(READ_AHEAD);
+    let loading = submit(engine, load_op(rx, fresh))?;
+    let parsed = read_file(&tx, input, databases, read, total, started);
+    // Whatever happened, the writer is told: everything, or nothing.
+    let _ = tx.send(if parsed.is_ok() {
+        Msg::Done
+    } else {
+        Msg::Abort
+    });
+    drop(tx);
+    let written = wait(loading);
+    // A failure of the writer stops the reader too (its channel closes):
+    // then the writer's error is the cause; otherwise the reader's is.
+    match (parsed, written) {
+        (Ok(loaded), Ok(())) => Ok(loaded),
+        (Err(ReadError::WriterStopped), Err(e)) | (Ok(_), Err(e)) => Err(e),
+        (Err(ReadError::WriterStopped), Ok(())) => Err("the writer stopped".into()),
+        (Err(ReadError::File(e)), _) => Err(e),
+    }
+}
+
+/// Why reading the file stopped.
+enum ReadError {
+    /// The file is unreadable, corrupt or truncated.
+    File(String),
+    /// The loading operation stopped taking chunks (it failed).
+    WriterStopped,
+}
+
+fn read_file<R: Read>(
+    tx: &mpsc::SyncSender<Msg>,
+    input: R,
+    databases: u64,
+    read: &AtomicU64,
+    total: u64,
+    started: Instant,
+) -> Result<Loaded, ReadError> {
+    let mut reader = RdbReader::new(input).map_err(|e| ReadError::File(e.to_string()))?;
     let version = reader.version();
     let mut report = Report::default();
     let mut chunk = Vec::new();
     let mut bytes = 0usize;
-    let mut in_flight: std::collections::VecDeque<mpsc::Receiver<_>> = Default::default();
     let mut last_progress = Instant::now();
     let now = respite_engine::now_ms();
+    let send = |chunk: Vec<Entry>| {
+        tx.send(Msg::Chunk(chunk))
+            .map_err(|_| ReadError::WriterStopped)
+    };
     for entry in reader.by_ref() {
-        let entry = entry.map_err(|e| format!("reading the file: {e}"))?;
+        let entry = entry.map_err(|e| ReadError::File(format!("reading the file: {e}")))?;
         if entry.db >= databases {
             report.out_of_range += 1;
             continue;
@@ -251,12 +371,10 @@ fn load<R: Read>(
         bytes += entry.value.approx_size() + entry.key.len();
         chunk.push(entry);
         if chunk.len() >= CHUNK_KEYS || bytes >= CHUNK_BYTES {
-            if in_flight.len() >= 2 {
-                if let Some(rx) = in_flight.pop_front() {
-                    wait(rx)?;
-                }
-            }
-            in_flight.push_back(submit(engine, chunk_op(std::mem::take(&mut chunk)))?);
+            send(std::mem::replace(
+                &mut chunk,
+                Vec::with_capacity(CHUNK_KEYS),
+            ))?;
             bytes = 0;
             if last_progress.elapsed().as_secs() >= 1 {
                 last_progress = Instant::now();
@@ -272,10 +390,7 @@ fn load<R: Read>(
         }
     }
     if !chunk.is_empty() {
-        in_flight.push_back(submit(engine, chunk_op(chunk))?);
-    }
-    for rx in in_flight {
-        wait(rx)?;
+        send(chunk)?;
     }
     Ok((report, reader.stats().clone(), version))
 }

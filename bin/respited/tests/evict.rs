@@ -240,14 +240,19 @@ fn allkeys_lru_keeps_the_keys_read_recently() {
     // Approximate LRU, as redis's: a hot key read just before a second
     // boundary can be idler than the keys written after it, and go when
     // the pool holds no colder candidate; nearly all evictions must be
-    // cold keys.
+    // cold keys. Not all: as the cold keys go, a sample of 5 holds none
+    // of them more often (with 900 cold left of 2,150, 0.58^5 = 7% of
+    // samples), and then a new key goes; runs evict 89-96% cold keys.
     assert!(
-        lost.len() <= 3 && cold_lost * 10 >= evicted as usize * 9,
+        lost.len() <= 3 && cold_lost * 100 >= evicted as usize * 85,
         "hot keys evicted: {lost:?}; evicted {evicted}, cold {cold_lost}, new {new_lost}"
     );
     let dbsize: u64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
     assert_eq!(dbsize + evicted, 4000);
-    eprintln!("allkeys-lru: limit {max} B, evicted {evicted} of 4000 keys written (1000 over)");
+    eprintln!(
+        "allkeys-lru: limit {max} B, evicted {evicted} of 4000 keys written (1000 over), \
+         {cold_lost} of them cold"
+    );
 }
 
 #[test]

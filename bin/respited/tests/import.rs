@@ -1,15 +1,20 @@
 //! `respited import FILE.rdb`: redis-server 7.0 fills several databases
 //! with every type (streams with groups included), expiries and a key
 //! already expired, SAVEs, and the file is imported; then respite and
-//! redis are compared key by key, database by database. A database that
-//! holds keys is refused without `--force`; a corrupt file fails and
-//! leaves the database empty.
+//! redis are compared key by key, database by database (value, TTL and
+//! DEBUG DIGEST-VALUE), once for the bulk path into an empty database and
+//! once for `--force` over existing keys (the commands' path), which must
+//! also agree with each other on OBJECT ENCODING. A database that holds
+//! keys is refused without `--force`; a corrupt file fails and leaves the
+//! database as it was; so does an import killed midway, which can then
+//! simply be run again.
 
 mod common;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use common::{RedisServer, Respited};
 use redis::{Connection, Value};
@@ -97,6 +102,15 @@ fn fill(c: &mut Connection) -> usize {
         for i in 0..300 {
             ok(c, &["ZADD", "bigzset", &i.to_string(), &format!("m{i}")]);
         }
+        // Big enough for rank blocks (more than 2,048 members).
+        let mut zadd = vec!["ZADD".to_string(), "hugezset".to_string()];
+        for i in 0..2500 {
+            zadd.push((i % 97).to_string());
+            zadd.push(format!("member {i}"));
+        }
+        let zadd: Vec<&str> = zadd.iter().map(String::as_str).collect();
+        ok(c, &zadd);
+        ok(c, &["SET", "long", &"x".repeat(3000)]);
         ok(c, &["XADD", "stream", "1-1", "f", "v"]);
         ok(c, &["XADD", "stream", "2-1", "f", "w"]);
         ok(c, &["XGROUP", "CREATE", "stream", "g", "0"]);
@@ -114,7 +128,7 @@ fn fill(c: &mut Connection) -> usize {
                 ">",
             ],
         );
-        n += 11;
+        n += 13;
         // Saved, but already expired when the file is loaded.
         ok(c, &["SET", "gone", "x", "PX", "1"]);
     }
@@ -158,6 +172,14 @@ fn a_redis_save_imports_key_for_key() {
     assert!(report.contains("stream: 3"), "{report}");
     assert!(report.contains("db5: "), "{report}");
 
+    let conf = tmp.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let flags = ["--config", conf.to_str().unwrap()];
+    let bulk = {
+        let server = Respited::start_in(tmp.path(), &flags);
+        compare(&mut server.client(), &mut theirs)
+    };
+
     // Refused into a database with keys; accepted with --force.
     let again = import(&db, &rdb, &[]);
     assert!(!again.status.success());
@@ -166,31 +188,132 @@ fn a_redis_save_imports_key_for_key() {
         "{}",
         String::from_utf8_lossy(&again.stderr)
     );
-    assert!(import(&db, &rdb, &["--force"]).status.success());
+    let forced = import(&db, &rdb, &["--force"]);
+    assert!(
+        forced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    let replaced = {
+        let server = Respited::start_in(tmp.path(), &flags);
+        compare(&mut server.client(), &mut theirs)
+    };
+    assert_eq!(bulk, replaced);
+}
 
-    let server = Respited::start_in(tmp.path(), &[]);
-    let mut ours = server.client();
+/// Compares every key of databases 0, 1 and 5 with redis (value, TTL,
+/// DEBUG DIGEST-VALUE); returns respite's OBJECT ENCODING of each.
+fn compare(ours: &mut Connection, theirs: &mut Connection) -> Vec<String> {
+    let mut encodings = Vec::new();
     for db in ["0", "1", "5"] {
-        ok(&mut theirs, &["SELECT", db]);
-        ok(&mut ours, &["SELECT", db]);
-        let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut theirs).unwrap();
+        ok(theirs, &["SELECT", db]);
+        ok(ours, &["SELECT", db]);
+        let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(theirs).unwrap();
         keys.retain(|k| k != "gone");
         keys.sort();
-        let mut ours_keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut ours).unwrap();
+        let mut ours_keys: Vec<String> = redis::cmd("KEYS").arg("*").query(ours).unwrap();
         ours_keys.sort();
         assert_eq!(ours_keys, keys, "db{db}");
         for k in &keys {
-            assert_eq!(
-                snapshot(&mut ours, k),
-                snapshot(&mut theirs, k),
-                "db{db} {k}"
-            );
+            assert_eq!(snapshot(ours, k), snapshot(theirs, k), "db{db} {k}");
+            let digest = |c: &mut Connection| text(&ok(c, &["DEBUG", "DIGEST-VALUE", k]));
+            assert_eq!(digest(ours), digest(theirs), "db{db} {k}");
+            encodings.push(format!(
+                "db{db} {k} {}",
+                text(&ok(ours, &["OBJECT", "ENCODING", k]))
+            ));
         }
     }
+    encodings
+}
+
+/// Runs an import and kills it (SIGKILL) once its progress line shows
+/// it under way; panics if it ends first.
+fn kill_midway(db: &Path, file: &Path, extra: &[&str]) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_respited"))
+        .arg("--db")
+        .arg(db)
+        .arg("import")
+        .arg(file)
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run respited import");
+    let mut stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !String::from_utf8_lossy(&seen).contains("importing:") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(bytes) => seen.extend(bytes),
+            Err(_) => panic!(
+                "no progress line before the import ended: {}",
+                String::from_utf8_lossy(&seen)
+            ),
+        }
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    while let Ok(bytes) = rx.recv_timeout(Duration::from_secs(5)) {
+        seen.extend(bytes);
+    }
+    let seen = String::from_utf8_lossy(&seen);
+    assert!(!status.success(), "{seen}");
+    assert!(!seen.contains("imported "), "it finished first: {seen}");
+}
+
+/// An import is one transaction: killed midway, it leaves the database
+/// as it was (empty, or with its keys untouched under `--force`), the
+/// daemon starts on it as usual, and the import can be run again.
+#[test]
+fn a_killed_import_leaves_the_database_as_it_was() {
+    let Some(redis) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let mut theirs = redis.client();
+    ok(&mut theirs, &["DEBUG", "POPULATE", "600000", "key", "100"]);
+    let rdb = save(&mut theirs);
+    let first = rdb.with_file_name("first.rdb");
+    std::fs::rename(&rdb, &first).unwrap();
+    // The second file: other values under the same names, and one more key.
+    ok(&mut theirs, &["FLUSHALL"]);
+    ok(&mut theirs, &["DEBUG", "POPULATE", "600000", "key", "20"]);
+    ok(&mut theirs, &["SET", "marker", "second file"]);
+    let second = save(&mut theirs);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("respite.db");
+    kill_midway(&db, &first, &[]);
+    {
+        let server = Respited::start_in(tmp.path(), &[]);
+        assert_eq!(ok(&mut server.client(), &["DBSIZE"]), Value::Int(0));
+    }
+    // Run again, without --force: the database is empty.
+    let out = import(&db, &first, &[]);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("imported 600000 keys"), "{report}");
+
+    // Killed while replacing keys: none replaced, none added.
+    kill_midway(&db, &second, &["--force"]);
+    let server = Respited::start_in(tmp.path(), &[]);
+    let mut ours = server.client();
+    assert_eq!(ok(&mut ours, &["DBSIZE"]), Value::Int(600000));
+    assert_eq!(ok(&mut ours, &["EXISTS", "marker"]), Value::Int(0));
+    assert_eq!(ok(&mut ours, &["STRLEN", "key:12345"]), Value::Int(100));
 }
 
 #[test]
-fn a_corrupt_file_leaves_the_database_empty() {
+fn a_corrupt_file_leaves_the_database_as_it_was() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
@@ -210,7 +333,7 @@ fn a_corrupt_file_leaves_the_database_empty() {
     let report = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success(), "{report}");
     assert!(report.contains("checksum"), "{report}");
-    assert!(report.contains("emptied again"), "{report}");
+    assert!(report.contains("nothing was imported"), "{report}");
     let server = Respited::start_in(tmp.path(), &[]);
     assert_eq!(ok(&mut server.client(), &["DBSIZE"]), Value::Int(0));
     // A truncated file likewise.

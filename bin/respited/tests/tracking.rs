@@ -218,6 +218,18 @@ fn noloop_and_the_own_writes() {
             on(1, &["SET", "b", "1"]),
             on(0, &["CLIENT", "TRACKINGINFO"]),
             on(0, &["GET", "a"]),
+            // A script's writes are its caller's own, whether or not the
+            // script publishes (its reply then waits for its messages).
+            on(0, &["EVAL", "redis.call('set', 'a', '2') return 1", "0"]),
+            on(0, &["GET", "a"]),
+            on(
+                0,
+                &[
+                    "EVAL",
+                    "redis.call('set', 'a', '3') redis.call('publish', 'ch', 'm') return 1",
+                    "0",
+                ],
+            ),
             on(0, &["FLUSHDB"]),
         ],
     );

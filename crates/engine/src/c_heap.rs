@@ -4,7 +4,8 @@
 //! SQLite takes its memory from `malloc` (Rust's own allocations go to
 //! mimalloc). Some statements build a temporary b-tree each time they run:
 //! every `RETURNING` clause, and an `INSERT ... SELECT` from the table it
-//! inserts into (the list push is both). Each such b-tree gets its own
+//! inserts into (the writer's pushes, pops and key ids avoid both now,
+//! but COPY and ad hoc statements still build them). Each such b-tree gets its own
 //! pager and page cache, whose first allocation is a block of 20 pages of
 //! SQLite's default 4 KiB size, about 86 KB, freed again when the statement
 //! ends. glibc's thread arenas give the top of their heap back to the

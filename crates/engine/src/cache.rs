@@ -134,6 +134,16 @@ impl Touched {
         self.all = true;
     }
 
+    /// Records that any key may have changed, forgetting the keys
+    /// recorded (a bulk load, which changes more keys than are worth
+    /// listing).
+    pub(crate) fn collapse(&mut self) {
+        self.all = true;
+        self.keys.clear();
+        self.gone.clear();
+        self.puts.clear();
+    }
+
     /// Whether any key may have changed (a flush or swap).
     pub(crate) fn is_all(&self) -> bool {
         self.all

@@ -87,7 +87,7 @@ impl View<'_, '_> {
 }
 
 /// The flag bits a hash gets from storing this pair.
-fn pair_flags(field: &[u8], value: &[u8], max: usize) -> i64 {
+pub(crate) fn pair_flags(field: &[u8], value: &[u8], max: usize) -> i64 {
     if field.len() > max || value.len() > max {
         ENC_BIG
     } else {

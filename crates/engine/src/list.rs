@@ -211,36 +211,22 @@ impl Txn<'_, '_> {
             return Ok(slot.len());
         }
         let existed = !slot.is_empty();
-        let id = self.slot_id(slot)?;
+        let id = self.slot_id_deferred(slot)?;
         let n = values.len() as i64;
         let dir = match end {
             End::Left => -1,
             End::Right => 1,
         };
-        if existed && n == 1 {
-            // The common push, in one statement: finding the end and
-            // writing next to it is one b-tree descent, and a statement
-            // less is a fifth of the writer's time per push.
-            let sql = match end {
-                End::Left => {
-                    "INSERT INTO lists (id, pos, value)
-                     SELECT ?1, min(pos) - ?3, ?2 FROM lists WHERE id = ?1 RETURNING pos"
-                }
-                End::Right => {
-                    "INSERT INTO lists (id, pos, value)
-                     SELECT ?1, max(pos) + ?3, ?2 FROM lists WHERE id = ?1 RETURNING pos"
-                }
-            };
-            let pos: i64 = self
-                .stmt(sql)?
-                .query_row(params![id, values[0].as_ref(), STEP], |r| r.get(0))?;
-            if !(-LIMIT..=LIMIT).contains(&pos) {
-                self.list_renumber(id)?;
-            }
-            self.settle(slot, 1, 0)?;
-            return Ok(slot.len());
-        }
-        let mut last = self.list_end(id, end)?;
+        // The end is read by one statement and the element written by
+        // another: an `INSERT ... SELECT` from the list's own table, or a
+        // `RETURNING` clause, would each build a temporary b-tree (a pager
+        // and a page cache opened and closed per push), which costs more
+        // than the second statement. A new list has no end to read.
+        let mut last = if existed {
+            self.list_end(id, end)?
+        } else {
+            None
+        };
         if let Some(p) = last {
             // Room for every new position inside the limit?
             if (dir < 0 && p - n.saturating_mul(STEP) < -LIMIT)
@@ -274,25 +260,25 @@ impl Txn<'_, '_> {
             return Ok(Vec::new());
         }
         if count == 1 {
-            // The common pop, in one statement (see `list_push`).
+            // The common pop: the end element read by one descent, then
+            // deleted by its key (a `DELETE ... RETURNING` would build a
+            // temporary b-tree for its one row; see `list_push`).
             let sql = match end {
-                End::Left => {
-                    "DELETE FROM lists WHERE id = ?1
-                     AND pos = (SELECT min(pos) FROM lists WHERE id = ?1) RETURNING value"
-                }
+                End::Left => "SELECT pos, value FROM lists WHERE id = ?1 ORDER BY pos LIMIT 1",
                 End::Right => {
-                    "DELETE FROM lists WHERE id = ?1
-                     AND pos = (SELECT max(pos) FROM lists WHERE id = ?1) RETURNING value"
+                    "SELECT pos, value FROM lists WHERE id = ?1 ORDER BY pos DESC LIMIT 1"
                 }
             };
-            self.changing(slot.db, slot.key);
-            let value: Option<Vec<u8>> = self
+            let found: Option<(i64, Vec<u8>)> = self
                 .stmt(sql)?
-                .query_row([row.id], |r| r.get(0))
+                .query_row([row.id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?;
-            let Some(value) = value else {
+            let Some((pos, value)) = found else {
                 return Ok(Vec::new());
             };
+            self.changing(slot.db, slot.key);
+            self.stmt("DELETE FROM lists WHERE id = ?1 AND pos = ?2")?
+                .execute(params![row.id, pos])?;
             self.settle(slot, -1, 0)?;
             return Ok(vec![value]);
         }

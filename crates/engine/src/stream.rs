@@ -283,6 +283,14 @@ impl StreamState {
             .map(|read| self.entries_added - read)
     }
 
+    /// Whether delivering entries to `group` ([`Txn::stream_deliver`])
+    /// reads `first_id`: only to estimate the group's counter when it is
+    /// unknown or entries were deleted. Otherwise a state without it
+    /// ([`View::stream_state_for_append`]) serves, one descent less.
+    pub fn delivery_needs_first_id(&self, group: &Group) -> bool {
+        !self.max_deleted.is_zero() || group.entries_read == ENTRIES_READ_UNKNOWN
+    }
+
     /// The group's counter after it delivers `id` (past its last ID), as
     /// `streamReplyWithRange` moves it.
     fn entries_read_after(&self, group: &Group, id: StreamId) -> i64 {
@@ -497,11 +505,7 @@ impl View<'_, '_> {
     /// The state of the stream whose key row is `row`.
     pub fn stream_state(&self, row: &KeyRow) -> Result<StreamState> {
         let mut state = self.stream_state_for_append(row)?;
-        state.first_id = self
-            .stmt("SELECT ms, seq FROM streams WHERE id = ?1 ORDER BY ms, seq LIMIT 1")?
-            .query_row([row.id], |r| Ok(stored_id(r.get(0)?, r.get(1)?)))
-            .optional()?
-            .unwrap_or(StreamId::MIN);
+        state.first_id = self.stream_first_id(row.id)?;
         Ok(state)
     }
 
@@ -535,6 +539,16 @@ impl View<'_, '_> {
             first_id: StreamId::MIN,
             nodes,
         })
+    }
+
+    /// The first live entry's ID, `0-0` when the stream is empty (the
+    /// `first_id` that [`View::stream_state_for_append`] leaves out).
+    pub fn stream_first_id(&self, id: i64) -> Result<StreamId> {
+        Ok(self
+            .stmt("SELECT ms, seq FROM streams WHERE id = ?1 ORDER BY ms, seq LIMIT 1")?
+            .query_row([id], |r| Ok(stored_id(r.get(0)?, r.get(1)?)))
+            .optional()?
+            .unwrap_or(StreamId::MIN))
     }
 
     /// The entries from `start` to `end` inclusive, in ID order or
@@ -636,6 +650,42 @@ impl View<'_, '_> {
                 })
             })
             .optional()?)
+    }
+
+    /// The group `name` with the stream's state as
+    /// [`View::stream_state_for_append`] reads it (no `first_id`), in one
+    /// statement: what XREADGROUP's delivery of new entries starts from.
+    /// `None` if the group does not exist.
+    pub fn stream_group_and_state(
+        &self,
+        row: &KeyRow,
+        name: &[u8],
+    ) -> Result<Option<(Group, StreamState)>> {
+        let found = self
+            .stmt(
+                "SELECT g.last_ms, g.last_seq, g.entries_read,
+                        m.last_ms, m.last_seq, m.del_ms, m.del_seq, m.added, m.nodes
+                 FROM stream_groups g, stream_meta m
+                 WHERE g.id = ?1 AND g.name = ?2 AND m.id = ?1",
+            )?
+            .query_row(params![row.id, name], |r| {
+                let group = Group {
+                    name: name.to_vec(),
+                    last_id: stored_id(r.get(0)?, r.get(1)?),
+                    entries_read: r.get(2)?,
+                };
+                let state = StreamState {
+                    length: row.count,
+                    last_id: stored_id(r.get(3)?, r.get(4)?),
+                    max_deleted: stored_id(r.get(5)?, r.get(6)?),
+                    entries_added: r.get(7)?,
+                    first_id: StreamId::MIN,
+                    nodes: r.get(8)?,
+                };
+                Ok((group, state))
+            })
+            .optional()?;
+        Ok(found)
     }
 
     /// How many entries the group has pending.
@@ -1081,14 +1131,6 @@ impl Txn<'_, '_> {
             self.settle(slot, -deleted, 0)?;
         }
         Ok(deleted)
-    }
-
-    fn stream_first_id(&self, id: i64) -> Result<StreamId> {
-        Ok(self
-            .stmt("SELECT ms, seq FROM streams WHERE id = ?1 ORDER BY ms, seq LIMIT 1")?
-            .query_row([id], |r| Ok(stored_id(r.get(0)?, r.get(1)?)))
-            .optional()?
-            .unwrap_or(StreamId::MIN))
     }
 
     /// Deletes the entry `sid` (XDEL); returns whether it existed. The

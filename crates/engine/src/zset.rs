@@ -235,7 +235,7 @@ enum Change<'m> {
 }
 
 /// `-0` stored as `0`, as redis-server's listpack does.
-fn canonical(score: f64) -> f64 {
+pub(crate) fn canonical(score: f64) -> f64 {
     score + 0.0
 }
 
@@ -648,7 +648,7 @@ impl Txn<'_, '_> {
         if changes.is_empty() {
             return Ok(done);
         }
-        let id = self.slot_id(slot)?;
+        let id = self.slot_id_deferred(slot)?;
         let blocks = slot.row().is_some_and(|r| r.flags & ZBLOCKS != 0);
         let mut bits = 0;
         for change in changes {
@@ -700,13 +700,13 @@ impl Txn<'_, '_> {
         let mut removed = 0;
         for member in members {
             let member = member.as_ref();
-            let score: Option<f64> = self
-                .stmt("DELETE FROM zsets WHERE id = ?1 AND member = ?2 RETURNING score")?
-                .query_row(params![row.id, member], |r| r.get(0))
-                .optional()?;
-            let Some(score) = score else {
+            // Read, then deleted by its key: a `DELETE ... RETURNING`
+            // would build a temporary b-tree for its one row.
+            let Some(score) = self.zset_score(row.id, member)? else {
                 continue;
             };
+            self.stmt("DELETE FROM zsets WHERE id = ?1 AND member = ?2")?
+                .execute(params![row.id, member])?;
             if removed == 0 {
                 self.changing(slot.db, slot.key);
             }

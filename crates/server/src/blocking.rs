@@ -66,7 +66,38 @@ pub trait Blocker: Send + Sync + 'static {
 
 /// Parses a blocking timeout as Redis does: decimal seconds, rounded up
 /// to whole milliseconds; 0 waits forever.
+///
+/// A job queue's consumers send the same timeout with every BRPOP, and
+/// reading it as redis does (`strtold`, exact big-number arithmetic) costs
+/// more than the rest of the command's parse: each thread keeps its last
+/// valid timeout's text and value, and the same text again is a compare.
 pub fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, CommandError> {
+    thread_local! {
+        static LAST: std::cell::RefCell<(Vec<u8>, Option<Duration>)> =
+            const { std::cell::RefCell::new((Vec::new(), None)) };
+    }
+    /// Longer texts are not kept (a timeout is a few characters).
+    const KEPT: usize = 32;
+    if let Some(hit) = LAST.with(|last| {
+        let last = last.borrow();
+        (!last.0.is_empty() && last.0 == arg).then_some(last.1)
+    }) {
+        return Ok(hit);
+    }
+    let parsed = parse_timeout_text(arg)?;
+    if arg.len() <= KEPT {
+        LAST.with(|last| {
+            let mut last = last.borrow_mut();
+            last.0.clear();
+            last.0.extend_from_slice(arg);
+            last.1 = parsed;
+        });
+    }
+    Ok(parsed)
+}
+
+/// [`parse_timeout`] without the thread's last text.
+fn parse_timeout_text(arg: &[u8]) -> Result<Option<Duration>, CommandError> {
     let secs = crate::long_double::parse(arg)
         .map(|v| v.to_f64())
         .ok_or_else(|| CommandError::Other("timeout is not a float or out of range".into()))?;
@@ -278,6 +309,19 @@ pub fn try_once(blocker: &dyn Blocker, txn: &mut Txn<'_, '_>) -> Result<Reply, C
 mod tests {
     use super::parse_timeout;
     use std::time::Duration;
+
+    #[test]
+    fn a_repeated_timeout_reads_as_the_first() {
+        for text in [&b"0.2"[..], b"0", b"1.5", b"5e-324", b"-1", b"abc", b"0.2"] {
+            let first = parse_timeout(text).ok();
+            assert_eq!(parse_timeout(text).ok(), first);
+            assert_eq!(super::parse_timeout_text(text).ok(), first);
+        }
+        assert_eq!(
+            parse_timeout(b"0.2").unwrap(),
+            Some(Duration::from_millis(200))
+        );
+    }
 
     #[test]
     fn timeouts_read_as_redis_reads_them() {

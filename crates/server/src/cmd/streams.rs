@@ -904,13 +904,13 @@ impl XReadGroup {
     ) -> Result<Option<Reply>, CommandError> {
         let a = &self.args;
         let (gname, consumer) = self.group();
-        let (mut slot, state) = open_stream(txn, a.db, key)?;
-        let state = state.ok_or_else(|| nogroup_readgroup(key, gname))?;
-        let mut group = txn
-            .stream_group(slot.row().map_or(0, |r| r.id), gname)?
-            .ok_or_else(|| nogroup_readgroup(key, gname))?;
+        let mut slot = txn.open(a.db, key, Kind::Stream)?;
+        let row = slot.row().ok_or_else(|| nogroup_readgroup(key, gname))?;
         match from {
             ReadFrom::After(id) => {
+                if txn.stream_group(row.id, gname)?.is_none() {
+                    return Err(nogroup_readgroup(key, gname));
+                }
                 txn.stream_see_consumer(&mut slot, gname, consumer)?;
                 // Past the ID given, as for new entries.
                 let history = match id.next() {
@@ -930,8 +930,16 @@ impl XReadGroup {
                 )))
             }
             _ => {
+                // The group and the stream's state in one statement; the
+                // first entry's ID only where the group's counter needs it.
+                let (mut group, mut state) = txn
+                    .stream_group_and_state(&row, gname)?
+                    .ok_or_else(|| nogroup_readgroup(key, gname))?;
                 if state.length == 0 || state.last_id <= group.last_id {
                     return Ok(None);
+                }
+                if state.delivery_needs_first_id(&group) {
+                    state.first_id = txn.stream_first_id(row.id)?;
                 }
                 let Some(start) = group.last_id.next() else {
                     return Ok(None);
@@ -1271,14 +1279,23 @@ impl WriteCommand for XAck {
         let Some(row) = slot.row() else {
             return Ok(Reply::Int(0));
         };
-        if txn.stream_group(row.id, &self.group)?.is_none() {
-            return Ok(Reply::Int(0));
-        }
-        let ids = self
+        // A missing group acknowledges nothing, whatever the IDs (redis
+        // looks it up before parsing them): its pending list is empty, so
+        // the deletes find nothing, and it is looked up only for an error.
+        let ids = match self
             .ids
             .iter()
             .map(|a| strict_id(a))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(ids) => ids,
+            Err(e) => {
+                return match txn.stream_group(row.id, &self.group)? {
+                    Some(_) => Err(e),
+                    None => Ok(Reply::Int(0)),
+                }
+            }
+        };
         let mut acked = 0;
         for id in ids {
             if txn.stream_ack(&mut slot, &self.group, id)? {

@@ -8,6 +8,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -287,6 +288,35 @@ pub fn track(plan: Plan, started: Instant, mut t: Tracking) -> Plan {
             }),
             needs,
         ),
+        // Counted once the step after the write has made the reply: its
+        // time is the write's (a script's run) and the step's (PUBLISH's
+        // delivery, MIGRATE's transfer), its errors the final reply's.
+        Plan::After(op, then) => {
+            let ran: Arc<Mutex<(Duration, Option<bool>)>> = Arc::default();
+            let op = op.map(|op| {
+                let (ran, origin) = (ran.clone(), t.caller.id);
+                Box::new(move |txn: &mut respite_engine::Txn<'_, '_>| {
+                    txn.origin = origin;
+                    ACCOUNTED.set(None);
+                    let began = Instant::now();
+                    let result = op(txn);
+                    *ran.lock().unwrap_or_else(|p| p.into_inner()) =
+                        (began.elapsed(), ACCOUNTED.take());
+                    result
+                }) as respite_engine::WriteOp<Reply>
+            });
+            Plan::After(
+                op,
+                Box::new(move |written| {
+                    let began = Instant::now();
+                    let reply = then(written);
+                    let (write_time, accounted) = *ran.lock().unwrap_or_else(|p| p.into_inner());
+                    ACCOUNTED.set(accounted);
+                    t.finish(write_time + began.elapsed(), Some(&reply));
+                    reply
+                }),
+            )
+        }
         // A blocking command's run is its first try and the push that
         // serves it, both on the writer; counting it here counts the call
         // without the time it waited, which redis does not count either.
