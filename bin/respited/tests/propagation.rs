@@ -546,6 +546,15 @@ fn follow(master: u16) -> Vec<Vec<String>> {
     let mut r = replica.client();
     wait_link_up(&mut r, Duration::from_secs(20));
     let mut c = common::client_for(master);
+    // The replica's connection is a client of type `replica`, flag `S`.
+    let replicas: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replicas.lines().count(), 1, "{replicas}");
+    assert!(replicas.contains(" flags=S "), "{replicas}");
     // A subscriber of the replica hears what is published on the master.
     let mut sub = replica.client();
     sub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

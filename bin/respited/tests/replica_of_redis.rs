@@ -553,3 +553,94 @@ fn functions_streams_and_messages_of_a_redis_master_are_applied_durably() {
     settle(&mut m, &mut r);
     assert_eq!(functions(&mut r), functions(&mut m));
 }
+
+/// The fields of CLIENT LIST's lines that do not depend on the moment or
+/// on which server answers: `flags`, `db`, `user`, and the address's host.
+fn link_fields(c: &mut Connection, kind: &str) -> Vec<String> {
+    let list: String = q(c, &["CLIENT", "LIST", "TYPE", kind]);
+    list.lines()
+        .map(|line| {
+            line.split(' ')
+                .filter(|f| {
+                    ["flags=", "db=", "user=", "addr="]
+                        .iter()
+                        .any(|p| f.starts_with(p))
+                })
+                .map(|f| match f.strip_prefix("addr=") {
+                    Some(a) => format!("host={}", a.rsplit_once(':').map_or(a, |(h, _)| h)),
+                    None => f.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn the_master_link_is_a_client_that_client_kill_ends_and_psync_continues() {
+    let Some(master) = master(&[]) else {
+        return;
+    };
+    let mut m = master.client();
+    let _: () = q(&mut m, &["SET", "before", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let conf = config(
+        dir.path(),
+        &format!("replicaof = \"127.0.0.1 {}\"\n", master.port),
+    );
+    let replica = Respited::start_in(dir.path(), &["--config", &conf]);
+    let mut r = replica.client();
+    wait_link_up(&mut r, Duration::from_secs(60));
+    // A redis-server replica of the same master, to compare with.
+    let port = master.port.to_string();
+    let theirs = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]).unwrap();
+    let mut t = theirs.client();
+    wait_link_up(&mut t, Duration::from_secs(30));
+    let _: () = q(&mut m, &["SELECT", "3"]);
+    let _: () = q(&mut m, &["SET", "in3", "1"]);
+    settle(&mut m, &mut r);
+    let ours = link_fields(&mut r, "master");
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    assert_eq!(ours, link_fields(&mut t, "master"));
+    assert_eq!(ours[0], "host=127.0.0.1 flags=M db=3 user=(superuser)");
+    // The link's address is the master's.
+    let list: String = q(&mut r, &["CLIENT", "LIST", "TYPE", "master"]);
+    assert!(
+        list.contains(&format!("addr=127.0.0.1:{} ", master.port)),
+        "{list}"
+    );
+    assert!(link_fields(&mut r, "normal")
+        .iter()
+        .all(|l| !l.contains("flags=M")));
+
+    // CLIENT KILL TYPE master ends the link; it comes back and continues.
+    let killed: i64 = q(&mut r, &["CLIENT", "KILL", "TYPE", "master"]);
+    assert_eq!(killed, 1);
+    let theirs_killed: i64 = q(&mut t, &["CLIENT", "KILL", "TYPE", "master"]);
+    assert_eq!(theirs_killed, 1);
+    let _: () = q(&mut m, &["SELECT", "0"]);
+    let _: () = q(&mut m, &["SET", "after-kill", "1"]);
+    wait_link_up(&mut r, Duration::from_secs(30));
+    settle(&mut m, &mut r);
+    let got: Option<String> = q(&mut r, &["GET", "after-kill"]);
+    assert_eq!(got.as_deref(), Some("1"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut m, "stats", "sync_partial_ok") < 2.0 {
+        assert!(Instant::now() < deadline, "no partial resynchronization");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), 2.0);
+
+    // By its ID too.
+    let list: String = q(&mut r, &["CLIENT", "LIST", "TYPE", "master"]);
+    let id = list
+        .split(' ')
+        .find_map(|f| f.strip_prefix("id="))
+        .unwrap()
+        .to_string();
+    let killed: i64 = q(&mut r, &["CLIENT", "KILL", "ID", &id]);
+    assert_eq!(killed, 1);
+    wait_link_up(&mut r, Duration::from_secs(30));
+    settle(&mut m, &mut r);
+    assert_same(master.port, replica.port);
+}

@@ -215,7 +215,17 @@ pub struct ClientState {
     pub monitor: crate::monitor::ClientFeed,
     /// The memory figures of CLIENT LIST, published by the connection loop.
     pub buffers: Buffers,
+    /// A replication link: [`LINK_MASTER`] for this replica's master,
+    /// [`LINK_REPLICA`] for a replica of this server (0: neither).
+    pub link: AtomicU8,
 }
+
+/// [`ClientState::link`] of the connection to this replica's master
+/// (flag `M`, type `master`).
+pub const LINK_MASTER: u8 = 1;
+/// [`ClientState::link`] of a replica's connection (flag `S`, type
+/// `replica`).
+pub const LINK_REPLICA: u8 = 2;
 
 /// The figures CLIENT LIST shows about a connection's buffers, published
 /// by its loop with relaxed stores once per read or per turn (never per
@@ -324,6 +334,7 @@ impl Default for ClientState {
             multi: AtomicI64::new(-1),
             monitor: Default::default(),
             buffers: Buffers::default(),
+            link: AtomicU8::new(0),
         }
     }
 }
@@ -402,8 +413,14 @@ pub fn info_line(
     if c.pubsub.active() {
         flags.insert(0, 'P');
     }
+    let link = st.link.load(Ordering::Relaxed);
+    if link == LINK_MASTER {
+        flags.insert(0, 'M');
+    }
     if st.monitor.is_monitoring() {
         flags.insert(0, 'O');
+    } else if link == LINK_REPLICA {
+        flags.insert(0, 'S');
     }
     if flags.is_empty() {
         flags.push('N');

@@ -37,7 +37,8 @@ fn client_type(t: &[u8]) -> Result<ClientType, CommandError> {
     match upper(t).as_str() {
         "NORMAL" => Ok(ClientType::Normal),
         "PUBSUB" => Ok(ClientType::PubSub),
-        "MASTER" | "REPLICA" | "SLAVE" => Ok(ClientType::None),
+        "MASTER" => Ok(ClientType::Master),
+        "REPLICA" | "SLAVE" => Ok(ClientType::Replica),
         _ => Err(CommandError::Other(format!(
             "Unknown client type '{}'",
             String::from_utf8_lossy(t)
@@ -46,9 +47,10 @@ fn client_type(t: &[u8]) -> Result<ClientType, CommandError> {
 }
 
 /// The client type CLIENT LIST and CLIENT KILL select by (`TYPE`), as
-/// redis's `getClientType`: a client subscribed to anything is `pubsub`,
-/// every other one here (MONITOR included) `normal`; respite has no
-/// master or replica connections.
+/// redis's `getClientType`: the link to this replica's master is
+/// `master`, a replica's connection (SYNC or PSYNC) `replica`, a client
+/// subscribed to anything `pubsub`, every other one (MONITOR included)
+/// `normal`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum ClientType {
     /// No `TYPE`: every client.
@@ -57,18 +59,27 @@ pub enum ClientType {
     Normal,
     /// `pubsub`.
     PubSub,
-    /// A type no client here has (`master`, `replica`, `slave`).
-    None,
+    /// `master`.
+    Master,
+    /// `replica` (or `slave`).
+    Replica,
 }
 
 impl ClientType {
     fn matches(self, c: &ClientHandle) -> bool {
-        match self {
-            ClientType::Any => true,
-            ClientType::Normal => !c.pubsub.active(),
-            ClientType::PubSub => c.pubsub.active(),
-            ClientType::None => false,
-        }
+        use crate::clients::{LINK_MASTER, LINK_REPLICA};
+        let link = c.state.link.load(Ordering::Relaxed);
+        let monitor = c.state.monitor.is_monitoring();
+        let kind = if link == LINK_MASTER {
+            ClientType::Master
+        } else if link == LINK_REPLICA && !monitor {
+            ClientType::Replica
+        } else if c.pubsub.active() {
+            ClientType::PubSub
+        } else {
+            ClientType::Normal
+        };
+        self == ClientType::Any || self == kind
     }
 }
 

@@ -327,6 +327,11 @@ impl LocalCommand for Sync {
             ));
         }
         s.shared.repl.request_sync(s.client.id, self.psync);
+        // From now on a replica (CLIENT LIST's flag `S`, type `replica`).
+        s.client.state.link.store(
+            crate::clients::LINK_REPLICA,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Ok(Plan::Reply(Reply::Silent))
     }
 }

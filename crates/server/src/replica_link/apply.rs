@@ -67,6 +67,9 @@ pub(crate) struct Parser {
     multi: Option<Vec<(u32, Vec<Bytes>)>>,
     /// The batch being filled.
     batch: Batch,
+    /// The name of the last command of the stream (PINGs included), for
+    /// the master's `cmd=` in CLIENT LIST.
+    last: Option<Vec<u8>>,
 }
 
 impl Parser {
@@ -84,7 +87,14 @@ impl Parser {
                 end_db: db,
                 ..Batch::default()
             },
+            last: None,
         }
+    }
+
+    /// The last command's name (lower case) since this was last asked,
+    /// and the database the stream has selected.
+    pub fn take_last(&mut self) -> Option<(Vec<u8>, u32)> {
+        self.last.take().map(|name| (name, self.db))
     }
 
     /// The batch filled so far, or nothing.
@@ -138,6 +148,7 @@ impl Parser {
             return Ok(()); // an empty line: only the offset moves
         };
         let name = name.to_ascii_lowercase();
+        self.last = Some(name.clone());
         match name.as_slice() {
             b"select" => {
                 let db = args

@@ -481,6 +481,10 @@ async fn follow(
     link.set_state(State::Connected);
     link.touch();
     tracing::info!(offset, "MASTER <-> REPLICA sync: the link is up");
+    // The link is a client while it is up (redis's master client): CLIENT
+    // LIST shows it, CLIENT KILL (TYPE master, its ID or ADDR) ends it,
+    // and the link reconnects and continues with PSYNC.
+    let master = MasterClient::register(shared, &conn.stream);
     let mut parser = Parser::new(offset, db, shared.config.databases);
     let mut flights: VecDeque<Flight> = VecDeque::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -525,6 +529,7 @@ async fn follow(
             Read(std::io::Result<usize>),
             Tick,
             Stop,
+            Killed,
         }
         let event = {
             let front = async {
@@ -543,6 +548,7 @@ async fn follow(
                     drop(stop);
                     Event::Stop
                 }
+                _ = master.handle.kill_notify.notified() => Event::Killed,
             }
         };
         match event {
@@ -566,6 +572,12 @@ async fn follow(
                 if let Err(e) = parser.feed(&mut conn.input) {
                     broken = Some(format!("protocol error from the master: {e}"));
                 }
+                master.saw(parser.take_last());
+            }
+            Event::Killed => {
+                if master.handle.killed.load(Ordering::SeqCst) {
+                    broken = Some("the master's client was killed (CLIENT KILL)".into());
+                }
             }
             Event::Tick => {
                 if !link.is_current(generation) {
@@ -583,6 +595,57 @@ async fn follow(
                 return Ok(());
             }
         }
+    }
+}
+
+/// The master link as a client in the registry (flag `M`), removed when
+/// the link ends.
+struct MasterClient {
+    shared: Arc<Shared>,
+    handle: Arc<crate::clients::ClientHandle>,
+}
+
+impl MasterClient {
+    fn register(shared: &Arc<Shared>, stream: &TcpStream) -> MasterClient {
+        use std::os::fd::AsRawFd;
+        let unspecified = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+        let peer = crate::clients::Peer::Tcp(
+            stream.peer_addr().unwrap_or(unspecified),
+            stream.local_addr().unwrap_or(unspecified),
+        );
+        let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+        let handle = Arc::new(crate::clients::ClientHandle::new(id, peer));
+        // redis's master client has no ACL user.
+        *lock(&handle.user) = "(superuser)".into();
+        handle
+            .state
+            .link
+            .store(crate::clients::LINK_MASTER, Ordering::Relaxed);
+        handle.state.fd.store(stream.as_raw_fd(), Ordering::Relaxed);
+        lock(&shared.clients).insert(id, handle.clone());
+        MasterClient {
+            shared: shared.clone(),
+            handle,
+        }
+    }
+
+    /// Notes the master's last command and the database it selected.
+    fn saw(&self, last: Option<(Vec<u8>, u32)>) {
+        let Some((name, db)) = last else { return };
+        let h = &self.handle;
+        if let Some(index) = crate::command::lookup_index(&name) {
+            h.last_cmd.store(index, Ordering::Relaxed);
+        }
+        h.state.last_row.store(usize::MAX, Ordering::Relaxed);
+        h.db.store(db, Ordering::Relaxed);
+        let ms = h.created.elapsed().as_millis() as u64;
+        h.last_active_ms.store(ms, Ordering::Relaxed);
+    }
+}
+
+impl Drop for MasterClient {
+    fn drop(&mut self) {
+        lock(&self.shared.clients).remove(&self.handle.id);
     }
 }
 
