@@ -3,7 +3,8 @@
 # with appendfsync always, each cell run on the two in turn.
 #   XADD        `XADD xs MAXLEN ~ 1000 * f <64 bytes>` to one stream,
 #               memtier_benchmark, 50 connections (-t 2 -c 25), REQUESTS each;
-#               then, for reference, a SET of 64 bytes (100,000 keys) the same way
+#               then, for reference, a SET of 64 bytes to a new key each
+#               (the write path alone), the same way
 #   XREADGROUP  50 consumers of one group sharing one stream of 200,000
 #               entries, each looping XREADGROUP COUNT n + XACK of what it
 #               got (loadgen/examples/stream_group.rs), COUNT 1 and 10
@@ -58,14 +59,20 @@ xadd() {
     echo "$out" | awk -v cpu=$((t1 - t0)) -v w=$((w1 - w0)) -v hz="$hz" -v ops=$((50 * n)) -v who="${name[$p]}" -v len="$(redis-cli -p "$p" xlen xs)" \
         '{printf "| XADD MAXLEN ~ 1000 | %s | %.0f | %s | %.1f | %.0f | %s |\n", who, $2, $5, cpu / hz / ops * 1e6, w / ops, len}'
 }
-# The write path's own floor under the same load: a plain SET of 64 bytes
-# to 100,000 keys, same connections and count.
+# The write path's own floor under the same load: a plain SET of 64 bytes,
+# same connections and count.
 setref() {
     local p=$1 t0 t1 out
     t0=$(ticks "${pid[$p]}")
     w0=$(written "${pid[$p]}")
-    out=$("$memtier" -p "$p" -t 2 -c 25 -n "$n" --hide-histogram -d 64 --key-maximum 100000 \
-        --command="SET __key__ __data__" 2>/dev/null | grep -E '^(Sets|Totals)' | head -1)
+    # Each SET a new key (each client its own range, a fresh prefix per
+    # run): memtier's data is the same bytes every time, and SQLite does
+    # not rewrite a row whose bytes are unchanged, so an overwrite would
+    # write nothing.
+    # (memtier takes --command-key-pattern after the --command.)
+    out=$("$memtier" -p "$p" -t 2 -c 25 -n "$n" --hide-histogram -d 64 --key-prefix "set$(date +%s%N):" \
+        --key-minimum=1 --key-maximum=$((50 * n)) \
+        --command="SET __key__ __data__" --command-key-pattern=P 2>/dev/null | grep -E '^(Sets|Totals)' | head -1)
     t1=$(ticks "${pid[$p]}")
     sleep 1
     w1=$(written "${pid[$p]}")

@@ -188,6 +188,25 @@ pub fn is_dense_header(header: &[u8; HDR_SIZE], len: usize) -> bool {
     &header[..4] == b"HYLL" && header[4] == DENSE && len == DENSE_SIZE
 }
 
+/// The cached cardinality in a value's header, read without the rest of
+/// it: `head` is the value's first bytes (at least [`HDR_SIZE`] unless
+/// the value is shorter) and `len` its full length. Checks the value as
+/// [`Hll::from_bytes`] does; `Ok(None)` when the cache is stale, as
+/// [`Hll::cached_count`]. PFCOUNT of one key with a valid cache answers
+/// from this alone, as redis's does (it checks only the header and the
+/// dense size before returning the cached value).
+pub fn header_cached_count(head: &[u8], len: usize) -> Result<Option<u64>, NotHll> {
+    if len < HDR_SIZE || head.len() < HDR_SIZE || &head[..4] != b"HYLL" || head[4] > SPARSE {
+        return Err(NotHll);
+    }
+    if head[4] == DENSE && len != DENSE_SIZE {
+        return Err(NotHll);
+    }
+    let mut card = [0u8; 8];
+    card.copy_from_slice(&head[8..16]);
+    Ok((card[7] & 0x80 == 0).then(|| u64::from_le_bytes(card)))
+}
+
 /// Raises a dense register to `count`; true if it changed (`hllDenseSet`).
 fn dense_set(regs: &mut [u8], index: usize, count: u8) -> bool {
     if count > dense_get(regs, index) {

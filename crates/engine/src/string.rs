@@ -79,6 +79,49 @@ impl View<'_, '_> {
         }
     }
 
+    /// A string key's first `n` bytes (all of a shorter value) with its
+    /// full length, noted as a lookup; `Ok(None)` if the key does not
+    /// exist, [`EngineError::WrongType`] if it holds another type. A long
+    /// value is read in place (incremental blob I/O), so only the page
+    /// its head is on is read, not its overflow chain: PFCOUNT's cached
+    /// count is in a 12 KB HLL's first 16 bytes. The key row's statement
+    /// stays open while the value is read, so both reads are one read
+    /// transaction (one snapshot, one lock of the WAL) even on a view
+    /// without an explicit one.
+    pub fn string_head(&self, db: u32, key: &[u8], n: usize) -> Result<Option<(Vec<u8>, usize)>> {
+        let mut stmt = self.stmt(
+            "SELECT type, CASE WHEN type = 0 AND id IS NULL THEN value END, id FROM keys
+             WHERE db = ?1 AND key = ?2 AND (expire_at IS NULL OR expire_at > ?3)",
+        )?;
+        let mut rows = stmt.query(params![db, key, self.now])?;
+        let Some(r) = rows.next()? else {
+            drop(rows);
+            self.seen(db, key, false);
+            return Ok(None);
+        };
+        let code: i64 = r.get(0)?;
+        let head = if Kind::from_code(code)? != Kind::String {
+            None
+        } else if let Some(id) = r.get::<_, Option<i64>>(2)? {
+            let blob =
+                self.stmts
+                    .conn()
+                    .blob_open(rusqlite::MAIN_DB, c"strings", c"value", id, true)?;
+            let len = blob.len();
+            let mut head = vec![0; n.min(len)];
+            blob.read_at_exact(&mut head, 0)?;
+            Some((head, len))
+        } else {
+            let mut value = r.get::<_, Option<Vec<u8>>>(1)?.unwrap_or_default();
+            let len = value.len();
+            value.truncate(n);
+            Some((value, len))
+        };
+        drop(rows);
+        self.seen(db, key, true);
+        head.map(Some).ok_or(EngineError::WrongType)
+    }
+
     /// A string key's value (GET).
     pub fn get_string(&self, db: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.string_entry(db, key)?.map(|(v, _)| v))

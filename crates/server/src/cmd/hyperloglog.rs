@@ -232,12 +232,23 @@ impl PfCount {
         Ok(Single::Stale(hll, expire_at, count))
     }
 
+    /// One key's count when its cache is valid (0 for a missing key), from
+    /// the value's 16-byte header alone; `None` when the cache is stale.
+    /// A dense HLL is 12 KB: its header is read in place, not the value.
+    fn cached(&self, view: &View<'_, '_>) -> Result<Option<u64>, CommandError> {
+        match view.string_head(self.db, &self.keys[0], hyperloglog::HDR_SIZE)? {
+            None => Ok(Some(0)),
+            Some((head, len)) => Ok(hyperloglog::header_cached_count(&head, len)?),
+        }
+    }
+
     /// On the read pool: the reply, or the write to run instead when the
-    /// cache must be written back.
+    /// cache must be written back (counted there, on the value as it is
+    /// then).
     fn read_or_write(self, view: &View<'_, '_>) -> Result<Reply, WriteOp<Reply>> {
-        match self.single(view) {
-            Ok(Single::Cached(count)) => Ok(Reply::Int(count as i64)),
-            Ok(Single::Stale(..)) => Err(crate::command::write_op(PfCountWrite(self))),
+        match self.cached(view) {
+            Ok(Some(count)) => Ok(Reply::Int(count as i64)),
+            Ok(None) => Err(crate::command::write_op(PfCountWrite(self))),
             Err(e) => Ok(Reply::from(e)),
         }
     }
@@ -274,9 +285,14 @@ impl ReadCommand for PfCount {
         if self.keys.len() > 1 {
             return self.union(view);
         }
-        Ok(Reply::Int(match self.single(view)? {
-            Single::Cached(count) | Single::Stale(_, _, count) => count as i64,
-        }))
+        if let Some(count) = self.cached(view)? {
+            return Ok(Reply::Int(count as i64));
+        }
+        // Stale: counted from the whole value (its lookup noted above).
+        match view.peek_string(self.db, &self.keys[0])? {
+            None => Ok(Reply::Int(0)),
+            Some(value) => Ok(Reply::Int(Hll::from_bytes(value)?.count()? as i64)),
+        }
     }
 }
 
