@@ -5,7 +5,12 @@
 # sets), made once in WORK/import.rdb, then loaded by redis-server at start
 # and by `respited import` of each build given (release builds, default
 # settings: `appendfsync always`), each into a fresh database. Prints the
-# time, the rate, the peak RSS (/usr/bin/time -v) and the database size.
+# time (the whole process, from start to exit: the import's commit and the
+# checkpoint that copies its WAL into the database included), the rate, the
+# CPU time of the process (user + system) per key, the peak RSS
+# (/usr/bin/time -v) and the database size. Then each imported database is
+# served by that build and its DEBUG DIGEST compared with redis-server's
+# over the same file ("equal" or "DIFFERENT").
 # With LOCK set, each load takes that lock on its own (flock -o), so the
 # whole run never holds it.
 #
@@ -66,34 +71,52 @@ PY
 fi
 echo "$(ls -l "$rdb" | awk '{print $5}') bytes: $rdb ($keys keys)"
 echo
-echo "| loader | time | keys/s | peak RSS | database size |"
-echo "|---|---:|---:|---:|---:|"
+echo "| loader | time | keys/s | CPU (user + sys) | CPU µs per key | peak RSS | database size | DEBUG DIGEST |"
+echo "|---|---:|---:|---:|---:|---:|---:|---|"
 # redis-server loading the file at start (the time until it answers PING
 # without LOADING), for scale.
 redis_load() {
     local t0 t1 pid
     t0=$(date +%s.%N)
     redis-server --port 7702 --dir "$work" --dbfilename import.rdb --save "" --appendonly no \
-        >/dev/null 2>&1 &
+        --enable-debug-command yes >/dev/null 2>&1 &
     pid=$!
     until [ "$(redis-cli -p 7702 ping 2>/dev/null)" = PONG ]; do sleep 0.01; done
     t1=$(date +%s.%N)
     local rss
     rss=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+    redis-cli -p 7702 debug digest >"$work/redis.digest"
     kill "$pid"
     wait "$pid" || true
     awk -v a="$t0" -v b="$t1" -v k="$keys" -v rss="$rss" \
-        'BEGIN {printf "| redis-server at start | %.2f s | %.0f | %.0f MB | - |\n", b - a, k / (b - a), rss / 1024}'
+        'BEGIN {printf "| redis-server at start | %.2f s | %.0f | - | - | %.0f MB | - | - |\n", b - a, k / (b - a), rss / 1024}'
 }
 locked bash -c "$(declare -f redis_load); work=$work keys=$keys; redis_load"
+# The digest of a respited serving the imported database.
+respite_digest() {
+    local pid
+    printf 'enable_debug_command = "yes"\n' >"$work/debug.toml"
+    "$1" --config "$work/debug.toml" --db "$work/db/r.db" --port 7703 >/dev/null 2>&1 &
+    pid=$!
+    wait_up 7703
+    redis-cli -p 7703 debug digest
+    kill "$pid"
+    wait "$pid" || true
+}
 for bin in "$@"; do
     rm -rf "$work/db"
     mkdir -p "$work/db"
     locked /usr/bin/time -v "$bin" --db "$work/db/r.db" import "$rdb" 2>"$work/import.log" >/dev/null
-    secs=$(grep -o 'in [0-9.]* s' "$work/import.log" | tail -1 | awk '{print $2}')
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$work/import.log")
+    cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$work/import.log")
     rss=$(awk -F: '/Maximum resident set size/ {print $2}' "$work/import.log")
     size=$(du -sb "$work/db" | awk '{print $1}')
-    awk -v s="$secs" -v k="$keys" -v rss="$rss" -v size="$size" -v bin="$bin" \
-        'BEGIN {printf "| `%s import` | %.2f s | %.0f | %.0f MB | %.0f MB |\n", bin, s, k / s, rss / 1024, size / 1e6}'
+    if [ "$(locked bash -c "$(declare -f respite_digest wait_up); work=$work; respite_digest $bin")" = "$(cat "$work/redis.digest")" ]; then
+        digest=equal
+    else
+        digest=DIFFERENT
+    fi
+    awk -v s="$wall" -v c="$cpu" -v k="$keys" -v rss="$rss" -v size="$size" -v bin="$bin" -v d="$digest" \
+        'BEGIN {printf "| `%s import` | %.2f s | %.0f | %.2f s | %.1f | %.0f MB | %.0f MB | %s |\n", bin, s, k / s, c, c * 1e6 / k, rss / 1024, size / 1e6, d}'
 done
 rm -rf "$work/db"
