@@ -49,6 +49,7 @@ pub mod service;
 pub mod sparkline;
 pub mod state;
 pub mod stats;
+pub mod stream_id;
 pub mod sync;
 pub mod tls;
 pub mod tracking;

@@ -431,8 +431,16 @@ fn geoadd(request: &[Bytes]) -> Option<Vec<Vec<Bytes>>> {
         i += 1;
     }
     for point in request[i..].chunks_exact(3) {
-        let [lon, lat] = crate::cmd::geo::long_lat(&point[0], &point[1]).ok()?;
-        let score = respite_engine::geo::score_of(lon, lat).unwrap_or(0);
+        // The command took these, so they are numbers in range; a form
+        // only C's strtod reads (hexadecimal) sends the key's state.
+        let coordinate = |text: &[u8]| -> Option<f64> {
+            std::str::from_utf8(crate::error::c_str(text))
+                .ok()?
+                .parse()
+                .ok()
+        };
+        let (lon, lat) = (coordinate(&point[0])?, coordinate(&point[1])?);
+        let score = respite_engine::geo::score_of(lon, lat)?;
         args.push(Bytes::from(score.to_string()));
         args.push(point[2].clone());
     }

@@ -60,7 +60,7 @@ fn double(arg: &[u8], msg: Option<&str>) -> Result<f64, CommandError> {
 
 /// `extractLongLatOrReply`: a longitude and a latitude inside redis's
 /// limits.
-pub(crate) fn long_lat(lon: &[u8], lat: &[u8]) -> Result<[f64; 2], CommandError> {
+fn long_lat(lon: &[u8], lat: &[u8]) -> Result<[f64; 2], CommandError> {
     let xy = [double(lon, None)?, double(lat, None)?];
     if !(geo::LONG_MIN..=geo::LONG_MAX).contains(&xy[0])
         || !(geo::LAT_MIN..=geo::LAT_MAX).contains(&xy[1])

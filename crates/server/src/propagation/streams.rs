@@ -23,8 +23,8 @@ use bytes::Bytes;
 use respite_engine::stream::{Nack, StreamId};
 use respite_engine::{Kind, View};
 
-use crate::cmd::streams::{start_id, strict_id};
 use crate::reply::Reply;
+use crate::stream_id::{start_id, strict_id};
 
 /// What a consumer-group command's propagation needs from before it ran.
 #[derive(Default)]
