@@ -13,17 +13,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::replication::{assert_same, wait_link_up};
-use common::{info_field, RedisServer, Respited};
-
-/// A respited that allows DEBUG (DIGEST, DIGEST-VALUE), with its directory.
-fn debug_server() -> (tempfile::TempDir, Respited) {
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("respite.toml");
-    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
-    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
-    (dir, server)
-}
+use common::replication::{assert_same, debug_server, wait_link_up};
+use common::{info_field, RedisServer};
 
 /// A client attached to a master's replication stream with SYNC.
 struct Stream {

@@ -15,18 +15,11 @@ mod common;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use common::replication::{assert_same, con_db, info_text, populate, run_load, wait_link_up};
-use common::{free_port, info_field, RedisServer, Respited};
+use common::replication::{
+    assert_same, con_db, debug_server, info_text, populate, run_load, wait_link_up,
+};
+use common::{free_port, info_field, RedisServer};
 use redis::Connection;
-
-/// A respited that allows DEBUG (DIGEST, DIGEST-VALUE), with its directory.
-fn debug_server() -> (tempfile::TempDir, Respited) {
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("respite.toml");
-    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
-    let server = Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
-    (dir, server)
-}
 
 /// Lets the master's sweep delete what expired, then waits until the
 /// replica acknowledged everything.

@@ -9,6 +9,15 @@ use std::time::{Duration, Instant};
 
 use redis::Connection;
 
+/// A respited that allows DEBUG (DIGEST, DIGEST-VALUE), with its directory.
+pub fn debug_server() -> (tempfile::TempDir, super::Respited) {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").unwrap();
+    let server = super::Respited::start_in(dir.path(), &["--config", conf.to_str().unwrap()]);
+    (dir, server)
+}
+
 /// Databases the load writes to.
 pub const DBS: [u32; 3] = [0, 2, 5];
 
