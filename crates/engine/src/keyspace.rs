@@ -112,6 +112,9 @@ pub struct Slot<'k> {
     /// The key is new in this operation and its row not written yet
     /// ([`Txn::slot_id_deferred`]): [`Txn::settle`] inserts it.
     pub(crate) unborn: bool,
+    /// Opened by [`Txn::open_list`]: its pushes and pops may be kept in
+    /// memory (see `elide.rs`).
+    pub(crate) elide: bool,
 }
 
 impl Slot<'_> {
@@ -685,6 +688,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             kind,
             row,
             unborn: false,
+            elide: false,
         })
     }
 
@@ -975,6 +979,7 @@ impl<'s, 'c> Txn<'s, 'c> {
             kind: entry.kind,
             row: None,
             unborn: false,
+            elide: false,
         };
         let id = self.slot_id(&mut slot)?;
         for sql in elements(entry.kind).map_or(&[][..], |e| e.copy) {

@@ -44,6 +44,7 @@ pub mod checkpointer;
 pub mod completion;
 pub mod config;
 pub mod disk;
+mod elide;
 pub mod encoding;
 pub mod error;
 pub mod evict;

@@ -210,6 +210,12 @@ impl Txn<'_, '_> {
         if values.is_empty() {
             return Ok(slot.len());
         }
+        // A new list waits in memory (see `elide.rs`).
+        if slot.elide {
+            if let Some(len) = self.elided_push(slot, values, end)? {
+                return Ok(len);
+            }
+        }
         let existed = !slot.is_empty();
         let id = self.slot_id_deferred(slot)?;
         let n = values.len() as i64;
@@ -253,12 +259,18 @@ impl Txn<'_, '_> {
     /// RPOP, and the pops of LMOVE, LMPOP and the blocking commands), in
     /// the order they leave. The key goes with its last element.
     pub fn list_pop(&mut self, slot: &mut Slot<'_>, end: End, count: i64) -> Result<Vec<Vec<u8>>> {
+        if slot.is_empty() || count <= 0 {
+            return Ok(Vec::new());
+        }
+        // The list waiting in memory (see `elide.rs`).
+        if slot.elide {
+            if let Some(values) = self.elided_pop(slot, end, count)? {
+                return Ok(values);
+            }
+        }
         let Some(row) = slot.row() else {
             return Ok(Vec::new());
         };
-        if count <= 0 {
-            return Ok(Vec::new());
-        }
         if count == 1 {
             // The common pop: the end element read by one descent, then
             // deleted by its key (a `DELETE ... RETURNING` would build a

@@ -21,6 +21,9 @@ pub struct Statements<'c> {
     idle: RefCell<Vec<(*const u8, Statement<'c>)>>,
     /// The database's page size, read once (0 until then).
     page_size: std::cell::Cell<u32>,
+    /// A list pushed in the open group and not written yet (the writer's
+    /// connection only; see `elide.rs`).
+    pub(crate) elided: crate::elide::Elided,
 }
 
 impl<'c> Statements<'c> {
@@ -41,6 +44,7 @@ impl<'c> Statements<'c> {
             conn,
             idle: RefCell::new(Vec::new()),
             page_size: std::cell::Cell::new(0),
+            elided: Default::default(),
         }
     }
 
@@ -51,8 +55,19 @@ impl<'c> Statements<'c> {
 
     /// The prepared statement for `sql`, prepared on first use. It returns
     /// to the cache when the guard is dropped (rusqlite has reset it by
-    /// then: `execute` and dropped `Rows` reset their statement).
+    /// then: `execute` and dropped `Rows` reset their statement). A list
+    /// waiting in memory is written first, so that no statement ever sees
+    /// the database without it (see `elide.rs`).
     pub fn get(&self, sql: &'static str) -> rusqlite::Result<CachedStmt<'_, 'c>> {
+        if self.elided.any() {
+            self.write_elided()?;
+        }
+        self.get_raw(sql)
+    }
+
+    /// [`Statements::get`] without writing the waiting list first: for
+    /// the statements that write it.
+    pub(crate) fn get_raw(&self, sql: &'static str) -> rusqlite::Result<CachedStmt<'_, 'c>> {
         let key = sql.as_ptr();
         let found = {
             let mut idle = self.idle.borrow_mut();

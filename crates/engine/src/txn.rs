@@ -280,8 +280,11 @@ impl<'s, 'c> Txn<'s, 'c> {
         crate::propagate::PinnedRead::open(std::path::Path::new(&path))
     }
 
-    /// For batches of fixed SQL run once (FLUSHALL).
+    /// For batches of fixed SQL run once (FLUSHALL). A list waiting in
+    /// memory is written first, as before any statement (a failure is
+    /// kept for the writer: see `elide.rs`).
     pub(crate) fn conn(&self) -> &'c Connection {
+        let _ = self.view.stmts.write_elided();
         self.view.stmts.conn()
     }
 }

@@ -249,6 +249,14 @@ fn new_txn<'a, 'c>(stmts: &'a Statements<'c>, settings: &'a WriterSettings) -> T
     txn
 }
 
+/// A failure to write the list waiting in memory (see `elide.rs`) fails
+/// the open transaction, as any failure after a write does.
+fn note_elided_failure(stmts: &Statements<'_>, poisoned: &mut Option<String>) {
+    if let Some(e) = stmts.elided_failure() {
+        poisoned.get_or_insert_with(|| format!("writing a list's elements failed: {e}"));
+    }
+}
+
 /// A wait for the write lock longer than this is logged.
 const LONG_LOCK_WAIT: Duration = Duration::from_millis(100);
 
@@ -637,6 +645,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         if let Err(EngineError::Storage(e)) = &result {
             self.settings.disk.storage_failed(e);
         }
+        note_elided_failure(self.stmts, &mut self.poisoned);
         self.steps = txn.take_steps(first_key);
         let mut touched = txn.take_touched();
         self.marks.push(Mark::of(self.touched.keys().len(), &txn));
@@ -847,7 +856,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                     }
                 }
                 // Once the key is gone, nobody else can be served from it.
-                if !matches!(txn.exists(db, &key), Ok(true)) {
+                if !matches!(txn.exists_elided(db, &key), Ok(true)) {
                     break;
                 }
             }
@@ -860,6 +869,13 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
         if self.in_txn.is_empty() {
             return;
         }
+        // A list still waiting in memory is written before the commit, or
+        // dropped with a group that is rolled back (see `elide.rs`).
+        if self.poisoned.is_none() {
+            let _ = self.stmts.write_elided();
+        }
+        note_elided_failure(self.stmts, &mut self.poisoned);
+        self.stmts.discard_elided();
         let started = Instant::now();
         let commit = match self.poisoned.take() {
             None => self.commit().map_err(|e| {

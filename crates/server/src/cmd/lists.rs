@@ -107,7 +107,7 @@ impl<const LEFT: bool, const EXISTING: bool> WriteCommand for Push<LEFT, EXISTIN
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
-        let mut slot = txn.open(self.db, &self.key, Kind::List)?;
+        let mut slot = txn.open_list(self.db, &self.key)?;
         if EXISTING && slot.is_empty() {
             return Ok(Reply::Int(0));
         }
@@ -147,14 +147,14 @@ impl<const LEFT: bool> WriteCommand for Pop<LEFT> {
         })
     }
     fn apply(self, txn: &mut Txn<'_, '_>) -> Result<Reply, CommandError> {
-        if txn.live(self.db, &self.key, Kind::List)?.is_none() {
+        if txn.live_list(self.db, &self.key)?.is_none() {
             return Ok(match self.count {
                 Some(_) => Reply::NilArray,
                 None => Reply::Nil,
             });
         }
         let end = if LEFT { End::Left } else { End::Right };
-        let mut slot = txn.open(self.db, &self.key, Kind::List)?;
+        let mut slot = txn.open_list(self.db, &self.key)?;
         match self.count {
             Some(0) => Ok(Reply::Array(Vec::new())),
             Some(n) => {
@@ -508,15 +508,15 @@ fn move_one(
     from: End,
     to: End,
 ) -> Result<Option<Vec<u8>>, CommandError> {
-    if txn.live(db, src, Kind::List)?.is_none() {
+    if txn.live_list(db, src)?.is_none() {
         return Ok(None);
     }
-    txn.live(db, dst, Kind::List)?;
-    let mut s = txn.open(db, src, Kind::List)?;
+    txn.live_list(db, dst)?;
+    let mut s = txn.open_list(db, src)?;
     let Some(value) = txn.list_pop(&mut s, from, 1)?.pop() else {
         return Ok(None);
     };
-    let mut d = txn.open(db, dst, Kind::List)?;
+    let mut d = txn.open_list(db, dst)?;
     txn.list_push(&mut d, &[&value], to)?;
     // redis's order: the push (lmoveHandlePush), then the pop.
     txn.notify(LIST, pushed(to), db, dst);
@@ -622,10 +622,10 @@ impl MPop {
 
     /// Pops from `key` if it is a non-empty list: `[key, [elements]]`.
     fn pop_from(&self, txn: &mut Txn<'_, '_>, key: &[u8]) -> Result<Option<Reply>, CommandError> {
-        if txn.live(self.db, key, Kind::List)?.is_none() {
+        if txn.live_list(self.db, key)?.is_none() {
             return Ok(None);
         }
-        let mut slot = txn.open(self.db, key, Kind::List)?;
+        let mut slot = txn.open_list(self.db, key)?;
         let values = txn.list_pop(&mut slot, self.end, self.count)?;
         popped(txn, self.db, key, self.end, slot.is_empty());
         Ok(Some(Reply::Array(vec![
@@ -671,7 +671,7 @@ pub struct BPop<const LEFT: bool> {
 impl<const LEFT: bool> BPop<LEFT> {
     fn pop_from(&self, txn: &mut Txn<'_, '_>, key: &[u8]) -> Result<Option<Reply>, CommandError> {
         let end = if LEFT { End::Left } else { End::Right };
-        let mut slot = txn.open(self.db, key, Kind::List)?;
+        let mut slot = txn.open_list(self.db, key)?;
         let value = txn.list_pop(&mut slot, end, 1)?.pop();
         if value.is_some() {
             popped(txn, self.db, key, end, slot.is_empty());
@@ -705,7 +705,7 @@ impl<const LEFT: bool> Blocker for BPop<LEFT> {
         ready: Option<(u32, &[u8])>,
     ) -> Result<Option<Reply>, CommandError> {
         if let Some((_, key)) = ready {
-            return match txn.live(self.db, key, Kind::List) {
+            return match txn.live_list(self.db, key) {
                 Ok(Some(_)) => self.pop_from(txn, key),
                 Ok(None) | Err(respite_engine::EngineError::WrongType) => Ok(None),
                 Err(e) => Err(e.into()),
@@ -713,7 +713,7 @@ impl<const LEFT: bool> Blocker for BPop<LEFT> {
         }
         for key in &self.keys {
             // WRONGTYPE on the first key that is not a list, as in Redis.
-            if txn.live(self.db, key, Kind::List)?.is_some() {
+            if txn.live_list(self.db, key)?.is_some() {
                 return self.pop_from(txn, key);
             }
         }
@@ -767,7 +767,7 @@ impl Blocker for BLMove {
     ) -> Result<Option<Reply>, CommandError> {
         let m = &self.mv;
         if ready.is_some() {
-            match txn.live(m.db, &m.src, Kind::List) {
+            match txn.live_list(m.db, &m.src) {
                 Ok(Some(_)) => {}
                 Ok(None) | Err(respite_engine::EngineError::WrongType) => return Ok(None),
                 Err(e) => return Err(e.into()),
@@ -836,7 +836,7 @@ impl Blocker for BLMPop {
         ready: Option<(u32, &[u8])>,
     ) -> Result<Option<Reply>, CommandError> {
         match ready {
-            Some((_, key)) => match txn.live(self.pop.db, key, Kind::List) {
+            Some((_, key)) => match txn.live_list(self.pop.db, key) {
                 Ok(Some(_)) => self.pop.pop_from(txn, key),
                 Ok(None) | Err(respite_engine::EngineError::WrongType) => Ok(None),
                 Err(e) => Err(e.into()),
