@@ -6575,3 +6575,465 @@ fn geo_random_points_and_searches_match_redis() {
     );
     assert!(found > 1000, "only {found} searches found points");
 }
+
+// Lists pushed and popped within one group. respite keeps a list created
+// in a group in the writer's memory while only pushes and pops touch it,
+// and writes it at the first other statement or before the commit (see
+// the engine's `elide.rs`). The pipelines below put pushes, pops and every
+// kind of other access to the same key into one group, and must answer
+// exactly as redis-server does.
+
+/// Sends `commands` to both servers as one pipeline (one write on each
+/// socket), then reads every reply: (respite's, redis-server's).
+fn pipelined(pair: &mut Pair, commands: &[Vec<Vec<u8>>]) -> (Vec<Reply>, Vec<Reply>) {
+    let mut bytes = Vec::new();
+    for c in commands {
+        bytes.extend(encode(c));
+    }
+    let mut side = |conn: &mut BufReader<TcpStream>| {
+        conn.get_mut().write_all(&bytes).expect("write pipeline");
+        commands
+            .iter()
+            .map(|_| read_reply(conn))
+            .collect::<Vec<_>>()
+    };
+    (side(&mut pair.respite), side(&mut pair.redis))
+}
+
+/// Runs `lines` as one pipeline on both and lists the replies that differ,
+/// then the keyspace as both see it afterwards.
+fn pipeline_diff(pair: &mut Pair, lines: &[String]) -> Vec<String> {
+    let commands: Vec<Vec<Vec<u8>>> = lines.iter().map(|l| words(l)).collect();
+    let (ours, theirs) = pipelined(pair, &commands);
+    let mut bad = Vec::new();
+    for ((line, a), b) in lines.iter().zip(&ours).zip(&theirs) {
+        if a.raw != b.raw {
+            bad.push(format!(
+                "{line} (pipelined)\n    respite: {}\n    redis:   {}",
+                show(&a.raw),
+                show(&b.raw)
+            ));
+        }
+    }
+    for after in ["DBSIZE", "@sort KEYS *"] {
+        bad.extend(diff(pair, &[after]));
+    }
+    bad
+}
+
+/// Pipelines of pushes and pops on one key with, in the same group, every
+/// kind of other access to it: reads, type and existence checks, renames,
+/// expiries, deletion, a write of another type, keyspace-wide commands.
+const LIST_PIPELINES: &[&[&str]] = &[
+    &[
+        "LPUSH q a",
+        "RPOP q",
+        "LLEN q",
+        "EXISTS q",
+        "TYPE q",
+        "RPOP q",
+    ],
+    &[
+        "LPUSH q a b c",
+        "RPOP q",
+        "LPOP q",
+        "EXISTS q",
+        "LLEN q",
+        "RPOP q",
+        "EXISTS q",
+        "LPOP q",
+    ],
+    &[
+        "RPUSH q x y z",
+        "LPOP q 2",
+        "RPOP q 5",
+        "LPOP q",
+        "LPUSHX q n",
+        "RPUSHX q n",
+        "RPUSH q d",
+        "LPUSHX q c",
+        "OBJECT ENCODING q",
+        "LRANGE q 0 -1",
+        "LINDEX q 0",
+        "LINDEX q -1",
+    ],
+    &[
+        "LPUSH q a b",
+        "RPOPLPUSH q q2",
+        "LMOVE q2 q RIGHT LEFT",
+        "LMOVE q q LEFT RIGHT",
+        "LMPOP 2 q2 q LEFT COUNT 3",
+        "EXISTS q q2",
+        "LMPOP 2 q2 q LEFT COUNT 3",
+    ],
+    &["LPUSH q e", "SET q s", "GET q", "LPUSH q f", "RPOP q"],
+    &[
+        "LPUSH q2 v",
+        "RENAME q2 q3",
+        "RPOP q3",
+        "EXISTS q3",
+        "RPOP q2",
+    ],
+    &[
+        "LPUSH q4 a",
+        "EXPIRE q4 100",
+        "TTL q4",
+        "RPOP q4",
+        "TTL q4",
+        "EXISTS q4",
+    ],
+    &[
+        "LPUSH q5 a b",
+        "DEL q5",
+        "RPOP q5",
+        "LPUSH q5 c",
+        "UNLINK q5",
+        "LPUSH q5 d",
+    ],
+    &["LPUSH q6 a", "INCR q6", "RPOP q6", "INCR q6"],
+    &[
+        "LPUSH q7 a",
+        "DBSIZE",
+        "RPOP q7",
+        "DBSIZE",
+        "LPUSH q7 b",
+        "DBSIZE",
+    ],
+    &[
+        "LPUSH q8 a b",
+        "LINSERT q8 BEFORE a x",
+        "LREM q8 0 b",
+        "LSET q8 0 y",
+        "LTRIM q8 0 0",
+        "RPOP q8",
+        "EXISTS q8",
+    ],
+    &[
+        "LPUSH q9 a",
+        "COPY q9 q10",
+        "RPOP q9",
+        "RPOP q10",
+        "LPUSH q9 b",
+        "MOVE q9 1",
+        "EXISTS q9",
+        "SELECT 1",
+        "RPOP q9",
+        "SELECT 0",
+    ],
+    &[
+        "LPUSH q11 a b",
+        "SORT q11 ALPHA",
+        "SORT q11 ALPHA STORE q12",
+        "RPOP q11",
+        "RPOP q12",
+        "RPOP q11",
+        "RPOP q12",
+        "EXISTS q11 q12",
+    ],
+    &[
+        "LPUSH q13 a",
+        "FLUSHDB",
+        "RPOP q13",
+        "LPUSH q13 b",
+        "FLUSHALL",
+        "LLEN q13",
+    ],
+    &[
+        "LPUSH q14 a",
+        "PERSIST q14",
+        "OBJECT ENCODING q14",
+        "RPOP q14",
+    ],
+    &[
+        "LPUSH q15 a",
+        "DUMP q15",
+        "RPOP q15",
+        "LPUSH q15 b",
+        "TYPE q15",
+        "RPOP q15",
+    ],
+];
+
+/// A small deterministic generator (xorshift64*), so a failure replays.
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// One random list command over the keys `r1` and `r2`.
+fn random_list_command(rng: &mut Xorshift, serial: &mut u64) -> String {
+    let key = |rng: &mut Xorshift| ["r1", "r2"][rng.below(2) as usize];
+    let end = |rng: &mut Xorshift| ["LEFT", "RIGHT"][rng.below(2) as usize];
+    let mut values = |rng: &mut Xorshift| {
+        (0..1 + rng.below(3))
+            .map(|_| {
+                *serial += 1;
+                format!("v{serial}")
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    match rng.below(20) {
+        0..=3 => format!("LPUSH {} {}", key(rng), values(rng)),
+        4..=5 => format!("RPUSH {} {}", key(rng), values(rng)),
+        6 => format!("LPUSHX {} {}", key(rng), values(rng)),
+        7 => format!("RPUSHX {} {}", key(rng), values(rng)),
+        8..=9 => format!("RPOP {}", key(rng)),
+        10 => format!("LPOP {}", key(rng)),
+        11 => format!("RPOP {} {}", key(rng), rng.below(4)),
+        12 => format!("LPOP {} {}", key(rng), 1 + rng.below(3)),
+        13 => format!("LLEN {}", key(rng)),
+        14 => format!("LRANGE {} 0 -1", key(rng)),
+        15 => format!("LINDEX {} -1", key(rng)),
+        16 => format!("EXISTS {}", key(rng)),
+        17 => format!("LMOVE {} {} {} {}", key(rng), key(rng), end(rng), end(rng)),
+        18 => format!("LMPOP 2 r1 r2 {} COUNT {}", end(rng), 1 + rng.below(3)),
+        _ => format!("RPOPLPUSH {} {}", key(rng), key(rng)),
+    }
+}
+
+#[test]
+fn lists_pushed_and_popped_within_one_pipeline() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let mut pair = Pair::connect(&respite, &redis);
+    let mut bad = Vec::new();
+    for lines in LIST_PIPELINES {
+        let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        bad.extend(pipeline_diff(&mut pair, &lines));
+    }
+    // Random pipelines of pushes, pops and reads over two keys.
+    let mut rng = Xorshift(0x5EED_1157_0F_C0DE);
+    let mut serial = 0;
+    for _ in 0..60 {
+        let n = 1 + rng.below(40);
+        let lines: Vec<String> = (0..n)
+            .map(|_| random_list_command(&mut rng, &mut serial))
+            .collect();
+        bad.extend(pipeline_diff(&mut pair, &lines));
+        bad.extend(diff(&mut pair, &["LRANGE r1 0 -1", "LRANGE r2 0 -1"]));
+    }
+    assert!(
+        bad.is_empty(),
+        "respite and redis-server disagree on {} line(s):\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+/// Pushes and pops inside MULTI/EXEC and scripts, with reads of the list
+/// between them in the same transaction.
+const LISTS_IN_ONE_TRANSACTION: &[&str] = &[
+    "MULTI",
+    "LPUSH q a b",
+    "LRANGE q 0 -1",
+    "RPOP q",
+    "LLEN q",
+    "RPOP q",
+    "EXISTS q",
+    "EXEC",
+    "MULTI",
+    "LPUSH q a",
+    "RPOP q",
+    "EXISTS q",
+    "LPUSH q b",
+    "LINDEX q 0",
+    "EXEC",
+    "LRANGE q 0 -1",
+    "MULTI",
+    "RPOP q",
+    "LPUSH q c",
+    "TYPE q",
+    "SET q x",
+    "LPUSH q d",
+    "EXEC",
+    "GET q",
+    "DEL q",
+    "EVAL \"redis.call('lpush', KEYS[1], 'a', 'b') local x = redis.call('rpop', KEYS[1]) return {x, redis.call('llen', KEYS[1]), redis.call('lrange', KEYS[1], 0, -1), redis.call('rpop', KEYS[1]), redis.call('exists', KEYS[1])}\" 1 s",
+    "EXISTS s",
+    "EVAL \"redis.call('rpush', KEYS[1], 'a') redis.call('lpop', KEYS[1]) redis.call('rpush', KEYS[1], 'b') return redis.call('llen', KEYS[1])\" 1 s",
+    "LRANGE s 0 -1",
+    "EVAL \"redis.call('lpush', KEYS[1], 'z') redis.call('rpop', KEYS[1]) return redis.call('incr', KEYS[1])\" 1 s2",
+    "GET s2",
+    "EVAL \"redis.call('lpush', KEYS[1], 'z') return redis.call('incr', KEYS[1])\" 1 s3",
+    "LRANGE s3 0 -1",
+];
+
+#[test]
+fn lists_pushed_and_popped_in_one_transaction() {
+    check(&[LISTS_IN_ONE_TRANSACTION]);
+}
+
+/// Waits until `conn`'s server counts `n` blocked clients.
+fn await_blocked(conn: &mut BufReader<TcpStream>, n: usize) {
+    let want = format!("blocked_clients:{n}\r\n");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = send(conn, &words("INFO clients"));
+        if info
+            .bulk()
+            .is_some_and(|b| String::from_utf8_lossy(b).contains(&want))
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {n} blocked clients"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The raw replies of a session of blocked pops served by pushes on the
+/// server at `port` (the pushes pipelined with pops and reads of the same
+/// key), and the keyspace events a subscriber heard meanwhile.
+fn blocked_pops_served(port: u16) -> Vec<String> {
+    let conn = || BufReader::new(raw_for(port));
+    let (mut c1, mut c2, mut c3, mut sub) = (conn(), conn(), conn(), conn());
+    let mut out = Vec::new();
+    let mut note = |what: &str, r: &Reply| out.push(format!("{what}: {}", show(&r.raw)));
+    note(
+        "config",
+        &send(&mut c2, &words("CONFIG SET notify-keyspace-events KEA")),
+    );
+    note(
+        "psubscribe",
+        &send(&mut sub, &words("PSUBSCRIBE __key*@0__:*")),
+    );
+    let start = |c: &mut BufReader<TcpStream>, line: &str| {
+        c.get_mut().write_all(&encode(&words(line))).expect("write");
+    };
+    // A push readies a blocked BRPOP; pops and reads follow in its pipeline.
+    let sessions: &[(&[&str], &[&str])] = &[
+        (&["BRPOP q 5"], &["LPUSH q j1", "LLEN q", "RPOP q"]),
+        (
+            &["BRPOP q 5"],
+            &["LPUSH q j1 j2", "LLEN q", "LRANGE q 0 -1", "RPOP q"],
+        ),
+        (&["BLPOP q 5"], &["RPOP q", "RPUSH q j3", "EXISTS q"]),
+        (
+            &["BLMOVE q2 d RIGHT LEFT 5"],
+            &["LPUSH q2 m", "LRANGE d 0 -1", "EXISTS q2", "RPOP d"],
+        ),
+        (
+            &["BRPOPLPUSH q2 q2 5"],
+            &["LPUSH q2 n", "RPOP q2", "EXISTS q2"],
+        ),
+        (
+            &["BLMPOP 5 2 q3 q4 LEFT COUNT 2"],
+            &["RPUSH q4 a b c", "LRANGE q4 0 -1", "DEL q4"],
+        ),
+        (
+            &["BRPOP q5 5", "BRPOP q5 5"],
+            &["LPUSH q5 a b c", "LLEN q5", "RPOP q5", "RPOP q5"],
+        ),
+        (
+            &["BRPOP q6 1"],
+            &["MULTI", "LPUSH q6 x", "RPOP q6", "EXEC", "EXISTS q6"],
+        ),
+    ];
+    for (blocked, pushes) in sessions {
+        let waiters = [&mut c1, &mut c3];
+        let mut waiting = Vec::new();
+        for (w, line) in waiters.into_iter().zip(blocked.iter()) {
+            start(w, line);
+            waiting.push(w);
+            await_blocked(&mut c2, waiting.len());
+        }
+        let commands: Vec<Vec<Vec<u8>>> = pushes.iter().map(|l| words(l)).collect();
+        let mut bytes = Vec::new();
+        for c in &commands {
+            bytes.extend(encode(c));
+        }
+        c2.get_mut().write_all(&bytes).expect("write");
+        let replies: Vec<Reply> = commands.iter().map(|_| read_reply(&mut c2)).collect();
+        for (line, r) in pushes.iter().zip(&replies) {
+            out.push(format!("{line}: {}", show(&r.raw)));
+        }
+        for (w, line) in waiting.into_iter().zip(blocked.iter()) {
+            let r = read_reply(w);
+            out.push(format!("{line}: {}", show(&r.raw)));
+        }
+    }
+    // Everything the subscriber heard, up to a marker.
+    send(&mut c2, &words("SET marker 1"));
+    loop {
+        let r = read_reply(&mut sub);
+        let text = show(&r.raw);
+        out.push(format!("event: {text}"));
+        if text.contains("marker") {
+            break;
+        }
+    }
+    out
+}
+
+#[test]
+fn blocked_pops_served_by_pushes_and_their_events() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    let theirs = blocked_pops_served(redis.port);
+    let ours = blocked_pops_served(respite.port);
+    let bad: Vec<String> = ours
+        .iter()
+        .zip(&theirs)
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("respite: {a}\n  redis: {b}"))
+        .collect();
+    assert!(
+        bad.is_empty() && ours.len() == theirs.len(),
+        "{} difference(s):\n{}\nrespite: {ours:#?}\nredis: {theirs:#?}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+/// WATCH sees a key pushed and popped within one group as changed, as
+/// redis does: the EXEC that follows is aborted.
+fn watch_after_push_and_pop(port: u16) -> Vec<String> {
+    let (mut a, mut b) = (BufReader::new(raw_for(port)), BufReader::new(raw_for(port)));
+    let mut out = Vec::new();
+    for (watched, pipeline) in [
+        ("WATCH q", &["LPUSH q j", "RPOP q"][..]),
+        ("WATCH q", &["LPUSH q j k", "RPOP q", "RPOP q"][..]),
+        ("WATCH q", &["RPUSH q j"][..]),
+        ("WATCH q", &["RPOP q", "LPUSH q x", "LPOP q"][..]),
+        ("WATCH other", &["LPUSH q j", "RPOP q"][..]),
+    ] {
+        out.push(show(&send(&mut a, &words(watched)).raw));
+        let mut bytes = Vec::new();
+        for line in pipeline {
+            bytes.extend(encode(&words(line)));
+        }
+        b.get_mut().write_all(&bytes).expect("write");
+        for _ in pipeline.iter() {
+            out.push(show(&read_reply(&mut b).raw));
+        }
+        for line in ["MULTI", "SET x 1", "EXEC"] {
+            out.push(show(&send(&mut a, &words(line)).raw));
+        }
+    }
+    out
+}
+
+#[test]
+fn watch_sees_a_list_pushed_and_popped_in_one_group() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let respite = Respited::start(&[]);
+    assert_eq!(
+        watch_after_push_and_pop(respite.port),
+        watch_after_push_and_pop(redis.port)
+    );
+}

@@ -306,3 +306,121 @@ impl Txn<'_, '_> {
         Ok(Some(out))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    use crate::list::End;
+    use crate::schema::Kind;
+    use crate::stmt_cache::Statements;
+    use crate::txn::Txn;
+    use crate::watch::Watches;
+
+    fn database() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        crate::schema::prepare(&conn).unwrap();
+        conn
+    }
+
+    /// Rows inserted, updated or deleted on `conn` so far.
+    fn rows_changed(conn: &Connection) -> i64 {
+        conn.query_row("SELECT total_changes()", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// Pushes and pops of a new list, as separate operations of one group
+    /// (a `Txn` each), change no row; the changes they note are the
+    /// written ones'.
+    #[test]
+    fn a_list_pushed_and_popped_in_one_group_is_never_written() {
+        let conn = database();
+        let stmts = Statements::new(&conn);
+        let watches = Watches::default();
+        let thresholds = crate::encoding::Thresholds::default();
+        let before = rows_changed(&conn);
+        for _ in 0..3 {
+            let mut txn = Txn::new(&stmts, &watches, &thresholds);
+            let mut slot = txn.open_list(0, b"q").unwrap();
+            assert_eq!(
+                txn.list_push(&mut slot, &[b"a", b"b"], End::Left).unwrap(),
+                2
+            );
+            assert_eq!(txn.changes(), 2);
+            let mut txn = Txn::new(&stmts, &watches, &thresholds);
+            assert_eq!(txn.live_list(0, b"q").unwrap().map(|r| r.count), Some(2));
+            let mut slot = txn.open_list(0, b"q").unwrap();
+            assert_eq!(txn.list_pop(&mut slot, End::Right, 1).unwrap(), [b"a"]);
+            let mut slot = txn.open_list(0, b"q").unwrap();
+            assert_eq!(txn.list_push(&mut slot, &[b"c"], End::Right).unwrap(), 2);
+            let mut slot = txn.open_list(0, b"q").unwrap();
+            assert_eq!(
+                txn.list_pop(&mut slot, End::Left, 5).unwrap(),
+                [b"b".to_vec(), b"c".to_vec()]
+            );
+            assert!(slot.is_empty());
+            assert!(txn
+                .take_touched()
+                .keys()
+                .iter()
+                .all(|(_, k)| &k[..] == b"q"));
+            assert!(!stmts.elided.any());
+            assert!(!txn.exists(0, b"q").unwrap());
+        }
+        assert_eq!(rows_changed(&conn), before);
+    }
+
+    /// Any other statement writes the waiting list first, as it stands.
+    #[test]
+    fn the_next_statement_writes_the_waiting_list() {
+        let conn = database();
+        let stmts = Statements::new(&conn);
+        let watches = Watches::default();
+        let thresholds = crate::encoding::Thresholds::default();
+        let mut txn = Txn::new(&stmts, &watches, &thresholds);
+        let mut slot = txn.open_list(0, b"q").unwrap();
+        txn.list_push(&mut slot, &[b"a", b"b", b"c"], End::Left)
+            .unwrap();
+        txn.list_pop(&mut slot, End::Right, 1).unwrap();
+        let before = rows_changed(&conn);
+        let row = txn.live(0, b"q", Kind::List).unwrap().unwrap();
+        assert_eq!(row.count, 2);
+        assert!(row.id > 0);
+        assert_eq!(
+            txn.list_range(&row, 0, -1).unwrap(),
+            [b"c".to_vec(), b"b".to_vec()]
+        );
+        // The meta counter, the key row, two elements.
+        assert_eq!(rows_changed(&conn), before + 4);
+        // A slot opened while the list waited, used after it was written.
+        let mut slot = txn.open_list(0, b"q").unwrap();
+        let mut other = txn.open_list(0, b"r").unwrap();
+        txn.list_push(&mut other, &[b"x"], End::Left).unwrap();
+        assert!(stmts.elided.any());
+        txn.list_push(&mut slot, &[b"d"], End::Right).unwrap();
+        let _ = txn.exists(0, b"r").unwrap();
+        let row = txn.live(0, b"q", Kind::List).unwrap().unwrap();
+        assert_eq!(
+            txn.list_range(&row, 0, -1).unwrap(),
+            [b"c".to_vec(), b"b".to_vec(), b"d".to_vec()]
+        );
+        let row = txn.live(0, b"r", Kind::List).unwrap().unwrap();
+        assert_eq!(txn.list_range(&row, 0, -1).unwrap(), [b"x".to_vec()]);
+    }
+
+    /// A rolled-back group drops the waiting list.
+    #[test]
+    fn a_discarded_list_is_never_written() {
+        let conn = database();
+        let stmts = Statements::new(&conn);
+        let watches = Watches::default();
+        let thresholds = crate::encoding::Thresholds::default();
+        let mut txn = Txn::new(&stmts, &watches, &thresholds);
+        let mut slot = txn.open_list(0, b"q").unwrap();
+        txn.list_push(&mut slot, &[b"a"], End::Left).unwrap();
+        let before = rows_changed(&conn);
+        stmts.discard_elided();
+        assert!(!txn.exists(0, b"q").unwrap());
+        assert_eq!(rows_changed(&conn), before);
+    }
+}
