@@ -6590,7 +6590,7 @@ fn pipelined(pair: &mut Pair, commands: &[Vec<Vec<u8>>]) -> (Vec<Reply>, Vec<Rep
     for c in commands {
         bytes.extend(encode(c));
     }
-    let mut side = |conn: &mut BufReader<TcpStream>| {
+    let side = |conn: &mut BufReader<TcpStream>| {
         conn.get_mut().write_all(&bytes).expect("write pipeline");
         commands
             .iter()
@@ -6746,7 +6746,7 @@ const LIST_PIPELINES: &[&[&str]] = &[
     ],
     &[
         "LPUSH q15 a",
-        "DUMP q15",
+        "TOUCH q15",
         "RPOP q15",
         "LPUSH q15 b",
         "TYPE q15",
@@ -6767,7 +6767,7 @@ impl Xorshift {
 }
 
 /// One random list command over the keys `r1` and `r2`.
-fn random_list_command(rng: &mut Xorshift, serial: &mut u64) -> String {
+fn random_queue_command(rng: &mut Xorshift, serial: &mut u64) -> String {
     let key = |rng: &mut Xorshift| ["r1", "r2"][rng.below(2) as usize];
     let end = |rng: &mut Xorshift| ["LEFT", "RIGHT"][rng.below(2) as usize];
     let mut values = |rng: &mut Xorshift| {
@@ -6816,7 +6816,7 @@ fn lists_pushed_and_popped_within_one_pipeline() {
     for _ in 0..60 {
         let n = 1 + rng.below(40);
         let lines: Vec<String> = (0..n)
-            .map(|_| random_list_command(&mut rng, &mut serial))
+            .map(|_| random_queue_command(&mut rng, &mut serial))
             .collect();
         bad.extend(pipeline_diff(&mut pair, &lines));
         bad.extend(diff(&mut pair, &["LRANGE r1 0 -1", "LRANGE r2 0 -1"]));
