@@ -1269,3 +1269,279 @@ fn stream_pending_lists_survive_sigkill() {
     );
     assert!(group.delivered > 0 && group.acks > 0 && group.claims > 0);
 }
+
+/// The job queue of the crash run: producers LPUSH unique jobs, consumers
+/// BRPOP them (most served the moment a push readies the list, in the
+/// push's own group, so that respite never writes the job at all: see the
+/// engine's `elide.rs`), and one client pipelines pushes and pops of a list
+/// of its own within one group.
+#[derive(Default)]
+struct Queue {
+    /// Every job whose LPUSH was acknowledged.
+    acked: HashSet<String>,
+    /// Jobs sent without an answer when the server died.
+    doubt: HashSet<String>,
+    /// Every job a consumer received, each once.
+    received: HashSet<String>,
+    /// BRPOPs sent without an answer when the server died: each may have
+    /// taken a job nobody will ever receive.
+    pops_in_doubt: usize,
+    /// The pipelining client's rounds acknowledged, and whether one more
+    /// was sent.
+    rounds: u64,
+    round_doubt: bool,
+}
+
+const JOBS: &str = "jobs";
+const OWN_LIST: &str = "own";
+
+impl Queue {
+    /// Pushes `p{producer}:{n}` until the server dies; returns what was
+    /// acknowledged and what is in doubt.
+    fn produce(port: u16, producer: usize, first: u64) -> (Vec<String>, Option<String>) {
+        let mut acked = Vec::new();
+        let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+        else {
+            return (acked, None);
+        };
+        for n in first.. {
+            let job = format!("p{producer}:{n}");
+            match redis::cmd("LPUSH")
+                .arg(JOBS)
+                .arg(&job)
+                .query::<i64>(&mut con)
+            {
+                Ok(len) => {
+                    assert!(len >= 1, "LPUSH answered {len}");
+                    acked.push(job);
+                }
+                Err(e) => {
+                    died(e);
+                    return (acked, Some(job));
+                }
+            }
+        }
+        unreachable!()
+    }
+
+    /// BRPOPs until the server dies; returns the jobs received and whether
+    /// a BRPOP was in doubt.
+    fn consume(port: u16) -> (Vec<String>, bool) {
+        let mut got = Vec::new();
+        let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+        else {
+            return (got, false);
+        };
+        loop {
+            match redis::cmd("BRPOP")
+                .arg(JOBS)
+                .arg(1)
+                .query::<Option<(String, String)>>(&mut con)
+            {
+                Ok(Some((_, job))) => got.push(job),
+                Ok(None) => {}
+                Err(e) => {
+                    died(e);
+                    return (got, true);
+                }
+            }
+        }
+    }
+
+    /// Rounds of one pipeline on its own list, which holds `r{k}` (the last
+    /// round's) or nothing before each: pop that, push two jobs, pop one,
+    /// push `r{round}`, pop the other. All but the pop of the old element
+    /// happen to a list created in the group.
+    fn pipeline(port: u16, first: u64) -> (u64, bool) {
+        let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+        else {
+            return (0, false);
+        };
+        let mut done = 0;
+        for round in first.. {
+            let got: redis::RedisResult<(Option<String>, i64, String, i64, String)> = redis::pipe()
+                .cmd("RPOP")
+                .arg(OWN_LIST)
+                .cmd("LPUSH")
+                .arg(OWN_LIST)
+                .arg(format!("a{round}"))
+                .arg(format!("b{round}"))
+                .cmd("RPOP")
+                .arg(OWN_LIST)
+                .cmd("LPUSH")
+                .arg(OWN_LIST)
+                .arg(format!("r{round}"))
+                .cmd("RPOP")
+                .arg(OWN_LIST)
+                .query(&mut con);
+            match got {
+                Ok((old, two, a, two_again, b)) => {
+                    let want_old = round.checked_sub(1).map(|k| format!("r{k}"));
+                    assert_eq!(old, want_old, "round {round}: the last round's element");
+                    assert_eq!((two, two_again), (2, 2), "round {round}: lengths");
+                    assert_eq!((a, b), (format!("a{round}"), format!("b{round}")));
+                    done += 1;
+                }
+                Err(e) => {
+                    died(e);
+                    return (done, true);
+                }
+            }
+        }
+        unreachable!()
+    }
+
+    /// Checks the queue against what was acknowledged, then settles what
+    /// was in doubt to what the server holds.
+    fn verify(&mut self, con: &mut redis::Connection) {
+        let left: Vec<String> = redis::cmd("LRANGE")
+            .arg(JOBS)
+            .arg(0)
+            .arg(-1)
+            .query(con)
+            .expect("LRANGE jobs");
+        let mut seen = HashSet::new();
+        for job in &left {
+            assert!(seen.insert(job.clone()), "job {job} queued twice");
+            assert!(
+                !self.received.contains(job),
+                "job {job} was received and is queued again"
+            );
+            assert!(
+                self.acked.contains(job) || self.doubt.contains(job),
+                "job {job} was never sent"
+            );
+        }
+        // Each producer's jobs in the queue, newest first.
+        let mut last: BTreeMap<String, u64> = BTreeMap::new();
+        for job in &left {
+            let (p, n) = job.split_once(':').expect("p:n");
+            let n: u64 = n.parse().expect("n");
+            if let Some(&newer) = last.get(p) {
+                assert!(n < newer, "{job} queued after p{p}:{newer}: out of order");
+            }
+            last.insert(p.to_string(), n);
+        }
+        for job in self.doubt.drain() {
+            if seen.contains(&job) {
+                self.acked.insert(job);
+            }
+        }
+        let missing = self
+            .acked
+            .iter()
+            .filter(|j| !seen.contains(*j) && !self.received.contains(*j))
+            .count();
+        assert!(
+            missing <= self.pops_in_doubt,
+            "{missing} acknowledged jobs neither queued nor received; {} BRPOPs were in doubt",
+            self.pops_in_doubt
+        );
+        // The pipelining client's list: the last round's element.
+        let own: Vec<String> = redis::cmd("LRANGE")
+            .arg(OWN_LIST)
+            .arg(0)
+            .arg(-1)
+            .query(con)
+            .expect("LRANGE own");
+        let doubt_applied = self.round_doubt && own == [format!("r{}", self.rounds)];
+        if doubt_applied {
+            self.rounds += 1;
+        }
+        let want: Vec<String> = self
+            .rounds
+            .checked_sub(1)
+            .map(|k| format!("r{k}"))
+            .into_iter()
+            .collect();
+        assert_eq!(own, want, "{} rounds acknowledged", self.rounds);
+        self.round_doubt = false;
+    }
+}
+
+/// A job queue under SIGKILL: after every restart, no acknowledged job is
+/// lost (it is queued or was received, but for as many as there were
+/// BRPOPs in doubt at the kill), no job is queued twice or again after it
+/// was received, each producer's jobs keep their order, and a list pushed
+/// and popped within each group holds exactly what the acknowledged
+/// rounds left.
+#[test]
+fn a_job_queue_survives_sigkill() {
+    let cycles: usize = std::env::var("RESPITE_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9);
+    let seed: u64 = std::env::var("RESPITE_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("queue crash run: {cycles} cycles, seed {seed} (RESPITE_CRASH_SEED replays it)");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::create_dir_all(&scratch).expect("mkdir");
+    const PRODUCERS: usize = 3;
+    const CONSUMERS: usize = 3;
+    let mut queue = Queue::default();
+    let mut next = [0u64; PRODUCERS];
+    for cycle in 0..=cycles {
+        let fsync = ["always", "everysec", "no"][cycle % 3];
+        let mut server = Respited::start_in(&dir, &["--appendfsync", fsync]);
+        let mut con = server.client();
+        queue.verify(&mut con);
+        drop(con);
+        if cycle == cycles {
+            let status = server.terminate();
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        let port = server.port;
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let first = next[p];
+                std::thread::spawn(move || Queue::produce(port, p, first))
+            })
+            .collect();
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|_| std::thread::spawn(move || Queue::consume(port)))
+            .collect();
+        let first = queue.rounds;
+        let piping = std::thread::spawn(move || Queue::pipeline(port, first));
+        std::thread::sleep(Duration::from_millis(rng.random_range(20..600)));
+        server.kill();
+        for (p, t) in producers.into_iter().enumerate() {
+            let (acked, doubt) = t.join().expect("producer thread");
+            next[p] += acked.len() as u64 + u64::from(doubt.is_some());
+            queue.acked.extend(acked);
+            queue.doubt.extend(doubt);
+        }
+        for t in consumers {
+            let (got, doubt) = t.join().expect("consumer thread");
+            for job in got {
+                assert!(
+                    queue.received.insert(job.clone()),
+                    "job {job} received twice"
+                );
+            }
+            queue.pops_in_doubt += usize::from(doubt);
+        }
+        let (rounds, doubt) = piping.join().expect("pipelining thread");
+        queue.rounds += rounds;
+        queue.round_doubt = doubt;
+        integrity_check(&dir, &scratch);
+    }
+    eprintln!(
+        "queue crash run done: {} jobs acknowledged, {} received, {} BRPOPs in doubt, \
+         {} pipelined rounds",
+        queue.acked.len(),
+        queue.received.len(),
+        queue.pops_in_doubt,
+        queue.rounds
+    );
+    assert!(!queue.received.is_empty() && queue.rounds > 0);
+}

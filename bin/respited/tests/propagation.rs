@@ -627,3 +627,68 @@ fn a_redis_replica_gets_the_messages_and_the_groups_as_from_redis() {
     // entries-read, so a replica's may lag its master's, redis's own too).
     assert_eq!(our_replica, their_replica);
 }
+
+/// What a master sends for pushes and pops of one list that land in one
+/// group (a pipeline; a push that serves a blocked BRPOP), which respite
+/// applies in memory without writing the list (see the engine's
+/// `elide.rs`): the same commands as redis-server sends.
+fn queue_stream(port: u16) -> Vec<String> {
+    let mut stream = Stream::attach(port);
+    let mut c = common::client_for(port);
+    let _: Vec<redis::Value> = redis::pipe()
+        .cmd("LPUSH")
+        .arg("q")
+        .arg("a")
+        .arg("b")
+        .cmd("RPOP")
+        .arg("q")
+        .cmd("RPUSH")
+        .arg("q")
+        .arg("c")
+        .cmd("LPOP")
+        .arg("q")
+        .arg("5")
+        .cmd("LPUSH")
+        .arg("q2")
+        .arg("x")
+        .cmd("RPOPLPUSH")
+        .arg("q2")
+        .arg("q3")
+        .cmd("LPOP")
+        .arg("q3")
+        .query(&mut c)
+        .unwrap();
+    let blocked = std::thread::spawn(move || {
+        let mut c = common::client_for(port);
+        run(&mut c, &["BRPOP", "q", "0"]).unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "clients", "blocked_clients") < 1.0 {
+        assert!(Instant::now() < deadline, "the client did not block");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _: Vec<redis::Value> = redis::pipe()
+        .cmd("LPUSH")
+        .arg("q")
+        .arg("j1")
+        .arg("j2")
+        .cmd("RPOP")
+        .arg("q")
+        .query(&mut c)
+        .unwrap();
+    blocked.join().unwrap();
+    run(&mut c, &["SET", "marker", "0"]).unwrap();
+    stream.until_marker(0)
+}
+
+#[test]
+fn pushes_and_pops_in_one_group_are_sent_as_from_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let (_dir, server) = debug_server();
+    let theirs = queue_stream(redis.port);
+    let ours = queue_stream(server.port);
+    assert_eq!(ours, theirs);
+    assert!(ours.contains(&"lpush q j1 j2".to_string()), "{ours:?}");
+}
