@@ -9,7 +9,7 @@
 //! for an LPUSH followed by an RPOP of the same new list within a group.
 //!
 //! So a push that creates a list does not write it: its elements wait in
-//! the writer's memory ([`Elided`], held by the writer connection's
+//! the writer's memory (`Elided`, held by the writer connection's
 //! [`Statements`]), and the pushes and pops that follow on that key take
 //! from and add to them there. A list that empties in memory was never
 //! written at all. Only the commands that use nothing but a list's ends go
@@ -39,7 +39,6 @@
 //! and a failure while writing them fails the group, as any failure after a
 //! write does.
 
-use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use rusqlite::params;
@@ -47,7 +46,7 @@ use rusqlite::params;
 use crate::keyspace::{KeyRow, Slot};
 use crate::list::{End, STEP};
 use crate::schema::Kind;
-use crate::stmt_cache::Statements;
+use crate::stmt_cache::{Elided, Statements, Waiting};
 use crate::txn::Txn;
 
 /// The id a waiting list's slot carries: no stored key has it (ids start
@@ -61,24 +60,6 @@ const INSERT_KEY_ROW: &str = "INSERT INTO keys (db, key, type, value, expire_at,
      VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6)";
 const INSERT_ELEMENT: &str = "INSERT INTO lists (id, pos, value) VALUES (?1, ?2, ?3)";
 
-/// The list whose elements wait in memory, if any.
-struct Waiting {
-    db: u32,
-    key: Vec<u8>,
-    values: VecDeque<Vec<u8>>,
-}
-
-/// The writer connection's list elements not written yet (see the module
-/// docs). Empty on every other connection.
-#[derive(Default)]
-pub(crate) struct Elided {
-    list: RefCell<Option<Waiting>>,
-    /// Whether `list` holds one: the check every statement makes.
-    any: Cell<bool>,
-    /// Writing them failed: the group must be rolled back.
-    failed: RefCell<Option<String>>,
-}
-
 impl Elided {
     /// Whether `key` of `db` is the list waiting in memory; its length.
     fn len_of(&self, db: u32, key: &[u8]) -> Option<i64> {
@@ -89,11 +70,6 @@ impl Elided {
         list.as_ref()
             .filter(|w| w.db == db && w.key == key)
             .map(|w| w.values.len() as i64)
-    }
-
-    /// Whether a list waits in memory.
-    pub(crate) fn any(&self) -> bool {
-        self.any.get()
     }
 }
 
@@ -256,6 +232,10 @@ impl Txn<'_, '_> {
         let count = w.values.len() as i64;
         drop(list);
         self.stmts.elided.any.set(true);
+        self.stmts
+            .elided
+            .write
+            .set(Some(|stmts: &Statements<'_>| stmts.write_elided()));
         slot.row = Some(KeyRow {
             id: ELIDED_ID,
             count,
@@ -364,7 +344,7 @@ mod tests {
                 .keys()
                 .iter()
                 .all(|(_, k)| &k[..] == b"q"));
-            assert!(!stmts.elided.any());
+            assert!(!stmts.elided.any.get());
             assert!(!txn.exists(0, b"q").unwrap());
         }
         assert_eq!(rows_changed(&conn), before);
@@ -396,7 +376,7 @@ mod tests {
         let mut slot = txn.open_list(0, b"q").unwrap();
         let mut other = txn.open_list(0, b"r").unwrap();
         txn.list_push(&mut other, &[b"x"], End::Left).unwrap();
-        assert!(stmts.elided.any());
+        assert!(stmts.elided.any.get());
         txn.list_push(&mut slot, &[b"d"], End::Right).unwrap();
         let _ = txn.exists(0, b"r").unwrap();
         let row = txn.live(0, b"q", Kind::List).unwrap().unwrap();

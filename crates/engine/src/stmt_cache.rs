@@ -9,7 +9,8 @@
 //! pointer comparison over a short list. SQL built at run time still goes
 //! through rusqlite's cache.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 
 use rusqlite::{Connection, Statement};
@@ -23,7 +24,30 @@ pub struct Statements<'c> {
     page_size: std::cell::Cell<u32>,
     /// A list pushed in the open group and not written yet (the writer's
     /// connection only; see `elide.rs`).
-    pub(crate) elided: crate::elide::Elided,
+    pub(crate) elided: Elided,
+}
+
+/// A list the writer keeps in memory rather than writing it: its state,
+/// which lives with the connection since every statement must write it
+/// first. What it is for, and the code that fills, empties and writes it,
+/// is in `elide.rs`.
+#[derive(Default)]
+pub(crate) struct Elided {
+    pub(crate) list: RefCell<Option<Waiting>>,
+    /// Whether `list` holds one: the check every statement makes.
+    pub(crate) any: Cell<bool>,
+    /// Writing it failed: the group must be rolled back.
+    pub(crate) failed: RefCell<Option<String>>,
+    /// What writes it, set with it.
+    #[allow(clippy::type_complexity)]
+    pub(crate) write: Cell<Option<fn(&Statements<'_>) -> rusqlite::Result<()>>>,
+}
+
+/// The list waiting in memory: its key and its elements, head first.
+pub(crate) struct Waiting {
+    pub(crate) db: u32,
+    pub(crate) key: Vec<u8>,
+    pub(crate) values: VecDeque<Vec<u8>>,
 }
 
 impl<'c> Statements<'c> {
@@ -59,8 +83,10 @@ impl<'c> Statements<'c> {
     /// waiting in memory is written first, so that no statement ever sees
     /// the database without it (see `elide.rs`).
     pub fn get(&self, sql: &'static str) -> rusqlite::Result<CachedStmt<'_, 'c>> {
-        if self.elided.any() {
-            self.write_elided()?;
+        if self.elided.any.get() {
+            if let Some(write) = self.elided.write.get() {
+                write(self)?;
+            }
         }
         self.get_raw(sql)
     }
