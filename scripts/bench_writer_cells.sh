@@ -6,7 +6,8 @@
 # server in turn (ROUNDS times). Per cell: ops/s and p99 (memtier), CPU µs
 # per command of the whole process (/proc/PID/stat) and of respited's
 # writer thread (/proc/PID/task/TID/stat of `respite-writer`), bytes
-# written per command (/proc/PID/io). The queue cell is
+# written per command (/proc/PID/io), context switches per command (all
+# threads, /proc/PID/task/*/status). The queue cell is
 # loadgen/examples/queue.rs (50 producers LPUSH, 50 consumers BRPOP), per
 # job. Cells: set (50 conns), set10, set200, p16 (SET --pipeline 16),
 # lpush, rpop (the lists lpush filled), zadd, queue.
@@ -34,13 +35,14 @@ declare -A pid
 for p in "${servers[@]}"; do pid[$p]=$(redis-cli -p "$p" info server | tr -d '\r' | awk -F: '/^process_id/ {print $2}'); done
 hz=$(getconf CLK_TCK)
 wbytes() { awk '/^write_bytes/ {print $2}' "/proc/$1/io"; }
+switches() { cat /proc/"$1"/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}'; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 wticks() { for t in /proc/$1/task/*; do if grep -q respite-writer $t/comm 2>/dev/null; then awk '{print $14+$15}' $t/stat; return; fi; done; echo 0; }
 cmds() { redis-cli -p "$1" info stats | tr -d '\r' | awk -F: '/^total_commands_processed/ {print $2}'; }
 mt() { "$memtier" -p "$1" --key-minimum 1 --key-maximum 100000 --random-data -d 64 --hide-histogram "${@:2}"; }
 for p in "${servers[@]}"; do mt "$p" -t 2 -c 10 --pipeline 64 --ratio 1:0 --key-pattern P:P -n allkeys >/dev/null 2>&1; done
-echo "| cell | server | ops/s | p99 ms | CPU µs/op | writer µs/op | bytes/op |"
-echo "|---|---|---|---|---|---|---|"
+echo "| cell | server | ops/s | p99 ms | CPU µs/op | writer µs/op | bytes/op | switches/op |"
+echo "|---|---|---|---|---|---|---|---|"
 IFS=, read -ra cl <<<"$cells"
 for c in "${cl[@]}"; do
  for r in $(seq $rounds); do
@@ -55,17 +57,17 @@ for c in "${cl[@]}"; do
     queue) args=();;
   esac
   for p in "${servers[@]}"; do
-    b0=$(wbytes "${pid[$p]}"); t0=$(ticks "${pid[$p]}"); w0=$(wticks "${pid[$p]}"); c0=$(cmds "$p")
+    b0=$(wbytes "${pid[$p]}"); t0=$(ticks "${pid[$p]}"); w0=$(wticks "${pid[$p]}"); c0=$(cmds "$p"); s0=$(switches "${pid[$p]}")
     if [ "$c" = queue ]; then
       out=$("$queue" --target "x=127.0.0.1:$p" --producers 50 --consumers 50 --seconds "$secs" --rounds 1 2>/dev/null | awk -F'|' '/^\| x/ {print $3, $5}' | sed 's/ ms//g')
     else
       out=$(mt "$p" "${args[@]}" --test-time "$secs" 2>/dev/null | awk '/^Totals/ {print $2, $(NF-2)}')
     fi
-    b1=$(wbytes "${pid[$p]}"); t1=$(ticks "${pid[$p]}"); w1=$(wticks "${pid[$p]}"); c1=$(cmds "$p")
+    b1=$(wbytes "${pid[$p]}"); t1=$(ticks "${pid[$p]}"); w1=$(wticks "${pid[$p]}"); c1=$(cmds "$p"); s1=$(switches "${pid[$p]}")
     n=$((c1 - c0 - 1)); [ "$c" = queue ] && n=$(( n / 2 ))
     read -r rate p99 <<<"$out"
-    awk -v l="$c r$r" -v s="${name[$p]}" -v r="$rate" -v q="$p99" -v t=$((t1-t0)) -v w=$((w1-w0)) -v hz=$hz -v n=$n -v b=$((b1-b0)) \
-      'BEGIN {printf "| %s | %s | %d | %s | %.1f | %.1f | %d |\n", l, s, r, q, t/hz/n*1e6, w/hz/n*1e6, b/n}'
+    awk -v l="$c r$r" -v s="${name[$p]}" -v r="$rate" -v q="$p99" -v t=$((t1-t0)) -v w=$((w1-w0)) -v hz=$hz -v n=$n -v b=$((b1-b0)) -v x=$((s1-s0)) \
+      'BEGIN {printf "| %s | %s | %d | %s | %.1f | %.1f | %d | %.2f |\n", l, s, r, q, t/hz/n*1e6, w/hz/n*1e6, b/n, x/n}'
   done
  done
 done
