@@ -43,11 +43,23 @@ pub(crate) struct Elided {
     pub(crate) write: Cell<Option<fn(&Statements<'_>) -> rusqlite::Result<()>>>,
 }
 
-/// The list waiting in memory: its key and its elements, head first.
+/// The list waiting in memory: its key, the stored list it continues (if
+/// its key has a row), and the elements pushed at either end since, head
+/// first. The list is `left`, then the stored elements, then `right`.
 pub(crate) struct Waiting {
     pub(crate) db: u32,
     pub(crate) key: Vec<u8>,
-    pub(crate) values: VecDeque<Vec<u8>>,
+    /// The key's id and how many of its stored elements are left.
+    pub(crate) stored: Option<(i64, i64)>,
+    pub(crate) left: VecDeque<Vec<u8>>,
+    pub(crate) right: VecDeque<Vec<u8>>,
+}
+
+impl Waiting {
+    /// Its length.
+    pub(crate) fn len(&self) -> i64 {
+        self.left.len() as i64 + self.stored.map_or(0, |s| s.1) + self.right.len() as i64
+    }
 }
 
 impl<'c> Statements<'c> {
