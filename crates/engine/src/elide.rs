@@ -50,7 +50,7 @@
 
 use std::collections::VecDeque;
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 
 use crate::keyspace::{KeyRow, Slot};
 use crate::list::{End, LIMIT, STEP};
@@ -143,15 +143,18 @@ impl Statements<'_> {
         if w.left.is_empty() && w.right.is_empty() {
             return Ok(());
         }
-        let ends = |sql| {
-            self.get_raw(sql)
-                .and_then(|mut s| s.query_row([id], |r| r.get::<_, i64>(0)).optional())
-        };
-        let (head, tail) = (ends(HEAD)?, ends(TAIL)?);
-        let (Some(head), Some(tail)) = (head, tail) else {
+        if stored == 0 {
             // Every stored element was popped: the pushed ones alone.
             return self.write_fresh(id, w.left.iter().chain(&w.right), total);
+        }
+        // The ends the pushes go to, each read only if something goes there.
+        let end = |sql, pushed: &VecDeque<Vec<u8>>| -> rusqlite::Result<i64> {
+            if pushed.is_empty() {
+                return Ok(0);
+            }
+            self.get_raw(sql)?.query_row([id], |r| r.get(0))
         };
+        let (head, tail) = (end(HEAD, &w.left)?, end(TAIL, &w.right)?);
         let room = |n: usize| (n as i64).saturating_mul(STEP);
         if head - room(w.left.len()) < -LIMIT || tail + room(w.right.len()) > LIMIT {
             // No room at an end (trillions of pushes there): the whole
