@@ -6811,7 +6811,7 @@ fn lists_pushed_and_popped_within_one_pipeline() {
         bad.extend(pipeline_diff(&mut pair, &lines));
     }
     // Random pipelines of pushes, pops and reads over two keys.
-    let mut rng = Xorshift(0x5EED_1157_0F_C0DE);
+    let mut rng = Xorshift(0x5EED_1157_C0DE_0F0F);
     let mut serial = 0;
     for _ in 0..60 {
         let n = 1 + rng.below(40);
