@@ -87,6 +87,10 @@ const MIN_INTERVAL: Duration = Duration::from_millis(20);
 /// every nudge, they were two system calls per commit.
 const RESIZE_INTERVAL: Duration = Duration::from_millis(100);
 
+/// Frames a commit adds before the writer wakes this thread between rounds
+/// with nothing due yet (see [`Checkpointer::committed`]).
+const NUDGE_FRAMES: u64 = 64;
+
 /// Frames waiting after which this thread looks at whether the newest of
 /// them repeat a few pages (and how many of the newest it looks at).
 pub(crate) const EARLY_FRAMES: u64 = 1024;
@@ -110,6 +114,10 @@ pub(crate) struct Checkpointer {
     /// Raised by the writer once writes have stopped: copy whatever waits
     /// and have the WAL started over.
     quiet: Arc<AtomicBool>,
+    /// The WAL's last frame at the last nudge after a commit, and the
+    /// database's page size (see [`Checkpointer::committed`]).
+    nudged_at: AtomicU64,
+    page_size: u64,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -171,6 +179,8 @@ impl Checkpointer {
             restart_due,
             copy_threshold,
             quiet,
+            nudged_at: AtomicU64::new(0),
+            page_size,
             thread: Some(thread),
         })
     }
@@ -183,6 +193,8 @@ impl Checkpointer {
             restart_due: Arc::new(AtomicBool::new(false)),
             copy_threshold: Arc::new(AtomicU64::new(0)),
             quiet: Arc::new(AtomicBool::new(false)),
+            nudged_at: AtomicU64::new(0),
+            page_size: 1024,
             thread: None,
         }
     }
@@ -192,6 +204,35 @@ impl Checkpointer {
     pub(crate) fn copy_when_quiet(&self) {
         self.quiet.store(true, Ordering::Relaxed);
         self.nudge();
+    }
+
+    /// Tells the thread of a commit, given the WAL's frame counts after it.
+    /// Between rounds the thread has nothing to decide until enough frames
+    /// have arrived, so it is woken only when a copy is due (the frames
+    /// waiting have reached the threshold), a round is under way (some
+    /// frames are copied), the WAL was started over, the index could not
+    /// be read, or [`NUDGE_FRAMES`] frames have been added since the last
+    /// nudge (its look at repeated pages comes at most that late). Woken
+    /// after every commit, it was a switch to a thread that looked at the
+    /// index and went back to sleep, the most of its time between rounds.
+    pub(crate) fn committed(&self, frames: Option<WalFrames>) {
+        let due = match frames {
+            None => true,
+            Some(f) => {
+                let at = self.nudged_at.load(Ordering::Relaxed);
+                let waiting = f.last.saturating_sub(f.backfilled);
+                f.backfilled > 0
+                    || f.last < at
+                    || f.last >= at + NUDGE_FRAMES
+                    || waiting.saturating_mul(self.page_size + 24)
+                        >= self.copy_threshold.load(Ordering::Relaxed)
+            }
+        };
+        if due {
+            self.nudged_at
+                .store(frames.map_or(0, |f| f.last), Ordering::Relaxed);
+            self.nudge();
+        }
     }
 
     /// Asks for a checkpoint soon; never blocks.

@@ -368,6 +368,8 @@ struct Writer<'s, 'c, R> {
     last_frames: Option<crate::checkpointer::WalFrames>,
     /// The most frames the WAL has been seen to hold (see `note_wal_size`).
     wal_peak_frames: u64,
+    /// A commit since the checkpointer was last told of one.
+    nudge_due: bool,
     /// When the log last said the WAL is past its threshold.
     last_wal_warning: Option<Instant>,
     /// Eviction's pool of candidates (see `evict.rs`).
@@ -447,6 +449,7 @@ pub(crate) fn run<R: Send + 'static>(
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
         last_frames: None,
         wal_peak_frames: 0,
+        nudge_due: false,
         last_wal_warning: None,
         evictor: crate::evict::Evictor::default(),
         evict_again: false,
@@ -900,7 +903,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 self.unsynced = true;
                 self.last_write = Instant::now();
                 self.quiet_asked = false;
-                self.settings.checkpointer.nudge();
+                self.nudge_due = true;
                 // With a budget or a limit, every commit is measured: the
                 // refusal and eviction must follow the data closely.
                 if self.settings.disk.maxdisk() > 0 || self.settings.memory.maxmemory() > 0 {
@@ -1098,6 +1101,9 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     fn bound_wal(&mut self) {
         let frames = self.wal_index.frames();
         self.note_wal_size(frames);
+        if std::mem::take(&mut self.nudge_due) {
+            self.settings.checkpointer.committed(frames);
+        }
         if self.settings.external {
             self.watch_wal();
             return;
