@@ -18,30 +18,12 @@ set -euo pipefail
 memtier=$1 queue=$2 keys=$3 secs=$4
 shift 4
 bins=("$@")
-dir=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"' EXIT
-wait_up() { until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done; }
-servers=()
-declare -A name
-port=7701
-for b in "${bins[@]}"; do
-    "$b" --port "$port" --db "$dir/$port.db" 2>"$dir/$port.log" &
-    servers+=("$port")
-    name[$port]="respite$([ "${#bins[@]}" -gt 1 ] && echo " ($(basename "$b"))" || true)"
-    port=$((port + 1))
-done
-redis-server --port 7799 --dir "$dir" --save "" --appendonly yes --appendfsync always >/dev/null &
-servers+=(7799)
-name[7799]="redis AOF always"
-for p in "${servers[@]}"; do wait_up "$p"; done
-declare -A pid
-for p in "${servers[@]}"; do
-    pid[$p]=$(redis-cli -p "$p" info server | tr -d '\r' | awk -F: '/^process_id/ {print $2}')
-done
+# shellcheck source=scripts/bench_cpu_common.sh
+source "$(dirname "$0")/bench_cpu_common.sh"
+bench_respiteds 7701 if-several "${bins[@]}"
+bench_redis 7799 "redis AOF always" --appendonly yes --appendfsync always
+bench_pids
 wbytes() { awk '/^write_bytes/ {print $2}' "/proc/$1/io"; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-switches() { cat /proc/"$1"/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}'; }
-cmds() { redis-cli -p "$1" info stats | tr -d '\r' | awk -F: '/^total_commands_processed/ {print $2}'; }
 mt() { "$memtier" -p "$1" --key-minimum 1 --key-maximum "$keys" --random-data -d 64 --hide-histogram "${@:2}"; }
 # The job queue against each server, with the CPU and switches per job.
 queue_run() {
@@ -59,7 +41,6 @@ queue_run() {
             'BEGIN {n = j * secs; printf "| %s | %d | %s | %s | %.1f | %.2f |\n", s, j, a, b, t / hz / n * 1e6, cs / n}'
     done
 }
-hz=$(getconf CLK_TCK)
 queue_run "on fresh servers"
 for p in "${servers[@]}"; do
     mt "$p" -t 2 -c 10 --pipeline 64 --ratio 1:0 --key-pattern P:P -n allkeys >/dev/null 2>&1

@@ -19,38 +19,14 @@ set -euo pipefail
 memtier=$1 queue=$2 keys=$3 secs=$4 rounds=$5 workload=$6
 shift 6
 bins=("$@")
-dir=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"' EXIT
-wait_up() { until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done; }
-servers=()
-declare -A name
-port=7741
-for b in "${bins[@]}"; do
-    "$b" --port "$port" --db "$dir/$port.db" 2>"$dir/$port.log" &
-    servers+=("$port")
-    name[$port]="respite ($(basename "$b"))"
-    port=$((port + 1))
-done
+# shellcheck source=scripts/bench_cpu_common.sh
+source "$(dirname "$0")/bench_cpu_common.sh"
+bench_respiteds 7741 always "${bins[@]}"
 case $workload in
-get*)
-    redis-server --port 7798 --dir "$dir" --save "" --appendonly no >/dev/null &
-    name[7798]="redis, no persistence"
-    ;;
-*)
-    redis-server --port 7798 --dir "$dir" --save "" --appendonly yes --appendfsync always >/dev/null &
-    name[7798]="redis AOF always"
-    ;;
+get*) bench_redis 7798 "redis, no persistence" --appendonly no ;;
+*) bench_redis 7798 "redis AOF always" --appendonly yes --appendfsync always ;;
 esac
-servers+=(7798)
-for p in "${servers[@]}"; do wait_up "$p"; done
-declare -A pid
-for p in "${servers[@]}"; do
-    pid[$p]=$(redis-cli -p "$p" info server | tr -d '\r' | awk -F: '/^process_id/ {print $2}')
-done
-hz=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-switches() { cat /proc/"$1"/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}'; }
-cmds() { redis-cli -p "$1" info stats | tr -d '\r' | awk -F: '/^total_commands_processed/ {print $2}'; }
+bench_pids
 # Per thread name: "name ticks voluntary nonvoluntary" lines, summed over
 # the threads of that name.
 threads() {

@@ -33,7 +33,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
 use respite_engine::load::{Fresh, FreshKey};
@@ -136,8 +136,13 @@ enum Msg {
 /// (`Abort`, or the reader gone), and the writer then rolls everything
 /// back. Into an empty database (`fresh`) keys are loaded through the
 /// engine's bulk path; otherwise each replaces its namesake, as RESTORE
-/// REPLACE does.
-fn load_op(rx: mpsc::Receiver<Msg>, fresh: bool) -> WriteOp<Reply> {
+/// REPLACE does. Why it failed, it also puts in `cause` (the writer
+/// answers a failed write with its own, wider error).
+fn load_op(
+    rx: mpsc::Receiver<Msg>,
+    fresh: bool,
+    cause: Arc<Mutex<Option<String>>>,
+) -> WriteOp<Reply> {
     Box::new(move |txn| {
         txn.load_cache(Some(LOAD_CACHE_BYTES))?;
         let result = (|| {
@@ -160,6 +165,21 @@ fn load_op(rx: mpsc::Receiver<Msg>, fresh: bool) -> WriteOp<Reply> {
             Err(EngineError::Internal("the import stopped".into()))
         })();
         let restored = txn.load_cache(None);
+        if let Err(e) = &result {
+            let why = match e {
+                // Only the load into an empty database fails so: the key
+                // came earlier in the file (redis-server refuses such a
+                // file too: "Duplicated key found in RDB file").
+                EngineError::KeyExists { db, key } => format!(
+                    "the file holds the key {} of db {db} twice",
+                    respite_engine::repr::repr_string(key)
+                ),
+                e => e.to_string(),
+            };
+            if let Ok(mut cause) = cause.lock() {
+                *cause = Some(why);
+            }
+        }
         result?;
         restored?;
         Ok(Reply::Ok)
@@ -194,7 +214,16 @@ fn load_chunk(txn: &mut respite_engine::Txn<'_, '_>, chunk: &[Entry]) -> Result<
         .collect();
     txn.load_fresh(&keys)?;
     for e in streams {
-        write_value(txn, e.db as u32, &e.key, &e.value, e.expire_ms).map_err(engine_error)?;
+        // RESTORE's path would replace a key loaded before: the bulk
+        // path's refusal, for a stream.
+        let db = e.db as u32;
+        if txn.ignoring_expiry().peek_entry(db, &e.key)?.is_some() {
+            return Err(EngineError::KeyExists {
+                db,
+                key: e.key.clone(),
+            });
+        }
+        write_value(txn, db, &e.key, &e.value, e.expire_ms).map_err(engine_error)?;
     }
     Ok(())
 }
@@ -309,7 +338,8 @@ fn load<R: Read>(
     started: Instant,
 ) -> Result<Loaded, String> {
     let (tx, rx) = mpsc::sync_channel(READ_AHEAD);
-    let loading = submit(engine, load_op(rx, fresh))?;
+    let cause = Arc::new(Mutex::new(None));
+    let loading = submit(engine, load_op(rx, fresh, cause.clone()))?;
     let parsed = read_file(&tx, input, databases, read, total, started);
     // Whatever happened, the writer is told: everything, or nothing.
     let _ = tx.send(if parsed.is_ok() {
@@ -318,7 +348,10 @@ fn load<R: Read>(
         Msg::Abort
     });
     drop(tx);
-    let written = wait(loading);
+    let written = wait(loading).map_err(|e| match cause.lock() {
+        Ok(mut cause) => cause.take().unwrap_or(e),
+        Err(_) => e,
+    });
     // A failure of the writer stops the reader too (its channel closes):
     // then the writer's error is the cause; otherwise the reader's is.
     match (parsed, written) {

@@ -7,7 +7,9 @@
 //! also agree with each other on OBJECT ENCODING. A database that holds
 //! keys is refused without `--force`; a corrupt file fails and leaves the
 //! database as it was; so does an import killed midway, which can then
-//! simply be run again.
+//! simply be run again. A file that holds a key twice (redis-server
+//! refuses to load one) fails and names the key, quoted as redis-cli
+//! quotes it.
 
 mod common;
 
@@ -341,4 +343,84 @@ fn a_corrupt_file_leaves_the_database_as_it_was() {
     std::fs::write(&bad, &bytes[..n / 2]).unwrap();
     let out = import(&db, &bad, &[]);
     assert!(!out.status.success());
+}
+
+/// A file (written with respite's RDB writer: redis-server never writes
+/// one) holding `key` twice in db 0, first as `first`, then, after
+/// `between` other keys, as `second`.
+fn with_duplicate(
+    path: &Path,
+    key: &[u8],
+    first: respite_rdb::Value,
+    between: usize,
+    second: respite_rdb::Value,
+) {
+    use respite_rdb::{RdbWriter, Value as V};
+    let mut w = RdbWriter::new(std::fs::File::create(path).unwrap(), &[]).unwrap();
+    w.select_db(0, between as u64 + 2, 0).unwrap();
+    w.entry(0, key, &first, None).unwrap();
+    for i in 0..between {
+        w.entry(
+            0,
+            format!("k{i}").as_bytes(),
+            &V::String(b"v".to_vec()),
+            None,
+        )
+        .unwrap();
+    }
+    w.entry(0, key, &second, None).unwrap();
+    w.finish().unwrap();
+}
+
+#[test]
+fn a_duplicated_key_fails_and_is_named() {
+    use respite_rdb::{Stream, StreamEntry, Value as V};
+    let stream = || {
+        V::Stream(Box::new(Stream {
+            entries: vec![StreamEntry {
+                id: (1, 0),
+                fields: vec![(b"f".to_vec(), b"v".to_vec())],
+            }],
+            last_id: (1, 0),
+            first_id: (1, 0),
+            max_deleted: (0, 0),
+            entries_added: 1,
+            groups: Vec::new(),
+        }))
+    };
+    let string = || V::String(b"x".to_vec());
+    let hash = || V::Hash(vec![(b"f".to_vec(), b"v".to_vec())]);
+    let key: &[u8] = b"dup \"key\"\n\x00\xff";
+    let named = r#"the file holds the key "dup \"key\"\n\x00\xff" of db 0 twice"#;
+    // In one chunk or two (20,000 keys each); by the bulk path or, for a
+    // stream, RESTORE's.
+    for (first, between, second) in [
+        (string(), 0, hash()),
+        (hash(), 25_000, string()),
+        (string(), 0, string()),
+        (string(), 10, stream()),
+        (stream(), 25_000, hash()),
+        (stream(), 0, stream()),
+    ] {
+        let what = format!(
+            "{} then {} after {between}",
+            first.type_name(),
+            second.type_name()
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("dup.rdb");
+        with_duplicate(&file, key, first, between, second);
+        let db = tmp.path().join("respite.db");
+        let out = import(&db, &file, &[]);
+        let report = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{what}: {report}");
+        assert!(report.contains(named), "{what}: {report}");
+        assert!(report.contains("nothing was imported"), "{what}: {report}");
+        let server = Respited::start_in(tmp.path(), &[]);
+        assert_eq!(
+            ok(&mut server.client(), &["DBSIZE"]),
+            Value::Int(0),
+            "{what}"
+        );
+    }
 }

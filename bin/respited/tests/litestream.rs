@@ -151,22 +151,24 @@ fn restore(replica: &Path, out: &Path, timestamp: Option<&str>) {
     );
 }
 
-/// A data directory with a config file that allows DEBUG (for DEBUG
-/// DIGEST), and the flags to start respited on it with Litestream.
-fn prepare(dir: &Path) -> Vec<String> {
-    let conf = dir.join("respite.toml");
-    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").expect("write config");
-    vec![
-        "--config".into(),
-        conf.display().to_string(),
-        "--checkpoint".into(),
-        "external".into(),
-    ]
+/// A fresh working directory with the subdirectories `names` made in it.
+fn work_dirs<const N: usize>(names: [&str; N]) -> (tempfile::TempDir, [PathBuf; N]) {
+    let work = tempfile::tempdir().expect("tempdir");
+    let dirs = names.map(|n| work.path().join(n));
+    for d in &dirs {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    (work, dirs)
 }
 
-fn start(dir: &Path, flags: &[String]) -> Respited {
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    Respited::start_in(dir, &flags)
+/// respited on the database in `dir`, as Litestream needs it (checkpoint
+/// external), with a config file there that allows DEBUG (for DEBUG
+/// DIGEST).
+fn start(dir: &Path) -> Respited {
+    let conf = dir.join("respite.toml");
+    std::fs::write(&conf, "enable_debug_command = \"yes\"\n").expect("write config");
+    let conf = conf.display().to_string();
+    Respited::start_in(dir, &["--config", &conf, "--checkpoint", "external"])
 }
 
 /// Every key of database 0 with its type and whole value, as text.
@@ -331,15 +333,9 @@ fn a_restore_answers_exactly_what_the_primary_answered() {
     if !have_litestream() {
         return;
     }
-    let work = tempfile::tempdir().expect("tempdir");
-    let primary_dir = work.path().join("primary");
-    let replica = work.path().join("replica");
-    let restored_dir = work.path().join("restored");
-    for d in [&primary_dir, &replica, &restored_dir] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    let flags = prepare(&primary_dir);
-    let mut primary = start(&primary_dir, &flags);
+    let (work, [primary_dir, replica, restored_dir]) =
+        work_dirs(["primary", "replica", "restored"]);
+    let mut primary = start(&primary_dir);
     let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
     let mut con = primary.client();
     assert_eq!(info_line(&mut con, "checkpoint_mode"), "external");
@@ -369,8 +365,7 @@ fn a_restore_answers_exactly_what_the_primary_answered() {
 
     let restored_db = restored_dir.join("respite.db");
     restore(&replica, &restored_db, None);
-    let flags = prepare(&restored_dir);
-    let restored = start(&restored_dir, &flags);
+    let restored = start(&restored_dir);
     let mut con = restored.client();
     let got = contents(&mut con);
     assert_eq!(got.len(), expected.len());
@@ -398,15 +393,9 @@ fn a_restore_to_a_timestamp_gives_exactly_the_first_phase() {
     if !have_litestream() {
         return;
     }
-    let work = tempfile::tempdir().expect("tempdir");
-    let primary_dir = work.path().join("primary");
-    let replica = work.path().join("replica");
-    let restored_dir = work.path().join("restored");
-    for d in [&primary_dir, &replica, &restored_dir] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    let flags = prepare(&primary_dir);
-    let mut primary = start(&primary_dir, &flags);
+    let (work, [primary_dir, replica, restored_dir]) =
+        work_dirs(["primary", "replica", "restored"]);
+    let mut primary = start(&primary_dir);
     let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
     let mut con = primary.client();
     workload(&mut con, "one", 5_000, 11);
@@ -426,8 +415,7 @@ fn a_restore_to_a_timestamp_gives_exactly_the_first_phase() {
 
     let restored_db = restored_dir.join("respite.db");
     restore(&replica, &restored_db, Some(&between));
-    let flags = prepare(&restored_dir);
-    let restored = start(&restored_dir, &flags);
+    let restored = start(&restored_dir);
     let mut con = restored.client();
     let got = contents(&mut con);
     assert!(
@@ -444,14 +432,8 @@ fn a_file_litestream_replicates_is_refused_with_checkpoint_auto() {
     if !have_litestream() {
         return;
     }
-    let work = tempfile::tempdir().expect("tempdir");
-    let primary_dir = work.path().join("primary");
-    let replica = work.path().join("replica");
-    for d in [&primary_dir, &replica] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    let flags = prepare(&primary_dir);
-    let mut primary = start(&primary_dir, &flags);
+    let (work, [primary_dir, replica]) = work_dirs(["primary", "replica"]);
+    let mut primary = start(&primary_dir);
     let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
     let mut con = primary.client();
     redis::cmd("SET")
@@ -504,7 +486,7 @@ fn a_file_litestream_replicates_is_refused_with_checkpoint_auto() {
     );
 
     // With checkpoint external it serves the data.
-    let primary = start(&primary_dir, &flags);
+    let primary = start(&primary_dir);
     let mut con = primary.client();
     let v: String = redis::cmd("GET").arg("k").query(&mut con).expect("GET");
     assert_eq!(v, "v2");
@@ -595,15 +577,9 @@ fn a_read_replica_follows_the_primary_in_whole_states_and_refuses_writes() {
     if !have_litestream() {
         return;
     }
-    let work = tempfile::tempdir().expect("tempdir");
-    let primary_dir = work.path().join("primary");
-    let replica = work.path().join("replica");
-    let follower_dir = work.path().join("follower");
-    for d in [&primary_dir, &replica, &follower_dir] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    let flags = prepare(&primary_dir);
-    let mut primary = start(&primary_dir, &flags);
+    let (work, [primary_dir, replica, follower_dir]) =
+        work_dirs(["primary", "replica", "follower"]);
+    let mut primary = start(&primary_dir);
     let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
     let mut con = primary.client();
     workload(&mut con, "base", 2_000, 3);
@@ -791,19 +767,13 @@ fn after_sigkill_the_primary_loses_nothing_and_the_replica_holds_a_recent_prefix
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
-    let work = tempfile::tempdir().expect("tempdir");
-    let primary_dir = work.path().join("primary");
-    let replica = work.path().join("replica");
-    for d in [&primary_dir, &replica] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    let flags = prepare(&primary_dir);
+    let (work, [primary_dir, replica]) = work_dirs(["primary", "replica"]);
     // When each write was acknowledged, by its number (1-based).
     let mut acked_at: Vec<Instant> = Vec::new();
     let mut worst = Duration::ZERO;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for cycle in 0..cycles {
-        let mut primary = start(&primary_dir, &flags);
+        let mut primary = start(&primary_dir);
         let mut ls = Litestream::start(&primary_dir.join("respite.db"), &replica, work.path());
         // The restarted primary has everything acknowledged before.
         let mut con = primary.client();
@@ -841,7 +811,7 @@ fn after_sigkill_the_primary_loses_nothing_and_the_replica_holds_a_recent_prefix
         std::fs::create_dir_all(&restored_dir).expect("mkdir");
         let restored_db = restored_dir.join("respite.db");
         restore(&replica, &restored_db, None);
-        let restored = start(&restored_dir, &prepare(&restored_dir));
+        let restored = start(&restored_dir);
         let mut rcon = restored.client();
         let present = acked_present(&mut rcon, total);
         let k = present.len() as u64;
@@ -881,7 +851,7 @@ fn after_sigkill_the_primary_loses_nothing_and_the_replica_holds_a_recent_prefix
     }
     eprintln!("worst loss window on the replica over {cycles} kills: {worst:?}");
     // The primary after the last kill.
-    let primary = start(&primary_dir, &flags);
+    let primary = start(&primary_dir);
     let mut con = primary.client();
     let total = acked_at.len() as u64;
     assert_eq!(acked_present(&mut con, total).len() as u64, total);

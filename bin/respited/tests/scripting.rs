@@ -7,80 +7,10 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
+use common::resp_conn::Conn;
 use common::{RedisServer, Respited};
-
-struct Conn {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    fn open(port: u16, resp: u8) -> Conn {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("timeout");
-        let mut c = Conn {
-            stream,
-            buf: Vec::new(),
-        };
-        if resp == 3 {
-            c.command(&["HELLO", "3"]);
-        }
-        c
-    }
-
-    fn command<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Vec<u8> {
-        self.stream.write_all(&common::encode(args)).expect("write");
-        loop {
-            if let Some(n) = frame_len(&self.buf, 0) {
-                let reply = self.buf[..n].to_vec();
-                self.buf.drain(..n);
-                return reply;
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.stream.read(&mut chunk).expect("read");
-            assert!(n > 0, "connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
-fn frame_len(b: &[u8], at: usize) -> Option<usize> {
-    let line_end = at + b.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
-    let line = std::str::from_utf8(&b[at + 1..line_end]).ok()?;
-    let after = line_end + 2;
-    match b[at] {
-        b'$' | b'=' | b'!' => {
-            let n: i64 = line.parse().ok()?;
-            if n < 0 {
-                return Some(after - at);
-            }
-            let end = after + n as usize + 2;
-            (b.len() >= end).then_some(end - at)
-        }
-        b'*' | b'~' | b'>' | b'%' | b'|' => {
-            let n: i64 = line.parse().ok()?;
-            let items = if n < 0 {
-                0
-            } else if matches!(b[at], b'%' | b'|') {
-                2 * n as usize
-            } else {
-                n as usize
-            };
-            let mut p = after;
-            for _ in 0..items {
-                p += frame_len(b, p)?;
-            }
-            Some(p - at)
-        }
-        _ => Some(after - at),
-    }
-}
 
 /// Each line: a command, its words separated by " | " (so scripts may hold
 /// spaces).
@@ -846,22 +776,6 @@ fn read_only_scripts_do_not_block_writes() {
     assert_eq!(c.command(&["PING"]), b"+PONG\r\n");
 }
 
-/// Reads what a subscribed connection has been sent, until it has been
-/// quiet for a moment.
-fn drain(c: &mut Conn) -> Vec<u8> {
-    c.stream
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .expect("timeout");
-    let mut chunk = [0u8; 65536];
-    while let Ok(n) = c.stream.read(&mut chunk) {
-        if n == 0 {
-            break;
-        }
-        c.buf.extend_from_slice(&chunk[..n]);
-    }
-    std::mem::take(&mut c.buf)
-}
-
 /// PUBLISH, SPUBLISH and PUBSUB from scripts and functions, against
 /// redis-server: the replies (receivers counted), and what subscribers
 /// receive, in order.
@@ -898,10 +812,7 @@ fn publish_from_scripts_differential() {
         ] {
             replies.push(String::from_utf8_lossy(&c.command(&args)).into_owned());
         }
-        received.push((
-            replies,
-            String::from_utf8_lossy(&drain(&mut sub)).into_owned(),
-        ));
+        received.push((replies, String::from_utf8_lossy(&sub.drain()).into_owned()));
     }
     assert_eq!(received[0], received[1]);
 }

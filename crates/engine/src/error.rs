@@ -96,6 +96,16 @@ pub enum EngineError {
     /// write.
     #[error("the replica's database file has layout version {0}, and this build serves only version {1}: run the same respite version on the primary and the replica")]
     ReplicaLayout(i64, i64),
+    /// A bulk load ([`crate::Txn::load_fresh`]) met a key that exists
+    /// already: the database was not empty, or the load holds the key
+    /// twice. The key is shown quoted as redis-cli shows it.
+    #[error("ERR the key {} of db {db} exists already", crate::repr::repr_string(.key))]
+    KeyExists {
+        /// The key's database.
+        db: u32,
+        /// The key.
+        key: Vec<u8>,
+    },
     /// The engine is shutting down and takes no more work.
     #[error("ERR server is shutting down")]
     ShuttingDown,

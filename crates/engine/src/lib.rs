@@ -62,6 +62,7 @@ pub mod propagate;
 pub mod read_advice;
 pub mod read_pool;
 pub mod replica;
+pub mod repr;
 pub mod schema;
 pub mod set;
 pub mod snapshot;

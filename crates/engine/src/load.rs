@@ -20,8 +20,9 @@
 //! one a client wrote. A sorted set big enough to need rank blocks (see
 //! `zset.rs`) goes through `zset_add`, which builds them.
 //!
-//! A key that exists makes the load fail with a constraint error (the
-//! caller's transaction is then rolled back whole); the caller checks
+//! A key that exists makes the load fail with [`EngineError::KeyExists`],
+//! which names it (the caller's transaction is then rolled back whole);
+//! the caller checks
 //! that the database is empty first, or writes through the commands'
 //! path. Instead of listing every key it creates, a load notes that any
 //! key may have changed (the value cache is emptied and CLIENT TRACKING
@@ -95,8 +96,9 @@ impl Txn<'_, '_> {
     }
 
     /// Writes every key of `keys`, none of which may exist (see the module
-    /// docs). An empty collection is skipped. Fails with a storage error
-    /// (a constraint) on a key that exists or a duplicate element.
+    /// docs). An empty collection is skipped. Fails with
+    /// [`EngineError::KeyExists`] on a key that exists (or comes twice),
+    /// with a storage error (a constraint) on a duplicate element.
     pub fn load_fresh(&mut self, keys: &[FreshKey<'_>]) -> Result<()> {
         let inline_max = inline_value_max(self.stmts.page_size()?);
         let big_zset =
@@ -153,7 +155,8 @@ impl Txn<'_, '_> {
                     self.stmt(
                         "INSERT INTO keys (db, key, type, value, expire_at) VALUES (?1, ?2, 0, ?3, ?4)",
                     )?
-                    .execute(params![db, key, value, expire_at])?;
+                    .execute(params![db, key, value, expire_at])
+                    .map_err(|e| key_exists(k, e))?;
                 }
                 Fresh::String(value) => {
                     let id = take_id();
@@ -162,7 +165,8 @@ impl Txn<'_, '_> {
                     self.stmt(
                         "INSERT INTO keys (db, key, type, expire_at, id) VALUES (?1, ?2, 0, ?3, ?4)",
                     )?
-                    .execute(params![db, key, expire_at, id])?;
+                    .execute(params![db, key, expire_at, id])
+                    .map_err(|e| key_exists(k, e))?;
                 }
                 Fresh::Hash(pairs) => {
                     let id = take_id();
@@ -272,7 +276,8 @@ impl Txn<'_, '_> {
             k.expire_at,
             id,
             count as i64
-        ])?;
+        ])
+        .map_err(|e| key_exists(k, e))?;
         Ok(())
     }
 
@@ -286,16 +291,31 @@ impl Txn<'_, '_> {
         let mut slot = self.open(k.db, k.key, Kind::ZSet)?;
         if slot.row().is_some() {
             // `open` found the key: a load never replaces one.
-            return Err(EngineError::Internal(format!(
-                "the key {:?} of db {} exists already",
-                String::from_utf8_lossy(k.key),
-                k.db
-            )));
+            return Err(EngineError::KeyExists {
+                db: k.db,
+                key: k.key.to_vec(),
+            });
         }
         self.zset_add(&mut slot, &items, AddFlags::default())?;
         if k.expire_at.is_some() {
             self.set_expire(k.db, k.key, k.expire_at)?;
         }
         Ok(())
+    }
+}
+
+/// The error of a failed insert of `k`'s row into `keys`: the table's
+/// primary key refused it, so the key exists; otherwise SQLite's error.
+fn key_exists(k: &FreshKey<'_>, e: rusqlite::Error) -> EngineError {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+        {
+            EngineError::KeyExists {
+                db: k.db,
+                key: k.key.to_vec(),
+            }
+        }
+        e => EngineError::Storage(e),
     }
 }

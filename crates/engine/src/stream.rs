@@ -1221,16 +1221,28 @@ impl Txn<'_, '_> {
         Ok(true)
     }
 
-    /// redis's `streamCreateConsumer` announces every consumer it creates,
+    /// Adds consumer `name`, which the group lacks, to the stream of
+    /// `slot` (its id `id`), seen `now`, and announces it: redis's
+    /// `streamCreateConsumer` announces every consumer it creates,
     /// whichever command made it (XGROUP CREATECONSUMER, XREADGROUP,
     /// XCLAIM, XAUTOCLAIM).
-    fn consumer_created(&mut self, slot: &Slot<'_>) {
+    fn add_consumer(
+        &mut self,
+        slot: &Slot<'_>,
+        id: i64,
+        group: &[u8],
+        name: &[u8],
+        now: i64,
+    ) -> Result<()> {
+        self.stmt("INSERT INTO stream_consumers (id, grp, name, seen) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![id, group, name, now])?;
         self.notify(
             crate::notify::STREAM,
             "xgroup-createconsumer",
             slot.db,
             slot.key,
         );
+        Ok(())
     }
 
     /// Creates the consumer if the group lacks it; returns whether it did.
@@ -1249,9 +1261,7 @@ impl Txn<'_, '_> {
         }
         let id = self.stream_id(slot)?;
         let now = self.now();
-        self.stmt("INSERT INTO stream_consumers (id, grp, name, seen) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![id, group, name, now])?;
-        self.consumer_created(slot);
+        self.add_consumer(slot, id, group, name, now)?;
         Ok(true)
     }
 
@@ -1290,9 +1300,7 @@ impl Txn<'_, '_> {
         if seen > 0 {
             return Ok(false);
         }
-        self.stmt("INSERT INTO stream_consumers (id, grp, name, seen) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![id, group, name, now])?;
-        self.consumer_created(slot);
+        self.add_consumer(slot, id, group, name, now)?;
         Ok(true)
     }
 

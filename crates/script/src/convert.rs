@@ -164,36 +164,24 @@ unsafe fn read(l: State, r: &mut Reader, lua: bool) {
                         }
                     }
                 }
-                b'%' => {
+                b'%' | b'~' => {
+                    // redis's `{map={...}}` and `{set={...}}`, a set's
+                    // members each mapped to true.
                     if lua {
                         check_stack(l, 3);
                         lua_newtable(l);
-                        push_bytes(l, b"map");
+                        push_bytes(l, if kind == b'%' { b"map" } else { b"set" });
                         lua_newtable(l);
                     }
                     for _ in 0..n {
                         read(l, r, lua);
-                        read(l, r, lua);
-                        if lua {
-                            lua_settable(l, -3);
-                        }
-                    }
-                    if lua {
-                        lua_settable(l, -3);
-                    }
-                }
-                b'~' => {
-                    if lua {
-                        check_stack(l, 3);
-                        lua_newtable(l);
-                        push_bytes(l, b"set");
-                        lua_newtable(l);
-                    }
-                    for _ in 0..n {
-                        read(l, r, lua);
-                        if lua {
+                        if kind == b'%' {
+                            read(l, r, lua);
+                        } else if lua {
                             check_stack(l, 1);
                             lua_pushboolean(l, 1);
+                        }
+                        if lua {
                             lua_settable(l, -3);
                         }
                     }

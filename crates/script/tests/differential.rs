@@ -8,12 +8,16 @@
 //! scripts that write see the same data. Where redis-server is not
 //! installed the test skips, unless `RESPITE_REQUIRE_REDIS=1`.
 
-use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use respite_script::{Engine, Host, LogLevel, RunOptions, Script, Value};
+
+// The daemon's tests' raw RESP connection (replies as the server's bytes).
+#[path = "../../../bin/respited/tests/common/resp_conn.rs"]
+mod resp_conn;
+use resp_conn::Conn;
 
 struct RedisServer {
     child: Child,
@@ -78,88 +82,6 @@ fn start_redis() -> Option<RedisServer> {
         }
     }
     panic!("could not start redis-server");
-}
-
-/// A raw RESP connection.
-struct Conn {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    fn open(port: u16, resp: u8) -> Conn {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
-        let mut c = Conn {
-            stream,
-            buf: Vec::new(),
-        };
-        if resp == 3 {
-            c.command(&["HELLO", "3"]);
-        }
-        c
-    }
-
-    fn command<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Vec<u8> {
-        let mut req = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            let a = a.as_ref();
-            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            req.extend_from_slice(a);
-            req.extend_from_slice(b"\r\n");
-        }
-        self.stream.write_all(&req).expect("write");
-        loop {
-            if let Some(n) = frame_len(&self.buf, 0) {
-                let reply = self.buf[..n].to_vec();
-                self.buf.drain(..n);
-                return reply;
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.stream.read(&mut chunk).expect("read");
-            assert!(n > 0, "connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
-/// The length of the complete RESP frame starting at `at`, if it is all
-/// there.
-fn frame_len(b: &[u8], at: usize) -> Option<usize> {
-    let line_end = at + b.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
-    let line = std::str::from_utf8(&b[at + 1..line_end]).ok()?;
-    let after = line_end + 2;
-    match b[at] {
-        b'$' | b'=' | b'!' => {
-            let n: i64 = line.parse().ok()?;
-            if n < 0 {
-                return Some(after - at);
-            }
-            let end = after + n as usize + 2;
-            (b.len() >= end).then_some(end - at)
-        }
-        b'*' | b'~' | b'>' | b'%' | b'|' => {
-            let n: i64 = line.parse().ok()?;
-            let items = if n < 0 {
-                0
-            } else if matches!(b[at], b'%' | b'|') {
-                2 * n as usize
-            } else {
-                n as usize
-            };
-            let mut p = after;
-            for _ in 0..items {
-                p += frame_len(b, p)?;
-            }
-            if b[at] == b'|' {
-                p += frame_len(b, p)?;
-            }
-            Some(p - at)
-        }
-        _ => Some(after - at),
-    }
 }
 
 /// A host that runs `redis.call` on the redis-server.

@@ -264,7 +264,7 @@ pub fn format_batch(batch: &Batch, out: &mut Vec<u8>) {
                 return;
             };
             out.push(b' ');
-            repr(out, arg);
+            respite_engine::repr::repr(out, arg);
         }
         out.extend_from_slice(b"\r\n");
     }
@@ -284,44 +284,6 @@ fn push_number(out: &mut Vec<u8>, n: u64) {
         }
     }
     out.extend_from_slice(&buf[i..]);
-}
-
-/// redis's `sdscatrepr`: a quoted string with `\\`, `\"`, `\n`, `\r`, `\t`,
-/// `\a`, `\b` escaped and other unprintable bytes as `\xHH`. Runs of plain
-/// bytes are copied at once.
-fn repr(out: &mut Vec<u8>, s: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
-    let mut plain = 0;
-    for (i, &b) in s.iter().enumerate() {
-        let escaped: &[u8] = match b {
-            b'\\' => b"\\\\",
-            b'"' => b"\\\"",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x07 => b"\\a",
-            0x08 => b"\\b",
-            // isprint: 0x20 to 0x7e.
-            0x20..=0x7e => continue,
-            _ => {
-                out.extend_from_slice(&s[plain..i]);
-                plain = i + 1;
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'x',
-                    HEX[usize::from(b >> 4)],
-                    HEX[usize::from(b & 15)],
-                ]);
-                continue;
-            }
-        };
-        out.extend_from_slice(&s[plain..i]);
-        plain = i + 1;
-        out.extend_from_slice(escaped);
-    }
-    out.extend_from_slice(&s[plain..]);
-    out.push(b'"');
 }
 
 /// Whether a command (by its full name, `container|sub` for a subcommand)

@@ -12,7 +12,7 @@
 // Each example uses its own part of this module.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 
 /// Appends one request, a RESP array of bulk strings, to `out`.
@@ -43,28 +43,43 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 
 /// The server's pid, from INFO's `process_id`.
 pub fn server_pid(addr: &str) -> std::io::Result<u32> {
-    let mut s = TcpStream::connect(addr)?;
-    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")?;
-    let mut text = Vec::new();
-    let mut buf = [0u8; 8192];
-    // Read until the `process_id:` line is whole.
-    let whole = |t: &[u8]| {
-        t.windows(11)
-            .position(|w| w == b"process_id:")
-            .is_some_and(|at| t[at..].contains(&b'\n'))
-    };
-    while !whole(&text) {
-        let n = s.read(&mut buf)?;
-        if n == 0 {
+    server_pid_with(addr, None)
+}
+
+/// [`server_pid`] of a server that wants `password` (sent first, as
+/// AUTH). An error reply, or no answer within 5 s, is an error. The
+/// integration tests use it too, to know that the server on a port is
+/// the one they started.
+pub fn server_pid_with(addr: &str, password: Option<&str>) -> std::io::Result<u32> {
+    let failed = |what: String| std::io::Error::other(format!("{addr}: {what}"));
+    let s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
+    let mut replies = BufReader::new(&s);
+    let mut line = String::new();
+    if let Some(p) = password {
+        (&s).write_all(&request(&[b"AUTH", p.as_bytes()]))?;
+        replies.read_line(&mut line)?;
+        if !line.starts_with('+') {
+            return Err(failed(format!("AUTH answered {}", line.trim_end())));
+        }
+    }
+    (&s).write_all(&request(&[b"INFO", b"server"]))?;
+    loop {
+        line.clear();
+        if replies.read_line(&mut line)? == 0 {
             break;
         }
-        text.extend_from_slice(&buf[..n]);
+        if line.starts_with('-') {
+            return Err(failed(format!("INFO answered {}", line.trim_end())));
+        }
+        if let Some(v) = line.strip_prefix("process_id:") {
+            return v
+                .trim()
+                .parse()
+                .map_err(|_| failed(format!("process_id {v:?}")));
+        }
     }
-    let text = String::from_utf8_lossy(&text);
-    text.lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("{addr}: no process_id in INFO server")))
+    Err(failed("no process_id in INFO server".into()))
 }
 
 /// Clock ticks per second of `/proc`'s CPU times (USER_HZ).

@@ -3,6 +3,10 @@
 
 #![allow(dead_code)]
 
+// The examples' helpers: what reads a server's pid is written once.
+#[path = "../../examples/common/mod.rs"]
+mod measure;
+
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -98,32 +102,10 @@ pub fn redis_with(extra: &[&str]) -> Option<Redis> {
     panic!("could not start redis-server on a free port");
 }
 
-/// The `process_id` of the server answering on `port`, if one does. A
-/// server with a password answers `-NOAUTH`, so the password is sent
-/// first when one is configured.
+/// The `process_id` of the server answering on `port`, if one does (the
+/// password sent first when one is configured).
 fn server_pid(port: u16, password: Option<&str>) -> Option<u32> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    if let Some(p) = password {
-        s.write_all(&resp(&["AUTH", p])).ok()?;
-        let mut ok = [0u8; 5];
-        s.read_exact(&mut ok).ok()?;
-    }
-    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
-    let mut text = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !text.windows(11).any(|w| w == b"process_id:") || !text.ends_with(b"\r\n\r\n") {
-        let n = s.read(&mut buf).ok()?;
-        if n == 0 {
-            break;
-        }
-        text.extend_from_slice(&buf[..n]);
-    }
-    let text = String::from_utf8_lossy(&text);
-    text.lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .and_then(|p| p.trim().parse().ok())
+    measure::server_pid_with(&format!("127.0.0.1:{port}"), password).ok()
 }
 
 /// A command encoded as RESP.

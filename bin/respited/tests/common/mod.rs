@@ -11,6 +11,11 @@
 #![allow(dead_code)]
 
 pub mod replication;
+pub mod resp_conn;
+
+// Each test file uses a part of this harness (as `dead_code` above).
+#[allow(unused_imports)]
+pub use resp_conn::encode;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -503,17 +508,4 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("free port")
-}
-
-/// Encodes a command as a RESP array of bulk strings, the way clients send
-/// it.
-pub fn encode<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        let a = a.as_ref();
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }

@@ -319,10 +319,11 @@ impl LocalCommand for Debug {
                 let shared_integers = s.ctx().shares_integers();
                 Ok(Plan::Read(
                     Box::new(move |view| {
-                        // DEBUG OBJECT looks without using (redis reads
-                        // the dictionary directly).
-                        view.set_touch(false);
-                        debug_object(view, db, key, &access, shared_integers).unwrap_or_else(Reply::from)
+                        // DEBUG OBJECT looks without using, and finds a
+                        // key past its expiry until it is deleted (redis
+                        // reads the dictionary directly).
+                        let view = view.ignoring_expiry();
+                        debug_object(&view, db, key, &access, shared_integers).unwrap_or_else(Reply::from)
                     }),
                     respite_engine::ReadNeeds {
                         snapshot: true,
@@ -589,7 +590,8 @@ fn dataset_digest(view: &View<'_, '_>, databases: u32) -> Result<[u8; 20], Comma
 }
 
 /// DEBUG OBJECT's line: redis's fields, with the encoding OBJECT ENCODING
-/// reports and the value's size for `serializedlength`.
+/// reports and the value's size for `serializedlength`. `view` sees keys
+/// past their expiry (see [`View::ignoring_expiry`]).
 fn debug_object(
     view: &View<'_, '_>,
     db: u32,
