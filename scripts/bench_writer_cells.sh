@@ -12,7 +12,9 @@
 # lpush, rpop (the lists lpush filled), zadd, queue.
 #
 # KEYS (100,000 unless set) is the keyspace; at the end, each server's
-# resident memory (VmRSS and its peak VmHWM, /proc/PID/status).
+# resident memory (VmRSS and its peak VmHWM, /proc/PID/status) and, for
+# respite, INFO persistence's commit latency p99 and max, WAL peak and
+# longest WAL pause and restart.
 #
 # Usage: [ROUNDS=N] [KEYS=N] scripts/bench_writer_cells.sh MEMTIER QUEUE SECS CELLS RESPITED [RESPITED...]
 # Example: ROUNDS=2 scripts/bench_writer_cells.sh /usr/local/bin/memtier_benchmark \
@@ -76,5 +78,7 @@ for c in "${cl[@]}"; do
  done
 done
 for p in "${servers[@]}"; do
+  [ "$p" = 7798 ] || echo "${name[$p]}: $(redis-cli -p "$p" info persistence | tr -d '\r' |
+    grep -E '^(group_commit_commit_latency_(p99|max)_us|wal_size_peak_bytes|wal_pause_max_us|wal_restart_max_us):' | tr '\n' ' ')"
   awk -v s="${name[$p]}" '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {printf "%s: RSS %.0f MB, peak %.0f MB\n", s, r / 1024, h / 1024}' "/proc/${pid[$p]}/status"
 done
