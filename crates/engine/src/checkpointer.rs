@@ -67,9 +67,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
 use rusqlite::Connection;
 
 use crate::config::AppendFsync;
@@ -82,6 +81,15 @@ const RESTART_FRAMES: u64 = 1024;
 /// The shortest pause between two checkpoints: enough for the writer to
 /// add a worthwhile amount, short enough that the WAL stays a few MiB.
 const MIN_INTERVAL: Duration = Duration::from_millis(20);
+
+/// How long the copy threshold follows the database's size and the free
+/// space without a fresh look (a `stat` and a `statvfs`); looked at on
+/// every nudge, they were two system calls per commit.
+const RESIZE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Frames a commit adds before the writer wakes this thread between rounds
+/// with nothing due yet (see [`Checkpointer::committed`]).
+const NUDGE_FRAMES: u64 = 64;
 
 /// Frames waiting after which this thread looks at whether the newest of
 /// them repeat a few pages (and how many of the newest it looks at).
@@ -96,7 +104,7 @@ pub(crate) const EARLY_REPEATS: u64 = 8;
 
 /// Handle to the checkpointer thread.
 pub(crate) struct Checkpointer {
-    nudge: Sender<()>,
+    wake: Arc<Wake>,
     /// Raised here, taken by the writer: the WAL is long and mostly copied,
     /// time to start it over.
     pub(crate) restart_due: Arc<AtomicBool>,
@@ -106,6 +114,10 @@ pub(crate) struct Checkpointer {
     /// Raised by the writer once writes have stopped: copy whatever waits
     /// and have the WAL started over.
     quiet: Arc<AtomicBool>,
+    /// The WAL's last frame at the last nudge after a commit, and the
+    /// database's page size (see [`Checkpointer::committed`]).
+    nudged_at: AtomicU64,
+    page_size: u64,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -148,9 +160,8 @@ impl Checkpointer {
         };
         let copy_threshold = Arc::new(AtomicU64::new(sizing.policy().bytes));
         let threshold = copy_threshold.clone();
-        // At most one nudge waits: many commits during one checkpoint ask
-        // for one more checkpoint, not many.
-        let (nudge, rx) = crossbeam_channel::bounded(1);
+        let wake = Arc::new(Wake::default());
+        let woken = wake.clone();
         let restart_due = Arc::new(AtomicBool::new(false));
         let quiet = Arc::new(AtomicBool::new(false));
         let shared = Flags {
@@ -161,13 +172,15 @@ impl Checkpointer {
         let shm = WalIndex::new(PathBuf::from(shm));
         let thread = std::thread::Builder::new()
             .name("respite-checkpointer".into())
-            .spawn(move || run(conn, rx, shared, shm, sizing))
+            .spawn(move || run(conn, &woken, shared, shm, sizing))
             .map_err(crate::EngineError::Thread)?;
         Ok(Checkpointer {
-            nudge,
+            wake,
             restart_due,
             copy_threshold,
             quiet,
+            nudged_at: AtomicU64::new(0),
+            page_size,
             thread: Some(thread),
         })
     }
@@ -175,12 +188,13 @@ impl Checkpointer {
     /// A checkpointer that never copies (`checkpoint = "external"`): no
     /// thread, and nudges go nowhere.
     pub(crate) fn disabled() -> Self {
-        let (nudge, _) = crossbeam_channel::bounded(1);
         Checkpointer {
-            nudge,
+            wake: Arc::new(Wake::default()),
             restart_due: Arc::new(AtomicBool::new(false)),
             copy_threshold: Arc::new(AtomicU64::new(0)),
             quiet: Arc::new(AtomicBool::new(false)),
+            nudged_at: AtomicU64::new(0),
+            page_size: 1024,
             thread: None,
         }
     }
@@ -192,21 +206,54 @@ impl Checkpointer {
         self.nudge();
     }
 
+    /// Tells the thread of a commit, given the WAL's frame counts after it.
+    /// Between rounds the thread has nothing to decide until enough frames
+    /// have arrived, so it is woken only when a copy is due (the frames
+    /// waiting have reached the threshold), a round is under way (some
+    /// frames are copied), the WAL was started over, the index could not
+    /// be read, or [`NUDGE_FRAMES`] frames have been added since the last
+    /// nudge (its look at repeated pages comes at most that late). Woken
+    /// after every commit, it was a switch to a thread that looked at the
+    /// index and went back to sleep, the most of its time between rounds.
+    pub(crate) fn committed(&self, frames: Option<WalFrames>) {
+        let due = match frames {
+            None => true,
+            Some(f) => {
+                let at = self.nudged_at.load(Ordering::Relaxed);
+                let waiting = f.last.saturating_sub(f.backfilled);
+                f.backfilled > 0
+                    || f.last < at
+                    || f.last >= at + NUDGE_FRAMES
+                    || waiting.saturating_mul(self.page_size + 24)
+                        >= self.copy_threshold.load(Ordering::Relaxed)
+            }
+        };
+        if due {
+            self.nudged_at
+                .store(frames.map_or(0, |f| f.last), Ordering::Relaxed);
+            self.nudge();
+        }
+    }
+
     /// Asks for a checkpoint soon; never blocks.
     pub(crate) fn nudge(&self) {
-        // Full: a checkpoint is already asked for. Disconnected: shutting
-        // down. Neither needs anything done.
-        let _ = self.nudge.try_send(());
+        // No thread: disabled, or stopped. Already asked: the thread has
+        // not taken the last nudge yet, and takes this one with it.
+        if let Some(t) = &self.thread {
+            if !self.wake.asked.swap(true, Ordering::AcqRel) {
+                t.thread().unpark();
+            }
+        }
     }
 
     /// Stops the thread and waits for it (after its current checkpoint).
     /// A stop's final TRUNCATE needs this: while another connection copies,
     /// SQLite answers a checkpoint with SQLITE_BUSY at once, without waiting.
     pub(crate) fn stop(&mut self) {
-        // Closing the channel ends the thread after its current checkpoint.
-        let (dead, _) = crossbeam_channel::bounded(1);
-        self.nudge = dead;
+        // The thread ends after its current checkpoint.
         if let Some(t) = self.thread.take() {
+            self.wake.stop.store(true, Ordering::Release);
+            t.thread().unpark();
             let _ = t.join();
         }
     }
@@ -215,6 +262,36 @@ impl Checkpointer {
 impl Drop for Checkpointer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// How the writer wakes this thread. A nudge raises `asked` and unparks
+/// the thread only when `asked` was down, so a thread already woken (or
+/// busy copying) costs the writer one atomic swap; the thread takes the
+/// flag and parks when there is none, many nudges during one checkpoint
+/// asking for one more checkpoint, not many. Parking sleeps at once: the
+/// channel this replaced spun and called `sched_yield` a few times before
+/// it slept, about three yields per commit on this thread alone.
+#[derive(Default)]
+struct Wake {
+    asked: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Wake {
+    /// Waits for a nudge (true) or the stop (false).
+    fn wait(&self) -> bool {
+        loop {
+            if self.stop.load(Ordering::Acquire) {
+                return false;
+            }
+            if self.asked.swap(false, Ordering::AcqRel) {
+                return true;
+            }
+            // An unpark since the swap above returns at once; a spurious
+            // return goes round the loop.
+            std::thread::park();
+        }
     }
 }
 
@@ -437,21 +514,25 @@ struct Flags {
     threshold: Arc<AtomicU64>,
 }
 
-fn run(conn: Connection, rx: Receiver<()>, flags: Flags, mut index: WalIndex, sizing: Sizing) {
+fn run(conn: Connection, wake: &Wake, flags: Flags, mut index: WalIndex, sizing: Sizing) {
     let mut policy = sizing.policy();
+    let mut sized = Instant::now();
     let mut db_file = None;
     // The WAL's last frame when its newest frames were last looked at.
     let mut last_examined = 0u64;
     // A round started early (repeated pages, or writes stopped) asks for
     // the restart once everything is copied, however short the WAL.
     let mut early_round = false;
-    while rx.recv().is_ok() {
+    while wake.wait() {
         let frames = index.frames();
         if frames.is_some_and(|w| w.backfilled == 0) {
             // Between rounds: follow the database's size (one `stat`, only
-            // while no copy is under way).
-            policy = sizing.policy();
-            flags.threshold.store(policy.bytes, Ordering::Relaxed);
+            // while no copy is under way, and not at every commit).
+            if sized.elapsed() >= RESIZE_INTERVAL {
+                policy = sizing.policy();
+                sized = Instant::now();
+                flags.threshold.store(policy.bytes, Ordering::Relaxed);
+            }
             early_round = false;
             if frames.is_some_and(|w| w.last < last_examined) {
                 // Started over since.

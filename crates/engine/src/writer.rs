@@ -274,6 +274,9 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 /// How often the writer looks for expired keys and everysec work when idle.
 const TICK: Duration = Duration::from_millis(100);
 
+/// The WAL file's header, before its first frame.
+const WAL_HEADER_BYTES: u64 = 32;
+
 /// How long the writer must have had no write to apply before it asks the
 /// checkpointer to copy whatever waits and start the WAL over (see
 /// `checkpointer.rs`): long enough that a steady stream of writes with
@@ -371,6 +374,10 @@ struct Writer<'s, 'c, R> {
     /// The WAL index's counters when last looked at, to notice a
     /// checkpoint another process ran (external mode).
     last_frames: Option<crate::checkpointer::WalFrames>,
+    /// The most frames the WAL has been seen to hold (see `note_wal_size`).
+    wal_peak_frames: u64,
+    /// A commit since the checkpointer was last told of one.
+    nudge_due: bool,
     /// When the log last said the WAL is past its threshold.
     last_wal_warning: Option<Instant>,
     /// Eviction's pool of candidates (see `evict.rs`).
@@ -449,6 +456,8 @@ pub(crate) fn run<R: Send + 'static>(
         last_measure: Instant::now(),
         wal_index: crate::checkpointer::WalIndex::new(shm_path),
         last_frames: None,
+        wal_peak_frames: 0,
+        nudge_due: false,
         last_wal_warning: None,
         evictor: crate::evict::Evictor::default(),
         evict_again: false,
@@ -910,7 +919,7 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
                 self.unsynced = true;
                 self.last_write = Instant::now();
                 self.quiet_asked = false;
-                self.settings.checkpointer.nudge();
+                self.nudge_due = true;
                 // With a budget or a limit, every commit is measured: the
                 // refusal and eviction must follow the data closely.
                 if self.settings.disk.maxdisk() > 0 || self.settings.memory.maxmemory() > 0 {
@@ -1106,7 +1115,11 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
     /// bound): writes slow down to the pace of the copy instead of the WAL
     /// growing, and no commit waits behind a copy of the whole WAL.
     fn bound_wal(&mut self) {
-        self.stats.record_wal_size(self.wal_size());
+        let frames = self.wal_index.frames();
+        self.note_wal_size(frames);
+        if std::mem::take(&mut self.nudge_due) {
+            self.settings.checkpointer.committed(frames);
+        }
         if self.settings.external {
             self.watch_wal();
             return;
@@ -1118,7 +1131,6 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             .swap(false, Ordering::Relaxed);
         let bound = self.settings.wal_checkpoint_bytes;
         let frame = self.settings.page_size + 24;
-        let frames = self.wal_index.frames();
         let over = bound > 0 && frames.is_some_and(|f| f.last.saturating_mul(frame) > bound);
         if !over && !restart_due {
             return;
@@ -1478,6 +1490,25 @@ impl<'s, 'c, R> Writer<'s, 'c, R> {
             // held by another process: tried again in 30 s (vacuum.rs).
             Err(e) => tracing::warn!(error = %e, "incremental vacuum step failed"),
         }
+    }
+
+    /// Keeps INFO's peak WAL size, without a `stat` of the file per group:
+    /// the file grows only by frames written past its end, so it is looked
+    /// at only when the WAL holds more frames than ever before (or when the
+    /// index cannot be read); otherwise its frames' own length is counted,
+    /// which after CONFIG RESETSTAT brings the peak back as they refill.
+    fn note_wal_size(&mut self, frames: Option<crate::checkpointer::WalFrames>) {
+        let bytes = match frames {
+            Some(f) if f.last <= self.wal_peak_frames => {
+                WAL_HEADER_BYTES + f.last * (self.settings.page_size + 24)
+            }
+            Some(f) => {
+                self.wal_peak_frames = f.last;
+                self.wal_size()
+            }
+            None => self.wal_size(),
+        };
+        self.stats.record_wal_size(bytes);
     }
 
     fn wal_size(&self) -> u64 {
