@@ -97,6 +97,14 @@ fn play(port: u16, conns: usize, steps: &[Step<'_>]) -> Vec<String> {
         let stream = streams[step.conn].as_mut().expect("open connection");
         stream.write_all(&common::encode(&args)).unwrap();
         std::thread::sleep(Duration::from_millis(step.sleep_ms));
+        // Every command is answered: wait for the first byte of the reply
+        // before reading every connection until it is quiet, since a commit
+        // can take longer than the quiet period (an fsync queued behind
+        // other writes to the disk).
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let _ = stream.peek(&mut [0u8; 1]);
         for (c, s) in streams.iter_mut().enumerate() {
             let Some(s) = s.as_mut() else { continue };
             let (got, _) = common::read_until_quiet(s, quiet);
